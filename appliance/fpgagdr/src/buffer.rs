@@ -1,0 +1,79 @@
+//! A buffer pinned once for DMA.
+//!
+//! Owns: [`PinnedBuffer`], which holds the memory and its pin handle and unpins before
+//! the memory is freed. Must not: validate transfers (`card.rs`).
+
+use std::sync::Arc;
+
+use crate::card::{Backend, Handle};
+use crate::error::Result;
+use crate::memory::{DmaMemory, MemoryKind};
+
+/// Memory pinned for DMA by one card. Pin once at start, reuse for every transfer;
+/// dropping it unpins (errors on drop are logged; call [`PinnedBuffer::unpin`] to see
+/// them). While pinned the CPU may read the bytes ([`PinnedBuffer::memory`]) but not
+/// write them: the card owns the writes.
+#[derive(Debug)]
+pub struct PinnedBuffer {
+    backend: Arc<dyn Backend>,
+    handle: Handle,
+    // `Option` only so that `unpin` can move the memory out; always `Some` otherwise.
+    memory: Option<DmaMemory>,
+}
+
+impl PinnedBuffer {
+    pub(crate) fn new(backend: Arc<dyn Backend>, handle: Handle, memory: DmaMemory) -> Self {
+        PinnedBuffer {
+            backend,
+            handle,
+            memory: Some(memory),
+        }
+    }
+
+    /// The pin handle (for the raw-handle API and the C API).
+    pub fn handle(&self) -> Handle {
+        self.handle
+    }
+
+    /// Start address of the pinned memory (host VA or CUDA device pointer).
+    pub fn addr(&self) -> u64 {
+        self.memory().addr()
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.memory().len()
+    }
+
+    /// Always false: pinned buffers are never empty.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Where the bytes live.
+    pub fn kind(&self) -> MemoryKind {
+        self.memory().kind()
+    }
+
+    /// The pinned memory, for reading what the card wrote.
+    pub fn memory(&self) -> &DmaMemory {
+        self.memory.as_ref().expect("memory is present until unpin")
+    }
+
+    /// Unpins and returns the memory; reports the back-end's error, if any.
+    pub fn unpin(mut self) -> Result<DmaMemory> {
+        let memory = self.memory.take().expect("memory is present until unpin");
+        self.backend.unpin(self.handle)?;
+        Ok(memory)
+    }
+}
+
+impl Drop for PinnedBuffer {
+    fn drop(&mut self) {
+        if self.memory.is_some() {
+            if let Err(e) = self.backend.unpin(self.handle) {
+                tracing::warn!("unpin of handle {} on drop: {e}", self.handle);
+            }
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! Errors of the `fpgagdr` library.
+//!
+//! Owns: [`Error`] and the stable rule names ([`Error::rule`]) that callers, the REST
+//! API and the C API show to users. Every variant carries the offending values, so the
+//! message alone says what was asked for and what the rule allows.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::Direction;
+
+/// Result alias used across the library.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong when talking to a card.
+///
+/// Messages start with the rule that was broken, in the form `rule <name>: ...`, so a
+/// user who sees one in a log can find it in `docs/library.md`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A buffer's address or length is not a multiple of the platform's required
+    /// alignment (4 KiB on Tegra, 64 KiB GPU pages on a discrete GPU).
+    #[error(
+        "rule alignment: {what} {value:#x} is not a multiple of {required} bytes \
+         (the {platform} platform's pin alignment)"
+    )]
+    Alignment {
+        /// Which quantity broke the rule: `"buffer address"` or `"buffer length"`.
+        what: &'static str,
+        /// The offending value.
+        value: u64,
+        /// The required alignment in bytes.
+        required: u64,
+        /// Platform name the alignment comes from.
+        platform: &'static str,
+    },
+    /// `card_addr + len` reaches past the end of the card's memory.
+    #[error(
+        "rule card-bounds: card address {card_addr:#x} + length {len} ends past the card's \
+         {card_memory} bytes of memory"
+    )]
+    CardBounds {
+        /// First card address of the transfer.
+        card_addr: u64,
+        /// Transfer length in bytes.
+        len: u64,
+        /// Size of the card's memory in bytes.
+        card_memory: u64,
+    },
+    /// `offset + len` reaches past the end of the pinned buffer.
+    #[error(
+        "rule buffer-bounds: offset {offset} + length {len} ends past the pinned buffer's \
+         {buffer_len} bytes"
+    )]
+    BufferBounds {
+        /// Offset into the pinned buffer, bytes.
+        offset: u64,
+        /// Transfer length in bytes.
+        len: u64,
+        /// Length of the pinned buffer in bytes.
+        buffer_len: u64,
+    },
+    /// A transfer or pin of zero bytes.
+    #[error("rule length-nonzero: {what} length must be greater than zero")]
+    ZeroLength {
+        /// What had the zero length (`"transfer"`, `"pin"`).
+        what: &'static str,
+    },
+    /// The handle was never issued by this card, or has been released (unpinned).
+    #[error("rule handle-valid: handle {handle} is unknown or already released")]
+    UnknownHandle {
+        /// The raw handle value.
+        handle: u64,
+    },
+    /// The channel index is not below the card's channel count for that direction.
+    #[error("rule channel-range: {dir} channel {channel} does not exist (the card has {count})")]
+    ChannelRange {
+        /// Transfer direction.
+        dir: Direction,
+        /// Requested channel.
+        channel: u32,
+        /// Channels the card has in that direction.
+        count: u32,
+    },
+    /// The transfer did not complete within its timeout; the engine was stopped and
+    /// the channel is usable again.
+    #[error(
+        "rule timeout: {dir} transfer of {len} bytes did not complete within {timeout:?}; \
+         the engine was aborted and the channel is usable"
+    )]
+    Timeout {
+        /// Transfer direction.
+        dir: Direction,
+        /// Transfer length in bytes.
+        len: u64,
+        /// The timeout that expired.
+        timeout: Duration,
+    },
+    /// A zero timeout: every wait in fpgagdr is bounded, and zero would mean "never wait".
+    #[error("rule timeout-nonzero: a transfer timeout must be greater than zero")]
+    ZeroTimeout,
+    /// A pinned region overlaps one that is already registered for address lookup.
+    #[error(
+        "rule no-overlap: buffer at {addr:#x} ({len} bytes) overlaps a registered buffer at \
+         {other_addr:#x} ({other_len} bytes)"
+    )]
+    Overlap {
+        /// Address of the new buffer.
+        addr: u64,
+        /// Length of the new buffer.
+        len: u64,
+        /// Address of the buffer already registered.
+        other_addr: u64,
+        /// Length of the buffer already registered.
+        other_len: u64,
+    },
+    /// In GPU-pinned mode, the legacy call's address range is not inside any registered
+    /// GPU buffer.
+    #[error(
+        "rule registered-buffer: address {addr:#x} + {len} bytes lies in no registered GPU \
+         buffer (register it with Card::register_buffer, or switch to TransferMode::Cpu)"
+    )]
+    NotRegistered {
+        /// Address the caller passed.
+        addr: u64,
+        /// Length the caller passed.
+        len: u64,
+    },
+    /// The card does not offer this operation.
+    #[error("rule capability: {what} is not supported by {card}")]
+    Unsupported {
+        /// The operation asked for.
+        what: &'static str,
+        /// The card that lacks it.
+        card: String,
+    },
+    /// No card at this index or path.
+    #[error("rule card-present: no fpgagdr card at {path}: {reason}")]
+    NoCard {
+        /// Path that was tried.
+        path: PathBuf,
+        /// Why it could not be opened.
+        reason: String,
+    },
+    /// Memory for a DMA buffer could not be allocated.
+    #[error("rule memory: could not allocate {len} bytes of {kind} memory: {reason}")]
+    Alloc {
+        /// Bytes asked for.
+        len: u64,
+        /// Kind of memory (`"host"`, `"cuda device"`).
+        kind: &'static str,
+        /// Reason from the allocator or CUDA driver.
+        reason: String,
+    },
+    /// The CUDA driver reported an error while copying to or from GPU memory.
+    #[error("rule cuda: {0}")]
+    Cuda(String),
+    /// A frame could not be read, decoded or validated.
+    #[error(transparent)]
+    Frame(#[from] crate::frame::FrameError),
+}
+
+impl Error {
+    /// The stable name of the rule this error broke (`"alignment"`, `"card-bounds"`,
+    /// `"buffer-bounds"`, `"length-nonzero"`, `"handle-valid"`, `"channel-range"`,
+    /// `"timeout"`, `"timeout-nonzero"`, `"no-overlap"`, `"registered-buffer"`,
+    /// `"capability"`, `"card-present"`, `"memory"`, `"cuda"`, `"frame"`).
+    pub fn rule(&self) -> &'static str {
+        match self {
+            Error::Alignment { .. } => "alignment",
+            Error::CardBounds { .. } => "card-bounds",
+            Error::BufferBounds { .. } => "buffer-bounds",
+            Error::ZeroLength { .. } => "length-nonzero",
+            Error::UnknownHandle { .. } => "handle-valid",
+            Error::ChannelRange { .. } => "channel-range",
+            Error::Timeout { .. } => "timeout",
+            Error::ZeroTimeout => "timeout-nonzero",
+            Error::Overlap { .. } => "no-overlap",
+            Error::NotRegistered { .. } => "registered-buffer",
+            Error::Unsupported { .. } => "capability",
+            Error::NoCard { .. } => "card-present",
+            Error::Alloc { .. } => "memory",
+            Error::Cuda(_) => "cuda",
+            Error::Frame(_) => "frame",
+        }
+    }
+}

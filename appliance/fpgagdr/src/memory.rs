@@ -1,0 +1,344 @@
+//! DMA-able memory for frame rings and pinned buffers.
+//!
+//! Owns: [`DmaMemory`] (an allocation of one [`MemoryKind`]), [`DmaRegion`] (the plain
+//! description a back-end pins), the copy helpers a back-end uses to move bytes in and
+//! out of a pinned region, and [`gpu_memory`] (what this process can allocate).
+//! Must not: pin, or know about cards; `card.rs` and the back-ends do that.
+//! Neighbours: `sys.rs` below (raw allocation and copies), `buffer.rs` above (pinning).
+
+use std::fmt;
+
+use crate::error::{Error, Result};
+use crate::sys::{self, CudaAlloc, CudaProbe, HostAlloc};
+
+/// Where the bytes of a DMA buffer live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryKind {
+    /// Ordinary page-aligned host memory (no CUDA driver, or CPU-path buffers).
+    Host,
+    /// Device memory of a discrete GPU (`cuMemAlloc`); not addressable by the CPU.
+    CudaDevice,
+    /// Page-locked, device-mapped host memory (`cuMemHostAlloc`), what Tegra's
+    /// unified-memory pinning path needs.
+    CudaHost,
+}
+
+impl MemoryKind {
+    /// Short name: `"host"`, `"cuda_device"`, `"cuda_host"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryKind::Host => "host",
+            MemoryKind::CudaDevice => "cuda_device",
+            MemoryKind::CudaHost => "cuda_host",
+        }
+    }
+
+    /// Whether the CPU can read the bytes in place (no device-to-host copy needed).
+    pub fn host_accessible(self) -> bool {
+        !matches!(self, MemoryKind::CudaDevice)
+    }
+}
+
+impl fmt::Display for MemoryKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What GPU memory this process can allocate, probed once (see `sys::cuda`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GpuMemory {
+    /// A CUDA driver loaded and device 0 has a context; the string names the device.
+    Available(String),
+    /// No CUDA; the string says why (shown in status and logs).
+    Absent(String),
+}
+
+/// Probes the CUDA driver (once per process) and reports what it found.
+pub fn gpu_memory() -> GpuMemory {
+    match sys::cuda() {
+        CudaProbe::Ready(ctx) => GpuMemory::Available(
+            ctx.name()
+                .unwrap_or_else(|e| format!("CUDA device 0 (name unavailable: {e})")),
+        ),
+        CudaProbe::Absent(why) => GpuMemory::Absent(why.clone()),
+    }
+}
+
+/// The description of a DMA buffer that a back-end pins and copies into: start address
+/// in the owner's address space (host VA or CUDA device pointer), length in bytes, kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DmaRegion {
+    /// Start address (host virtual address, or CUDA device pointer for `CudaDevice`).
+    pub addr: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// Where the bytes live.
+    pub kind: MemoryKind,
+}
+
+impl DmaRegion {
+    /// Whether `addr .. addr + len` lies inside this region.
+    pub fn contains(&self, addr: u64, len: u64) -> bool {
+        addr >= self.addr
+            && addr
+                .checked_add(len)
+                .is_some_and(|end| end <= self.addr + self.len)
+    }
+
+    /// Whether the two regions share at least one byte.
+    pub fn overlaps(&self, other: &DmaRegion) -> bool {
+        self.addr < other.addr + other.len && other.addr < self.addr + self.len
+    }
+}
+
+#[derive(Debug)]
+enum Backing {
+    Host(HostAlloc),
+    Cuda(CudaAlloc),
+}
+
+/// One allocation of DMA-able memory; freed on drop.
+///
+/// Host memory is zeroed; CUDA memory is not initialised.
+#[derive(Debug)]
+pub struct DmaMemory {
+    backing: Backing,
+    kind: MemoryKind,
+}
+
+impl DmaMemory {
+    /// Allocates `len` bytes of host memory aligned to `align` bytes (a power of two,
+    /// at least the page size for DMA use).
+    ///
+    /// Errors: [`Error::ZeroLength`] for `len == 0`, [`Error::Alloc`] when the allocator
+    /// refuses.
+    pub fn host(len: usize, align: usize) -> Result<Self> {
+        if len == 0 {
+            return Err(Error::ZeroLength { what: "buffer" });
+        }
+        let alloc = HostAlloc::new(len, align).map_err(|reason| Error::Alloc {
+            len: len as u64,
+            kind: "host",
+            reason,
+        })?;
+        Ok(DmaMemory {
+            backing: Backing::Host(alloc),
+            kind: MemoryKind::Host,
+        })
+    }
+
+    /// Allocates `len` bytes of CUDA memory of `kind` (`CudaDevice` or `CudaHost`).
+    ///
+    /// Errors: [`Error::Alloc`] when no CUDA driver is present or the driver refuses.
+    pub fn cuda(len: usize, kind: MemoryKind) -> Result<Self> {
+        let fail = |reason: String| Error::Alloc {
+            len: len as u64,
+            kind: "cuda",
+            reason,
+        };
+        if len == 0 {
+            return Err(Error::ZeroLength { what: "buffer" });
+        }
+        let ctx = match sys::cuda() {
+            CudaProbe::Ready(ctx) => ctx,
+            CudaProbe::Absent(why) => return Err(fail(why.clone())),
+        };
+        let host = match kind {
+            MemoryKind::CudaDevice => false,
+            MemoryKind::CudaHost => true,
+            MemoryKind::Host => return Err(fail("host memory is not CUDA memory".into())),
+        };
+        let alloc = CudaAlloc::new(ctx, len, host).map_err(fail)?;
+        Ok(DmaMemory {
+            backing: Backing::Cuda(alloc),
+            kind,
+        })
+    }
+
+    /// Frame-ring memory: CUDA memory of `gpu_kind` when a CUDA driver is present,
+    /// otherwise page-aligned host memory. The returned kind says which was used.
+    pub fn for_frames(len: usize, align: usize, gpu_kind: MemoryKind) -> Result<Self> {
+        match gpu_memory() {
+            GpuMemory::Available(_) if gpu_kind != MemoryKind::Host => Self::cuda(len, gpu_kind),
+            _ => Self::host(len, align),
+        }
+    }
+
+    /// Where the bytes live.
+    pub fn kind(&self) -> MemoryKind {
+        self.kind
+    }
+
+    /// Start address (host VA or CUDA device pointer).
+    pub fn addr(&self) -> u64 {
+        match &self.backing {
+            Backing::Host(h) => h.addr(),
+            Backing::Cuda(c) => c.addr(),
+        }
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        match &self.backing {
+            Backing::Host(h) => h.len(),
+            Backing::Cuda(c) => c.len(),
+        }
+    }
+
+    /// Always false: a `DmaMemory` is never empty.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The plain description a back-end pins.
+    pub fn region(&self) -> DmaRegion {
+        DmaRegion {
+            addr: self.addr(),
+            len: self.len() as u64,
+            kind: self.kind,
+        }
+    }
+
+    /// The bytes, when the CPU can address them in place (host memory).
+    pub fn as_slice(&self) -> Option<&[u8]> {
+        match &self.backing {
+            Backing::Host(h) => Some(h.as_slice()),
+            Backing::Cuda(_) => None,
+        }
+    }
+
+    /// The bytes, mutable, when the CPU can address them in place (host memory).
+    pub fn as_mut_slice(&mut self) -> Option<&mut [u8]> {
+        match &mut self.backing {
+            Backing::Host(h) => Some(h.as_mut_slice()),
+            Backing::Cuda(_) => None,
+        }
+    }
+}
+
+/// Copies `src` into a pinned region at `offset`.
+///
+/// Callers (the back-ends) must hold the pin's lock so the region stays alive and is
+/// not read concurrently; `offset + src.len()` must lie inside the region (checked).
+pub(crate) fn write_region(region: &DmaRegion, offset: u64, src: &[u8]) -> Result<()> {
+    check_inside(region, offset, src.len() as u64)?;
+    let addr = region.addr + offset;
+    match region.kind {
+        // SAFETY-relevant contract is upheld by the caller holding the pin lock.
+        MemoryKind::Host | MemoryKind::CudaHost => {
+            #[allow(unsafe_code)]
+            // SAFETY: the range is inside a live pinned region (checked above; the pin
+            // lock held by the caller keeps it alive and unaliased).
+            unsafe {
+                sys::copy_to_host_addr(addr, src)
+            };
+            Ok(())
+        }
+        MemoryKind::CudaDevice => {
+            let CudaProbe::Ready(ctx) = sys::cuda() else {
+                return Err(Error::Cuda("device memory without a CUDA context".into()));
+            };
+            #[allow(unsafe_code)]
+            // SAFETY: as above, for device memory of this process's context.
+            unsafe { sys::cuda_htod(ctx, addr, src) }.map_err(Error::Cuda)
+        }
+    }
+}
+
+/// Copies from a pinned region at `offset` into `dst`; same contract as [`write_region`].
+pub(crate) fn read_region(region: &DmaRegion, offset: u64, dst: &mut [u8]) -> Result<()> {
+    check_inside(region, offset, dst.len() as u64)?;
+    let addr = region.addr + offset;
+    match region.kind {
+        MemoryKind::Host | MemoryKind::CudaHost => {
+            #[allow(unsafe_code)]
+            // SAFETY: the range is inside a live pinned region with no writer (pin lock).
+            unsafe {
+                sys::copy_from_host_addr(addr, dst)
+            };
+            Ok(())
+        }
+        MemoryKind::CudaDevice => {
+            let CudaProbe::Ready(ctx) = sys::cuda() else {
+                return Err(Error::Cuda("device memory without a CUDA context".into()));
+            };
+            #[allow(unsafe_code)]
+            // SAFETY: as above, for device memory of this process's context.
+            unsafe { sys::cuda_dtoh(ctx, dst, addr) }.map_err(Error::Cuda)
+        }
+    }
+}
+
+fn check_inside(region: &DmaRegion, offset: u64, len: u64) -> Result<()> {
+    match offset.checked_add(len) {
+        Some(end) if end <= region.len => Ok(()),
+        _ => Err(Error::BufferBounds {
+            offset,
+            len,
+            buffer_len: region.len,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_memory_is_aligned_and_zeroed() {
+        let m = DmaMemory::host(3 * 4096, 65536).unwrap();
+        assert_eq!(m.addr() % 65536, 0);
+        assert_eq!(m.len(), 3 * 4096);
+        assert!(m.as_slice().unwrap().iter().all(|&b| b == 0));
+        assert_eq!(m.kind(), MemoryKind::Host);
+    }
+
+    #[test]
+    fn zero_length_is_refused() {
+        assert_eq!(
+            DmaMemory::host(0, 4096).unwrap_err().rule(),
+            "length-nonzero"
+        );
+    }
+
+    #[test]
+    fn region_contains_and_overlaps() {
+        let r = DmaRegion {
+            addr: 0x1000,
+            len: 0x1000,
+            kind: MemoryKind::Host,
+        };
+        assert!(r.contains(0x1000, 0x1000));
+        assert!(!r.contains(0x1000, 0x1001));
+        assert!(!r.contains(0xfff, 1));
+        assert!(!r.contains(u64::MAX, 2));
+        let s = DmaRegion {
+            addr: 0x1fff,
+            len: 1,
+            kind: MemoryKind::Host,
+        };
+        assert!(r.overlaps(&s));
+        let t = DmaRegion {
+            addr: 0x2000,
+            len: 1,
+            kind: MemoryKind::Host,
+        };
+        assert!(!r.overlaps(&t));
+    }
+
+    #[test]
+    fn region_copies_check_bounds() {
+        let m = DmaMemory::host(4096, 4096).unwrap();
+        let r = m.region();
+        write_region(&r, 4000, &[7u8; 96]).unwrap();
+        let mut back = [0u8; 96];
+        read_region(&r, 4000, &mut back).unwrap();
+        assert_eq!(back, [7u8; 96]);
+        assert_eq!(
+            write_region(&r, 4001, &[0u8; 96]).unwrap_err().rule(),
+            "buffer-bounds"
+        );
+    }
+}

@@ -1,0 +1,343 @@
+//! `SimCard`: a software model of an XDMA card, for machines with no FPGA.
+//!
+//! Owns: [`SimCard`] (a [`Backend`]), [`SimConfig`], and the simulated sensor
+//! ([`SimSensor`]) that plays the FPGA's capture logic. The card holds 2 GiB of card
+//! memory sparsely, copies bytes for real (so integrity checks mean something), and,
+//! unless the link model is off, makes each transfer last as long as the seed report
+//! measured on the platform its [`LinkPreset`] names.
+//! Must not: be mistaken for hardware: its status says `simulated: true` and its name
+//! says "simulated".
+
+mod card_memory;
+mod link;
+mod sensor;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+pub use link::{LinkModel, LinkPreset, PathCost};
+pub use sensor::{SENSOR_SLOTS, SimSensor};
+
+use crate::card::{
+    Backend, Capabilities, CardStatus, Direction, Handle, Platform, Transfer, TransferRequest,
+};
+use crate::error::{Error, Result};
+use crate::memory::{DmaRegion, read_region, write_region};
+use card_memory::CardMemory;
+
+/// Settings of a simulated card.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SimConfig {
+    /// Which measured platform the transfer times follow.
+    pub preset: LinkPreset,
+    /// Card memory, bytes (a multiple of 64 KiB). Default 2 GiB, as the seed's card.
+    pub card_memory_bytes: u64,
+    /// C2H channels (1..=4). Default 4, the XDMA maximum (PG195).
+    pub c2h_channels: u32,
+    /// H2C channels (1..=4). Default 4.
+    pub h2c_channels: u32,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            preset: LinkPreset::default(),
+            card_memory_bytes: 2 << 30,
+            c2h_channels: 4,
+            h2c_channels: 4,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Pin {
+    region: DmaRegion,
+    /// `true` while pinned. Transfers hold the lock for their copy; unpin takes it for
+    /// writing, so memory is never released under a running DMA.
+    live: RwLock<bool>,
+}
+
+/// One DMA engine: transfers on a channel are serialised, as on the hardware.
+#[derive(Debug, Default)]
+struct Engine {
+    /// Staging for copies into memory the CPU cannot address (CUDA device memory).
+    staging: Vec<u8>,
+}
+
+/// The simulated XDMA card. Clearly a simulation: see [`CardStatus::simulated`].
+#[derive(Debug)]
+pub struct SimCard {
+    config: SimConfig,
+    memory: CardMemory,
+    pins: Mutex<HashMap<u64, Arc<Pin>>>,
+    next_handle: AtomicU64,
+    c2h: Vec<Mutex<Engine>>,
+    h2c: Vec<Mutex<Engine>>,
+}
+
+impl SimCard {
+    /// A simulated card with `config`. Channel counts are clamped to 1..=4 and the
+    /// memory size rounded down to 64 KiB.
+    pub fn new(config: SimConfig) -> Self {
+        let clamp = |n: u32| n.clamp(1, 4);
+        let config = SimConfig {
+            c2h_channels: clamp(config.c2h_channels),
+            h2c_channels: clamp(config.h2c_channels),
+            card_memory_bytes: (config.card_memory_bytes / card_memory::CHUNK).max(1)
+                * card_memory::CHUNK,
+            ..config
+        };
+        let engines = |n| (0..n).map(|_| Mutex::new(Engine::default())).collect();
+        SimCard {
+            config,
+            memory: CardMemory::new(config.card_memory_bytes),
+            pins: Mutex::new(HashMap::new()),
+            next_handle: AtomicU64::new(1),
+            c2h: engines(config.c2h_channels),
+            h2c: engines(config.h2c_channels),
+        }
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &SimConfig {
+        &self.config
+    }
+
+    /// The FPGA's own port into its DDR (the capture logic writing a frame). Not a DMA:
+    /// it costs no link time. Errors: [`Error::CardBounds`].
+    pub fn fpga_write(&self, card_addr: u64, bytes: &[u8]) -> Result<()> {
+        self.check_bounds(card_addr, bytes.len() as u64)?;
+        self.memory.write(card_addr, bytes);
+        Ok(())
+    }
+
+    /// The FPGA's own port, reading. Errors: [`Error::CardBounds`].
+    pub fn fpga_read(&self, card_addr: u64, dst: &mut [u8]) -> Result<()> {
+        self.check_bounds(card_addr, dst.len() as u64)?;
+        self.memory.read(card_addr, dst);
+        Ok(())
+    }
+
+    /// Host bytes actually held for card memory (it is sparse).
+    pub fn resident_bytes(&self) -> u64 {
+        self.memory.resident_bytes()
+    }
+
+    fn check_bounds(&self, card_addr: u64, len: u64) -> Result<()> {
+        let card_memory = self.memory.size();
+        match card_addr.checked_add(len) {
+            Some(end) if end <= card_memory => Ok(()),
+            _ => Err(Error::CardBounds {
+                card_addr,
+                len,
+                card_memory,
+            }),
+        }
+    }
+
+    fn engine(&self, dir: Direction, channel: u32) -> Result<&Mutex<Engine>> {
+        let engines = match dir {
+            Direction::C2H => &self.c2h,
+            Direction::H2C => &self.h2c,
+        };
+        engines.get(channel as usize).ok_or(Error::ChannelRange {
+            dir,
+            channel,
+            count: engines.len() as u32,
+        })
+    }
+
+    fn pin_entry(&self, handle: Handle) -> Result<Arc<Pin>> {
+        self.pins
+            .lock()
+            .expect("pin registry poisoned")
+            .get(&handle.0)
+            .cloned()
+            .ok_or(Error::UnknownHandle { handle: handle.0 })
+    }
+
+    /// Holds the transfer until the link model says it is done, bounded by `timeout`.
+    fn finish(
+        &self,
+        start: Instant,
+        dir: Direction,
+        gpu: bool,
+        len: u64,
+        timeout: Duration,
+    ) -> Result<Transfer> {
+        if let Some(model) = self.config.preset.model() {
+            let modelled = model.cost(dir, gpu).duration(len);
+            if modelled > timeout {
+                wait_until(start + timeout);
+                return Err(Error::Timeout { dir, len, timeout });
+            }
+            wait_until(start + modelled);
+        }
+        Ok(Transfer {
+            bytes: len,
+            elapsed: start.elapsed(),
+        })
+    }
+}
+
+/// Sleeps most of the way, then spins, so modelled times of tens of µs stay accurate.
+fn wait_until(deadline: Instant) {
+    const SPIN: Duration = Duration::from_micros(150);
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            return;
+        }
+        let left = deadline - now;
+        if left > SPIN {
+            std::thread::sleep(left - SPIN);
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+impl Backend for SimCard {
+    fn status(&self) -> CardStatus {
+        let emulates = self.config.preset.emulates();
+        let page = if emulates == Platform::Tegra {
+            4096
+        } else {
+            65536
+        };
+        CardStatus {
+            name: format!(
+                "SimCard (simulated XDMA card), link preset {}",
+                self.config.preset.as_str()
+            ),
+            platform: Platform::Sim,
+            simulated: true,
+            gpu_page_size: page,
+            alignment: page,
+            c2h_channels: self.config.c2h_channels,
+            h2c_channels: self.config.h2c_channels,
+            card_memory_bytes: self.memory.size(),
+            capabilities: Capabilities {
+                gpu_direct: true,
+                host_dma: true,
+                interrupts: false,
+            },
+        }
+    }
+
+    fn pin(&self, region: DmaRegion) -> Result<Handle> {
+        if region.len == 0 {
+            return Err(Error::ZeroLength { what: "pin" });
+        }
+        let handle = self.next_handle.fetch_add(1, Ordering::Relaxed);
+        let pin = Arc::new(Pin {
+            region,
+            live: RwLock::new(true),
+        });
+        self.pins
+            .lock()
+            .expect("pin registry poisoned")
+            .insert(handle, pin);
+        Ok(Handle(handle))
+    }
+
+    fn unpin(&self, handle: Handle) -> Result<()> {
+        let pin = self
+            .pins
+            .lock()
+            .expect("pin registry poisoned")
+            .remove(&handle.0)
+            .ok_or(Error::UnknownHandle { handle: handle.0 })?;
+        // Waits for a transfer still copying into this pin.
+        *pin.live.write().expect("pin lock poisoned") = false;
+        Ok(())
+    }
+
+    fn transfer(&self, req: &TransferRequest) -> Result<Transfer> {
+        let pin = self.pin_entry(req.handle)?;
+        let region = pin.region;
+        if req
+            .offset
+            .checked_add(req.len)
+            .is_none_or(|end| end > region.len)
+        {
+            return Err(Error::BufferBounds {
+                offset: req.offset,
+                len: req.len,
+                buffer_len: region.len,
+            });
+        }
+        self.check_bounds(req.card_addr, req.len)?;
+        let mut engine = self
+            .engine(req.dir, req.channel)?
+            .lock()
+            .expect("engine poisoned");
+        let live = pin.live.read().expect("pin lock poisoned");
+        if !*live {
+            return Err(Error::UnknownHandle {
+                handle: req.handle.0,
+            });
+        }
+        let start = Instant::now();
+        let len = req.len as usize;
+        match req.dir {
+            Direction::C2H if region.kind.host_accessible() => {
+                let mut result = Ok(());
+                self.memory.read_with(req.card_addr, len, |at, bytes| {
+                    if result.is_ok() {
+                        result = write_region(&region, req.offset + at as u64, bytes);
+                    }
+                });
+                result?;
+            }
+            Direction::C2H => {
+                engine.staging.resize(len, 0);
+                self.memory.read(req.card_addr, &mut engine.staging);
+                write_region(&region, req.offset, &engine.staging)?;
+            }
+            Direction::H2C => {
+                engine.staging.resize(len, 0);
+                read_region(&region, req.offset, &mut engine.staging)?;
+                self.memory.write(req.card_addr, &engine.staging);
+            }
+        }
+        drop(live);
+        self.finish(start, req.dir, true, req.len, req.timeout)
+    }
+
+    fn host_read(
+        &self,
+        channel: u32,
+        card_addr: u64,
+        dst: &mut [u8],
+        timeout: Duration,
+    ) -> Result<Transfer> {
+        self.check_bounds(card_addr, dst.len() as u64)?;
+        let _engine = self
+            .engine(Direction::C2H, channel)?
+            .lock()
+            .expect("engine poisoned");
+        let start = Instant::now();
+        self.memory.read(card_addr, dst);
+        self.finish(start, Direction::C2H, false, dst.len() as u64, timeout)
+    }
+
+    fn host_write(
+        &self,
+        channel: u32,
+        card_addr: u64,
+        src: &[u8],
+        timeout: Duration,
+    ) -> Result<Transfer> {
+        self.check_bounds(card_addr, src.len() as u64)?;
+        let _engine = self
+            .engine(Direction::H2C, channel)?
+            .lock()
+            .expect("engine poisoned");
+        let start = Instant::now();
+        self.memory.write(card_addr, src);
+        self.finish(start, Direction::H2C, false, src.len() as u64, timeout)
+    }
+}

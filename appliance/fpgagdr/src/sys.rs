@@ -1,0 +1,202 @@
+//! The only `unsafe` code of the library: aligned host allocations, raw copies into
+//! memory that a pin registry vouches for, and the CUDA driver calls.
+//!
+//! Owns: [`HostAlloc`], [`CudaAlloc`], the raw copy helpers and the CUDA probe.
+//! Must not: decide policy (which memory to use, what a transfer may touch); that is
+//! `memory.rs` and the back-ends. Every `unsafe` block states why it is sound.
+#![allow(unsafe_code)]
+
+use std::alloc::{Layout, alloc_zeroed, dealloc};
+use std::ptr::NonNull;
+use std::sync::{Arc, OnceLock};
+
+use cudarc::driver::{CudaContext, result, sys as cu};
+
+/// A zeroed host allocation with a chosen alignment (page or GPU-page aligned), freed on
+/// drop. Length and alignment are in bytes; alignment is a power of two.
+#[derive(Debug)]
+pub(crate) struct HostAlloc {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+// SAFETY: HostAlloc owns its allocation exclusively, like a Box<[u8]>; moving it between
+// threads or sharing `&HostAlloc` (which only hands out `&[u8]`) is as safe as for a Box.
+unsafe impl Send for HostAlloc {}
+// SAFETY: see the `Send` impl; shared access only reads.
+unsafe impl Sync for HostAlloc {}
+
+impl HostAlloc {
+    /// Allocates `len` zeroed bytes aligned to `align`. `len` must be non-zero.
+    pub(crate) fn new(len: usize, align: usize) -> Result<Self, String> {
+        let layout = Layout::from_size_align(len, align).map_err(|e| e.to_string())?;
+        if len == 0 {
+            return Err("zero-length allocation".into());
+        }
+        // SAFETY: the layout has a non-zero size (checked above).
+        let raw = unsafe { alloc_zeroed(layout) };
+        NonNull::new(raw)
+            .map(|ptr| HostAlloc { ptr, layout })
+            .ok_or_else(|| "the allocator returned null".into())
+    }
+
+    pub(crate) fn addr(&self) -> u64 {
+        self.ptr.as_ptr() as u64
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.layout.size()
+    }
+
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        // SAFETY: ptr is valid for `len` initialised (zeroed) bytes for as long as self
+        // lives, and writers only go through `&mut self` or a pin registry that excludes
+        // readers of the same buffer (see `copy_to_host_addr`).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.layout.size()) }
+    }
+
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as in `as_slice`, and `&mut self` guarantees exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.layout.size()) }
+    }
+}
+
+impl Drop for HostAlloc {
+    fn drop(&mut self) {
+        // SAFETY: ptr came from `alloc_zeroed` with exactly this layout.
+        unsafe { dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+/// Copies `src` to host address `addr`.
+///
+/// # Safety
+/// `addr .. addr + src.len()` must be a live, writable host allocation that no Rust
+/// reference aliases during the call. The pin registries guarantee this: they hold the
+/// pin's lock for the copy, and a `PinnedBuffer` unpins (taking that lock) before its
+/// memory is freed and hands out no slice while pinned.
+pub(crate) unsafe fn copy_to_host_addr(addr: u64, src: &[u8]) {
+    // SAFETY: the caller's contract above.
+    unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), addr as *mut u8, src.len()) }
+}
+
+/// Copies from host address `addr` into `dst`.
+///
+/// # Safety
+/// `addr .. addr + dst.len()` must be a live, readable host allocation with no writer
+/// during the call (same registry guarantee as [`copy_to_host_addr`]).
+pub(crate) unsafe fn copy_from_host_addr(addr: u64, dst: &mut [u8]) {
+    // SAFETY: the caller's contract above.
+    unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, dst.as_mut_ptr(), dst.len()) }
+}
+
+/// What the CUDA probe found, decided once per process.
+#[derive(Debug, Clone)]
+pub(crate) enum CudaProbe {
+    /// A driver loaded and device 0 has a context.
+    Ready(Arc<CudaContext>),
+    /// No usable driver; the reason is shown in status and logs.
+    Absent(String),
+}
+
+/// Probes for the CUDA driver once and creates a context on device 0.
+///
+/// `cudarc`'s dynamic loading panics when `libcuda` is missing, so the library is probed
+/// first (see `/work/shared/notes/gpu-machine.md`). `FPGAGDR_NO_CUDA=1` skips the probe.
+pub(crate) fn cuda() -> &'static CudaProbe {
+    static PROBE: OnceLock<CudaProbe> = OnceLock::new();
+    PROBE.get_or_init(|| {
+        if std::env::var_os("FPGAGDR_NO_CUDA").is_some_and(|v| v == "1") {
+            return CudaProbe::Absent("disabled by FPGAGDR_NO_CUDA=1".into());
+        }
+        // SAFETY: `is_culib_present` only tries to dlopen the driver library.
+        if !unsafe { cu::is_culib_present() } {
+            return CudaProbe::Absent("no CUDA driver library (libcuda.so) found".into());
+        }
+        match CudaContext::new(0) {
+            Ok(ctx) => CudaProbe::Ready(ctx),
+            Err(e) => CudaProbe::Absent(format!("CUDA driver present but no device 0: {e}")),
+        }
+    })
+}
+
+/// Device memory from `cuMemAlloc`, or page-locked host memory from `cuMemHostAlloc`
+/// (the allocation Tegra's pinning path needs), freed on drop.
+#[derive(Debug)]
+pub(crate) struct CudaAlloc {
+    ctx: Arc<CudaContext>,
+    ptr: u64,
+    len: usize,
+    host: bool,
+}
+
+impl CudaAlloc {
+    /// Allocates `len` bytes of device memory (`host == false`) or page-locked,
+    /// device-mapped host memory (`host == true`).
+    pub(crate) fn new(ctx: &Arc<CudaContext>, len: usize, host: bool) -> Result<Self, String> {
+        ctx.bind_to_thread().map_err(|e| e.to_string())?;
+        let ptr = if host {
+            // SAFETY: a context is bound; the pointer is freed with free_host in Drop.
+            let p = unsafe { result::malloc_host(len, cu::CU_MEMHOSTALLOC_DEVICEMAP) }
+                .map_err(|e| e.to_string())?;
+            p as u64
+        } else {
+            // SAFETY: a context is bound; the pointer is freed with free_sync in Drop.
+            unsafe { result::malloc_sync(len) }.map_err(|e| e.to_string())?
+        };
+        Ok(CudaAlloc {
+            ctx: ctx.clone(),
+            ptr,
+            len,
+            host,
+        })
+    }
+
+    pub(crate) fn addr(&self) -> u64 {
+        self.ptr
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl Drop for CudaAlloc {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_err() {
+            return;
+        }
+        // SAFETY: ptr came from the matching allocation call in `new`, freed once.
+        let r = unsafe {
+            if self.host {
+                result::free_host(self.ptr as *mut std::ffi::c_void)
+            } else {
+                result::free_sync(self.ptr)
+            }
+        };
+        if let Err(e) = r {
+            tracing::warn!("freeing CUDA memory at {:#x}: {e}", self.ptr);
+        }
+    }
+}
+
+/// Copies host bytes to device address `dst` (synchronous `cuMemcpyHtoD`).
+///
+/// # Safety
+/// `dst .. dst + src.len()` must be live device memory of `ctx` (the pin registry holds
+/// the pin's lock for the copy, as for host memory).
+pub(crate) unsafe fn cuda_htod(ctx: &CudaContext, dst: u64, src: &[u8]) -> Result<(), String> {
+    ctx.bind_to_thread().map_err(|e| e.to_string())?;
+    // SAFETY: the caller's contract above.
+    unsafe { result::memcpy_htod_sync(dst, src) }.map_err(|e| e.to_string())
+}
+
+/// Copies from device address `src` into host bytes (synchronous `cuMemcpyDtoH`).
+///
+/// # Safety
+/// `src .. src + dst.len()` must be live device memory of `ctx`.
+pub(crate) unsafe fn cuda_dtoh(ctx: &CudaContext, dst: &mut [u8], src: u64) -> Result<(), String> {
+    ctx.bind_to_thread().map_err(|e| e.to_string())?;
+    // SAFETY: the caller's contract above.
+    unsafe { result::memcpy_dtoh_sync(dst, src) }.map_err(|e| e.to_string())
+}

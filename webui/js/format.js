@@ -1,0 +1,113 @@
+// @ts-check
+// format.js: turns raw API numbers into display strings, each with its unit.
+// Owns unit choice and rounding only; no DOM, no state. Used by views/status.js
+// (numbers on the page) and charts.js (axis ticks and legend values).
+// Units in the API: latencies are microseconds, throughput is GB/s with
+// GB = 10^9 bytes, sizes are bytes, times are seconds.
+
+/** Shown for a value that is missing, NaN or infinite. */
+export const NONE = '—';
+
+const NNBSP = '\u202f'; // narrow no-break space: digit grouping and number–unit gap
+
+/**
+ * @param {unknown} v
+ * @returns {v is number}
+ */
+export function isNum(v) {
+  return typeof v === 'number' && Number.isFinite(v);
+}
+
+/**
+ * @param {number} v
+ * @returns {string} v with 3 significant digits, never in exponent form.
+ */
+function sig3(v) {
+  const a = Math.abs(v);
+  if (a >= 100) return v.toFixed(0);
+  if (a >= 10) return v.toFixed(1);
+  return v.toFixed(2);
+}
+
+/**
+ * A latency given in microseconds, scaled to µs, ms or s: "118 µs", "9.10 ms".
+ * @param {number | null | undefined} us
+ */
+export function latency(us) {
+  if (!isNum(us)) return NONE;
+  if (Math.abs(us) < 1000) return sig3(us) + NNBSP + 'µs';
+  if (Math.abs(us) < 1e6) return sig3(us / 1e3) + NNBSP + 'ms';
+  return sig3(us / 1e6) + NNBSP + 's';
+}
+
+/**
+ * Frames per second, the number alone ("29.8"); the unit is beside it in the markup.
+ * @param {number | null | undefined} v
+ */
+export function fps(v) {
+  if (!isNum(v)) return NONE;
+  return v >= 100 ? v.toFixed(0) : v.toFixed(1);
+}
+
+/**
+ * Throughput given in GB/s (10^9 bytes/s), as [number, unit]: [ "12.1", "MB/s" ].
+ * Below 1 GB/s it is shown in MB/s, below 1 MB/s in kB/s, so a slow sim card
+ * does not read "0.00".
+ * @param {number | null | undefined} gbps
+ * @returns {[string, string]}
+ */
+export function throughputParts(gbps) {
+  if (!isNum(gbps)) return [NONE, 'GB/s'];
+  if (gbps >= 1) return [sig3(gbps), 'GB/s'];
+  if (gbps >= 1e-3) return [sig3(gbps * 1e3), 'MB/s'];
+  return [sig3(gbps * 1e6), 'kB/s'];
+}
+
+/**
+ * A counter with grouped digits: "1 234 567" (narrow no-break spaces, the same
+ * in every locale).
+ * @param {number | null | undefined} n
+ */
+export function count(n) {
+  if (!isNum(n)) return NONE;
+  return Math.round(n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, NNBSP);
+}
+
+/**
+ * A size in bytes with binary prefixes: "396 KiB", "2.00 GiB", "512 B".
+ * @param {number | null | undefined} n
+ */
+export function bytes(n) {
+  if (!isNum(n)) return NONE;
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n;
+  let i = 0;
+  while (Math.abs(v) >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i += 1;
+  }
+  return (i === 0 ? v.toFixed(0) : sig3(v)) + NNBSP + units[i];
+}
+
+/**
+ * A score in [0, 1] as a percentage: "61.0 %".
+ * @param {number | null | undefined} score
+ */
+export function percent(score) {
+  if (!isNum(score)) return NONE;
+  return (score * 100).toFixed(1) + NNBSP + '%';
+}
+
+/**
+ * A duration in seconds, coarse: "42 s", "12 min 5 s", "3 h 20 min".
+ * @param {number | null | undefined} s
+ */
+export function duration(s) {
+  if (!isNum(s) || s < 0) return NONE;
+  const t = Math.floor(s);
+  if (t < 60) return `${t}${NNBSP}s`;
+  if (t < 3600) return `${Math.floor(t / 60)}${NNBSP}min ${t % 60}${NNBSP}s`;
+  const h = Math.floor(t / 3600);
+  if (h < 48) return `${h}${NNBSP}h ${Math.floor((t % 3600) / 60)}${NNBSP}min`;
+  return `${Math.floor(h / 24)}${NNBSP}d ${h % 24}${NNBSP}h`;
+}

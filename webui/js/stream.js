@@ -1,0 +1,145 @@
+// @ts-check
+// stream.js: the one EventSource of this tab, to /api/v1/stream. Owns the
+// connection state (connecting / live / reconnecting), a watchdog for a silent
+// stream, and parsing `snapshot` events into arrays of snapshots in time order.
+// Must not touch the DOM or the charts: it hands each batch to onBatch, and
+// main.js appends it to series.js and asks charts.js for a redraw.
+//
+// EventSource reconnects by itself after a network error and then sends
+// `Last-Event-ID`. It gives up (readyState CLOSED) on an HTTP error or a wrong
+// content type, and it never notices a stream that stays open but silent; for
+// those two cases this module closes and opens a new one after a backoff
+// (a fresh EventSource cannot send `Last-Event-ID`; snapshots already seen are
+// dropped by their time stamp instead).
+
+import { apiUrl } from './api.js';
+
+/**
+ * @typedef {{p50: number, p99: number, max: number}} Percentiles
+ * @typedef {'dma' | 'preprocess' | 'inference' | 'end_to_end'} Stage
+ *
+ * @typedef {object} Snapshot one element of an event's `batch`
+ * @property {number} t Unix seconds
+ * @property {import('./api.js').PipelineState} state
+ * @property {number} fps
+ * @property {number} gbps
+ * @property {number} frames_captured
+ * @property {number} frames_inferred
+ * @property {number} frames_dropped
+ * @property {number} checksum_errors
+ * @property {Record<Stage, Percentiles>} latency_us
+ * @property {{seq: number, top5: import('./api.js').Class[]} | null} latest
+ *
+ * @typedef {'connecting' | 'live' | 'reconnecting'} ConnState
+ */
+
+/** The service sends ~4 events/s; this long without one means the stream is dead. */
+const SILENCE_MS = 5_000;
+/** A snapshot this much older than the last one means the service's clock was
+ * stepped back (an appliance setting its clock after boot): start over. */
+const CLOCK_STEP_S = 30;
+/** Backoff for reopening after EventSource gave up: doubles up to the maximum. */
+const RETRY_MIN_MS = 1_000;
+const RETRY_MAX_MS = 15_000;
+
+/**
+ * Opens the stream and keeps it open until close() is called.
+ * @param {object} handlers
+ * @param {(batch: Snapshot[]) => void} handlers.onBatch new snapshots, oldest first, never repeated
+ * @param {(state: ConnState) => void} handlers.onState connection state changes
+ * @param {() => void} handlers.onClockStep the service's clock went back: drop history
+ * @returns {{close: () => void}}
+ */
+export function openStream({ onBatch, onState, onClockStep }) {
+  /** @type {EventSource | null} */
+  let es = null;
+  /** @type {ConnState | null} */
+  let state = null;
+  let lastT = -Infinity;
+  let lastEventAt = 0;
+  let retryMs = RETRY_MIN_MS;
+  /** @type {number | undefined} */
+  let retryTimer;
+  const watchdog = window.setInterval(checkSilence, 1_000);
+
+  /** @param {ConnState} s */
+  function setState(s) {
+    if (s === state) return;
+    state = s;
+    onState(s);
+  }
+
+  function connect() {
+    retryTimer = undefined;
+    es = new EventSource(apiUrl('stream'));
+    lastEventAt = performance.now();
+    es.addEventListener('open', () => {
+      retryMs = RETRY_MIN_MS;
+      setState('live');
+    });
+    es.addEventListener('snapshot', onSnapshot);
+    es.addEventListener('error', () => {
+      setState('reconnecting');
+      if (es && es.readyState === EventSource.CLOSED) reopenLater();
+    });
+  }
+
+  function reopenLater() {
+    es?.close();
+    es = null;
+    if (retryTimer !== undefined) return;
+    retryTimer = window.setTimeout(connect, retryMs);
+    retryMs = Math.min(retryMs * 2, RETRY_MAX_MS);
+  }
+
+  function checkSilence() {
+    if (es && performance.now() - lastEventAt > SILENCE_MS) {
+      setState('reconnecting');
+      reopenLater();
+    }
+  }
+
+  /** @param {MessageEvent} ev */
+  function onSnapshot(ev) {
+    lastEventAt = performance.now();
+    setState('live');
+    /** @type {unknown} */
+    let batch;
+    try {
+      batch = JSON.parse(ev.data).batch;
+    } catch {
+      console.warn('fpgagdr: snapshot event is not JSON, ignored');
+      return;
+    }
+    if (!Array.isArray(batch)) {
+      console.warn('fpgagdr: snapshot event has no batch array, ignored');
+      return;
+    }
+    /** @type {Snapshot[]} */
+    const fresh = [];
+    for (const s of batch) {
+      if (!s || typeof s.t !== 'number') continue;
+      if (s.t < lastT - CLOCK_STEP_S) {
+        onClockStep();
+        lastT = -Infinity;
+        fresh.length = 0;
+      }
+      if (s.t > lastT) {
+        lastT = s.t;
+        fresh.push(s);
+      }
+    }
+    if (fresh.length > 0) onBatch(fresh);
+  }
+
+  setState('connecting');
+  connect();
+  return {
+    close() {
+      window.clearInterval(watchdog);
+      window.clearTimeout(retryTimer);
+      es?.close();
+      es = null;
+    },
+  };
+}

@@ -1,0 +1,235 @@
+// @ts-check
+// views/status.js: the numbers of the page. Owns writing text into the
+// elements of index.html marked data-metric / data-field / data-testid: the
+// card and its SIMULATED CARD badge, frame memory, pipeline state and buttons,
+// counters, the latency table, the latest top-5 and the connection state.
+// Must not fetch, keep history or draw charts: main.js calls show*() with what
+// api.js and stream.js delivered; the charts are charts.js.
+
+import * as fmt from '../format.js';
+
+/** @typedef {import('../api.js').Status} Status */
+/** @typedef {import('../api.js').Result} Result */
+/** @typedef {import('../api.js').Class} Class */
+/** @typedef {import('../stream.js').Snapshot} Snapshot */
+/** @typedef {import('../stream.js').ConnState} ConnState */
+
+/** Latency table rows: API stage key → prefix of its data-metric names. */
+const STAGE_METRICS = /** @type {const} */ ([
+  ['dma', 'dma'],
+  ['preprocess', 'preprocess'],
+  ['inference', 'inference'],
+  ['end_to_end', 'e2e'],
+]);
+
+const COUNTERS = /** @type {const} */ ([
+  'frames_captured', 'frames_inferred', 'frames_dropped', 'checksum_errors',
+]);
+
+/** @type {Record<string, string>} */
+const MEMORY_KINDS = {
+  host: 'host memory',
+  cuda_device: 'CUDA device memory',
+  cuda_host: 'CUDA pinned host memory',
+};
+
+export class StatusView {
+  /** @param {ParentNode} root the document, or a part of it holding the markup */
+  constructor(root) {
+    this.root = root;
+    /** @type {Map<string, HTMLElement>} */
+    this.cache = new Map();
+    /** @type {import('../api.js').PipelineState | null} */
+    this.state = null;
+    this.busy = false;
+    /** @type {number | null} seq of the top-5 on screen */
+    this.shownSeq = null;
+    /** uptime_s of the last status, and when it arrived (performance.now ms) */
+    this.uptime = { s: NaN, at: 0 };
+  }
+
+  /**
+   * The one element matching `selector`; a missing one is a markup bug.
+   * @param {string} selector
+   * @returns {HTMLElement}
+   */
+  el(selector) {
+    let e = this.cache.get(selector);
+    if (!e) {
+      const found = this.root.querySelector(selector);
+      if (!(found instanceof HTMLElement)) throw new Error(`dashboard markup lacks ${selector}`);
+      e = found;
+      this.cache.set(selector, e);
+    }
+    return e;
+  }
+
+  /** @param {string} name @param {string} text */
+  setMetric(name, text) {
+    this.el(`[data-metric="${name}"]`).textContent = text;
+  }
+
+  /** @param {string} name @param {string} text */
+  setField(name, text) {
+    this.el(`[data-field="${name}"]`).textContent = text;
+  }
+
+  /**
+   * Calls back with "start" or "stop" when a pipeline button is clicked.
+   * @param {(action: 'start' | 'stop') => void} cb
+   */
+  onAction(cb) {
+    this.el('[data-action="start"]').addEventListener('click', () => cb('start'));
+    this.el('[data-action="stop"]').addEventListener('click', () => cb('stop'));
+    this.el('[data-action="dismiss"]').addEventListener('click', () => this.showError(null));
+  }
+
+  /** @param {ConnState} state */
+  showConnection(state) {
+    const e = this.el('[data-testid="conn-state"]');
+    e.textContent = state;
+    e.dataset.state = state;
+  }
+
+  /** @param {string | null} message shown in the alert bar; null hides it */
+  showError(message) {
+    this.el('[data-testid="error"]').hidden = message === null;
+    this.setField('error_text', message ?? '');
+  }
+
+  /** @param {boolean} busy true while a pipeline request is in flight */
+  setBusy(busy) {
+    this.busy = busy;
+    this.updateButtons();
+  }
+
+  updateButtons() {
+    /** @type {HTMLButtonElement} */ (this.el('[data-action="start"]')).disabled =
+      this.busy || this.state === null || this.state === 'running';
+    /** @type {HTMLButtonElement} */ (this.el('[data-action="stop"]')).disabled =
+      this.busy || this.state !== 'running';
+  }
+
+  /** @param {import('../api.js').PipelineState} state */
+  showPipelineState(state) {
+    if (state === this.state) return;
+    this.state = state;
+    const e = this.el('[data-testid="pipeline-state"]');
+    e.textContent = state;
+    e.dataset.state = state;
+    this.updateButtons();
+    document.title = `fpgagdr · ${state}`;
+  }
+
+  /** @param {Status} st reply of GET /status or of a pipeline POST */
+  showStatus(st) {
+    const { card, memory, pipeline, counters } = st;
+    this.setField('card_name', card.name);
+    this.el('[data-testid="sim-badge"]').hidden = card.simulated !== true;
+    this.setField('card_name_full', card.name);
+    this.setField('card_kind', card.simulated ? `${card.kind} (simulated)` : card.kind);
+    this.setField('card_platform', card.platform);
+    this.setField('card_channels', `${card.c2h_channels} card→host, ${card.h2c_channels} host→card`);
+    this.setField('card_page', fmt.bytes(card.page_size_bytes));
+    this.setField('card_align', fmt.bytes(card.alignment_bytes));
+    this.setField('card_memory', fmt.bytes(card.card_memory_bytes));
+
+    const kind = this.el('[data-field="memory_kind"]');
+    kind.textContent = MEMORY_KINDS[memory.kind] ?? memory.kind;
+    kind.dataset.kind = memory.kind;
+    this.setField('memory_detail', memory.detail ? `(${memory.detail})` : '');
+
+    this.setField('model', pipeline.model || fmt.NONE);
+    this.setField('source', pipeline.source || fmt.NONE);
+    const err = this.el('[data-field="pipeline_error"]');
+    err.hidden = !(pipeline.state === 'failed' && pipeline.error);
+    err.textContent = pipeline.error ? `Pipeline failed: ${pipeline.error}` : '';
+    this.showPipelineState(pipeline.state);
+
+    for (const name of COUNTERS) this.setMetric(name, fmt.count(counters[name]));
+    this.showCounter('transfer_errors', counters.transfer_errors);
+    this.uptime = { s: st.uptime_s, at: performance.now() };
+    this.showUptime();
+  }
+
+  /**
+   * A counter that paints its tile as a warning when not zero.
+   * @param {string} name
+   * @param {number} value
+   */
+  showCounter(name, value) {
+    this.setMetric(name, fmt.count(value));
+    const tile = this.root.querySelector(`[data-warn-when="${name}"]`);
+    if (tile instanceof HTMLElement) tile.classList.toggle('warn', fmt.isNum(value) && value > 0);
+  }
+
+  showUptime() {
+    const { s, at } = this.uptime;
+    this.setField('uptime', fmt.duration(s + (performance.now() - at) / 1000));
+  }
+
+  /** @param {Snapshot} s the newest snapshot of a batch */
+  showSnapshot(s) {
+    this.showPipelineState(s.state);
+    this.setMetric('fps', fmt.fps(s.fps));
+    const [value, unit] = fmt.throughputParts(s.gbps);
+    this.setMetric('gbps', value);
+    this.setField('gbps_unit', unit);
+    for (const name of COUNTERS) this.showCounter(name, s[name]);
+    for (const [stage, prefix] of STAGE_METRICS) {
+      const p = s.latency_us?.[stage];
+      this.setMetric(`${prefix}_p50`, fmt.latency(p?.p50));
+      this.setMetric(`${prefix}_p99`, fmt.latency(p?.p99));
+      this.setMetric(`${prefix}_max`, fmt.latency(p?.max));
+    }
+    if (s.latest && s.latest.seq !== this.shownSeq) this.showTop5(s.latest.seq, s.latest.top5);
+    this.showUptime();
+  }
+
+  /**
+   * Replaces the top-5 list. Labels come from the model's label file, so they
+   * go in as text, never as markup.
+   * @param {number} seq
+   * @param {Class[]} top5
+   */
+  showTop5(seq, top5) {
+    this.shownSeq = seq;
+    this.setField('result_seq', `frame #${seq}`);
+    this.el('[data-field="result_empty"]').hidden = true;
+    const items = top5.map((c, rank) => {
+      const li = document.createElement('li');
+      li.className = rank === 0 ? 'top' : '';
+      const label = document.createElement('span');
+      label.className = 'cls-label';
+      label.textContent = c.label;
+      label.title = `class ${c.index}`;
+      const bar = document.createElement('span');
+      bar.className = 'bar';
+      const fill = document.createElement('span');
+      fill.className = 'bar-fill';
+      // CSSOM, not a style attribute: allowed under CSP style-src 'self'.
+      fill.style.width = `${Math.max(0, Math.min(1, c.score)) * 100}%`;
+      bar.append(fill);
+      const score = document.createElement('span');
+      score.className = 'cls-score';
+      score.textContent = fmt.percent(c.score);
+      li.append(label, bar, score);
+      return li;
+    });
+    this.el('[data-testid="top5"]').replaceChildren(...items);
+  }
+
+  /** @param {Result} r reply of GET /results/latest: the frame behind a result */
+  showResult(r) {
+    const f = r.frame;
+    const parts = [
+      `frame #${r.seq}: ${f.width}×${f.height} ${f.format}, ${fmt.bytes(f.bytes)}`,
+      f.checksum_ok ? 'checksum ok' : 'CHECKSUM MISMATCH',
+      `end-to-end ${fmt.latency(r.latency_us?.end_to_end)}`,
+    ];
+    const e = this.el('[data-field="frame_info"]');
+    e.textContent = parts.join(' · ');
+    e.classList.toggle('bad', !f.checksum_ok);
+    if (this.shownSeq === null) this.showTop5(r.seq, r.top5);
+  }
+}
