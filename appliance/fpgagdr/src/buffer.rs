@@ -30,6 +30,11 @@ impl PinnedBuffer {
         }
     }
 
+    /// Whether `backend` pinned this buffer: its handle means nothing to another card.
+    pub(crate) fn pinned_by(&self, backend: &Arc<dyn Backend>) -> bool {
+        std::ptr::addr_eq(Arc::as_ptr(&self.backend), Arc::as_ptr(backend))
+    }
+
     /// The pin handle (for the raw-handle API and the C API).
     pub fn handle(&self) -> Handle {
         self.handle
@@ -70,10 +75,10 @@ impl PinnedBuffer {
 
 impl Drop for PinnedBuffer {
     fn drop(&mut self) {
-        if self.memory.is_some() {
-            if let Err(e) = self.backend.unpin(self.handle) {
-                tracing::warn!("unpin of handle {} on drop: {e}", self.handle);
-            }
+        if self.memory.is_some()
+            && let Err(e) = self.backend.unpin(self.handle)
+        {
+            tracing::warn!("unpin of handle {} on drop: {e}", self.handle);
         }
     }
 }

@@ -152,7 +152,15 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// The card's identity and limits.
     fn status(&self) -> CardStatus;
     /// Pins `region` once for DMA and returns its handle.
-    fn pin(&self, region: DmaRegion) -> Result<Handle>;
+    ///
+    /// # Safety
+    /// From this call until `unpin(handle)` has returned (with either result), the
+    /// region must stay allocated and must not be accessed through any Rust reference
+    /// while a transfer may write it: every later [`Backend::transfer`] on the handle,
+    /// which is a safe call, reads or writes those bytes. [`Card::pin`] guarantees this
+    /// by keeping the memory in the [`PinnedBuffer`], which unpins before freeing it.
+    #[allow(unsafe_code)]
+    unsafe fn pin(&self, region: DmaRegion) -> Result<Handle>;
     /// Releases a pin. Errors: [`Error::UnknownHandle`].
     fn unpin(&self, handle: Handle) -> Result<()>;
     /// DMA between a pinned buffer and card memory (path C).
@@ -258,7 +266,7 @@ impl Card {
         let region = memory.region();
         let platform = self.alignment_platform();
         let required = self.status.alignment;
-        if region.addr % required != 0 {
+        if !region.addr.is_multiple_of(required) {
             return Err(Error::Alignment {
                 what: "buffer address",
                 value: region.addr,
@@ -266,7 +274,7 @@ impl Card {
                 platform,
             });
         }
-        if region.len % required != 0 {
+        if !region.len.is_multiple_of(required) {
             return Err(Error::Alignment {
                 what: "buffer length",
                 value: region.len,
@@ -274,7 +282,11 @@ impl Card {
                 platform,
             });
         }
-        let handle = self.backend.pin(region)?;
+        #[allow(unsafe_code)]
+        // SAFETY: `memory` moves into the returned `PinnedBuffer`, which hands out no
+        // mutable access while pinned and unpins (on this back-end) before the memory
+        // is freed or given back.
+        let handle = unsafe { self.backend.pin(region) }?;
         Ok(PinnedBuffer::new(self.backend.clone(), handle, memory))
     }
 
@@ -422,6 +434,7 @@ impl Card {
     }
 
     fn check_buffer(&self, buf: &PinnedBuffer, offset: u64, len: u64) -> Result<()> {
+        self.check_owner(buf)?;
         let buffer_len = buf.len() as u64;
         match offset.checked_add(len) {
             Some(end) if end <= buffer_len => Ok(()),
@@ -430,6 +443,18 @@ impl Card {
                 len,
                 buffer_len,
             }),
+        }
+    }
+
+    /// A buffer pinned by another card carries that card's handle, which may name a
+    /// different buffer here: refuse it rather than move bytes into the wrong memory.
+    pub(crate) fn check_owner(&self, buf: &PinnedBuffer) -> Result<()> {
+        if buf.pinned_by(&self.backend) {
+            Ok(())
+        } else {
+            Err(Error::UnknownHandle {
+                handle: buf.handle().0,
+            })
         }
     }
 

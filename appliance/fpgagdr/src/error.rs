@@ -67,8 +67,9 @@ pub enum Error {
         /// What had the zero length (`"transfer"`, `"pin"`).
         what: &'static str,
     },
-    /// The handle was never issued by this card, or has been released (unpinned).
-    #[error("rule handle-valid: handle {handle} is unknown or already released")]
+    /// The handle was never issued by this card (or the buffer was pinned by another
+    /// card), or has been released (unpinned).
+    #[error("rule handle-valid: handle {handle} is unknown to this card or already released")]
     UnknownHandle {
         /// The raw handle value.
         handle: u64,

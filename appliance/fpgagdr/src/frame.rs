@@ -31,6 +31,7 @@ pub const MAGIC: [u8; 8] = *b"FGDRFRM1";
 
 /// Pixel layouts a frame can carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum PixelFormat {
     /// One byte per pixel, grey.

@@ -209,6 +209,15 @@ impl DmaMemory {
         }
     }
 
+    /// Copies `dst.len()` bytes from `offset` into host memory: a plain copy for host
+    /// memory, a device-to-host copy (`cuMemcpyDtoH`) for CUDA device memory.
+    ///
+    /// Call it only while no DMA writes the same bytes (the frame ring's entry states
+    /// guarantee this). Errors: [`Error::BufferBounds`], [`Error::Cuda`].
+    pub fn copy_to_host(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
+        read_region(&self.region(), offset, dst)
+    }
+
     /// The bytes, mutable, when the CPU can address them in place (host memory).
     pub fn as_mut_slice(&mut self) -> Option<&mut [u8]> {
         match &mut self.backing {

@@ -55,9 +55,10 @@ impl Card {
     /// Registers a pinned buffer for address lookup; returns its start address, which
     /// is what legacy callers pass.
     ///
-    /// Errors: [`Error::Overlap`] when it overlaps a registered buffer (the buffer is
-    /// then dropped, and so unpinned).
+    /// Errors: [`Error::UnknownHandle`] when another card pinned it; [`Error::Overlap`]
+    /// when it overlaps a registered buffer (the buffer is then dropped, and so unpinned).
     pub fn register_buffer(&self, buf: PinnedBuffer) -> Result<u64> {
+        self.check_owner(&buf)?;
         let region = buf.memory().region();
         let mut list = self
             .legacy()

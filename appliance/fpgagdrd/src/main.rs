@@ -1,1 +1,130 @@
-fn main() {}
+//! `fpgagdrd`: the appliance service.
+//!
+//! Start order: parse the command line → logging → config file (a bad file stops the
+//! service with the field and rule named) → pipeline (a pipeline that cannot start is
+//! shown as failed; the API still comes up so the user can fix the config) → sampler →
+//! HTTP. Stop order on SIGINT/SIGTERM: HTTP, then the pipeline threads.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use clap::Parser;
+
+use fpgagdrd::config::{self, CardChoice, ConfigStore};
+use fpgagdrd::pipeline::{self, Shared, Supervisor};
+use fpgagdrd::{api, assets};
+
+/// Capture frames from an FPGA card into GPU memory, classify them, and serve a live
+/// dashboard and REST API.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Cli {
+    /// Address to listen on (port 0 picks a free port; the URL is printed on stdout).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// `sim` for the simulated card, or a control node such as /dev/fpgagdr0.
+    #[arg(long, default_value = "sim")]
+    card: String,
+    /// Config file (JSON). Default: $XDG_STATE_HOME/fpgagdr/config.json, else
+    /// ~/.local/state/fpgagdr/config.json.
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+fn default_config_path() -> PathBuf {
+    let state = std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
+        .unwrap_or_else(|| PathBuf::from("/var/lib"));
+    state.join("fpgagdr/config.json")
+}
+
+fn main() -> Result<(), String> {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "fpgagdrd=info,fpgagdr=info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let card = if cli.card == "sim" {
+        CardChoice::Sim
+    } else {
+        CardChoice::Device(PathBuf::from(&cli.card))
+    };
+    let store = ConfigStore::open(cli.config.unwrap_or_else(default_config_path))?;
+    tracing::info!(
+        "config {} ; data directory {}",
+        store.path().display(),
+        config::data_dir().display()
+    );
+    let shared = Arc::new(Shared::default());
+    let mut supervisor = Supervisor::new(shared.clone());
+    if store.current().autostart {
+        match pipeline::prepare(store.current(), &card) {
+            Ok(p) => supervisor.start(p),
+            Err(e) => supervisor.start_failed(e.message),
+        }
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("fpgagdr-http")
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the HTTP runtime: {e}"))?;
+    let supervisor = Arc::new(Mutex::new(supervisor));
+    let result = runtime.block_on(serve(cli.listen, card, store, shared, supervisor.clone()));
+    supervisor
+        .lock()
+        .map_err(|_| "supervisor poisoned".to_string())?
+        .stop();
+    result
+}
+
+async fn serve(
+    listen: SocketAddr,
+    card: CardChoice,
+    store: ConfigStore,
+    shared: Arc<Shared>,
+    supervisor: Arc<Mutex<Supervisor>>,
+) -> Result<(), String> {
+    let live = api::live::Live::new();
+    api::live::spawn_sampler(shared.clone(), live.clone());
+    let state = api::AppState {
+        supervisor,
+        config: Arc::new(tokio::sync::Mutex::new(store)),
+        shared,
+        card,
+        live,
+        started: Instant::now(),
+    };
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| format!("listening on {listen}: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    tracing::info!("serving {} dashboard files and the API", assets::count());
+    println!("fpgagdrd: dashboard at http://{addr}/");
+    axum::serve(listener, api::router(state))
+        .with_graceful_shutdown(shutdown())
+        .await
+        .map_err(|e| format!("HTTP server: {e}"))
+}
+
+async fn shutdown() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+    tracing::info!("stopping");
+}

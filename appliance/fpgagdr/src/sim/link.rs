@@ -58,6 +58,7 @@ impl LinkModel {
 
 /// Which platform the simulated card pretends to sit on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum LinkPreset {
     /// Jetson Orin with the FPGA on PCIe Gen3 x4 (seed §4.1); 4 KiB pin alignment.

@@ -227,7 +227,9 @@ impl Backend for SimCard {
         }
     }
 
-    fn pin(&self, region: DmaRegion) -> Result<Handle> {
+    // Safety contract: see `Backend::pin`; transfers rely on it to copy into `region`.
+    #[allow(unsafe_code)]
+    unsafe fn pin(&self, region: DmaRegion) -> Result<Handle> {
         if region.len == 0 {
             return Err(Error::ZeroLength { what: "pin" });
         }

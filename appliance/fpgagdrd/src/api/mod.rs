@@ -1,0 +1,343 @@
+//! The HTTP side: REST under `/api/v1`, SSE, Prometheus `/metrics`, the OpenAPI
+//! document and the dashboard assets.
+//!
+//! Owns: [`AppState`], [`router`] and the REST handlers. Must not: sit on the frame path.
+//! Slow or blocking work (preparing a pipeline, joining its threads) runs on
+//! `spawn_blocking`; config changes are serialised by one async mutex, and a change is
+//! made current only after the new pipeline was built and the file was saved, so a bad
+//! request leaves the running pipeline and the file as they were.
+//! Neighbours: `error.rs` (problem+json), `live.rs` (SSE), `prometheus.rs`, `crate::assets`.
+
+pub mod error;
+pub mod live;
+pub mod prometheus;
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use axum::extract::{DefaultBodyLimit, FromRef, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{Value, json};
+
+use crate::config::{CardChoice, Config, ConfigStore};
+use crate::pipeline::{Shared, State as PipelineState, Supervisor, prepare};
+use error::Problem;
+use live::Live;
+
+/// Largest request body accepted, bytes (config documents are a few hundred bytes).
+pub const MAX_BODY: usize = 64 * 1024;
+
+/// Everything the handlers share.
+#[derive(Clone)]
+pub struct AppState {
+    /// Pipeline threads (std mutex: only locked inside `spawn_blocking`).
+    pub supervisor: Arc<Mutex<Supervisor>>,
+    /// Config in force; the async mutex serialises changes.
+    pub config: Arc<tokio::sync::Mutex<ConfigStore>>,
+    /// Counters, window, latest result.
+    pub shared: Arc<Shared>,
+    /// Which card.
+    pub card: CardChoice,
+    /// Live feed.
+    pub live: Live,
+    /// Service start.
+    pub started: Instant,
+}
+
+impl FromRef<AppState> for Live {
+    fn from_ref(s: &AppState) -> Live {
+        s.live.clone()
+    }
+}
+
+/// The whole HTTP surface.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/api/v1/status", get(status))
+        .route(
+            "/api/v1/config",
+            get(get_config).put(put_config).patch(patch_config),
+        )
+        .route("/api/v1/config/schema", get(config_schema))
+        .route("/api/v1/pipeline/start", post(start))
+        .route("/api/v1/pipeline/stop", post(stop))
+        .route("/api/v1/results/latest", get(latest))
+        .route("/api/v1/stream", get(live::stream))
+        .route("/metrics", get(metrics))
+        .route("/openapi.json", get(openapi))
+        .route("/api/v1/openapi.json", get(openapi))
+        .merge(crate::assets::routes())
+        .fallback(|| async { Problem::not_found("route", "no such resource") })
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .with_state(state)
+}
+
+async fn status_json(s: &AppState) -> Value {
+    let shared = s.shared.clone();
+    let sup = s.supervisor.clone();
+    let info = tokio::task::spawn_blocking(move || {
+        sup.lock().expect("supervisor poisoned").info().cloned()
+    })
+    .await
+    .ok()
+    .flatten();
+    let c = shared.counters.read();
+    let card = match &info {
+        Some(i) => json!({
+            "kind": if i.card.simulated { "sim" } else { "device" },
+            "name": i.card.name,
+            "simulated": i.card.simulated,
+            "platform": i.card.platform,
+            "page_size_bytes": i.card.gpu_page_size,
+            "alignment_bytes": i.card.alignment,
+            "c2h_channels": i.card.c2h_channels,
+            "h2c_channels": i.card.h2c_channels,
+            "card_memory_bytes": i.card.card_memory_bytes,
+            "capabilities": i.card.capabilities,
+        }),
+        None => match &s.card {
+            CardChoice::Sim => {
+                json!({"kind": "sim", "name": "SimCard (simulated XDMA card)", "simulated": true})
+            }
+            CardChoice::Device(p) => json!({"kind": "device", "name": p, "simulated": false}),
+        },
+    };
+    let memory = match &info {
+        Some(i) => {
+            json!({"kind": i.memory, "detail": i.memory_detail, "ring_entries": i.ring.0, "entry_bytes": i.ring.1})
+        }
+        None => json!({"kind": null, "detail": "no frame ring allocated yet"}),
+    };
+    json!({
+        "card": card,
+        "memory": memory,
+        "pipeline": {
+            "state": shared.state().as_str(),
+            "error": shared.fault(),
+            "model": info.as_ref().map(|i| i.model.clone()),
+            "source": info.as_ref().map(|i| i.source.clone()),
+        },
+        "counters": c,
+        "uptime_s": s.started.elapsed().as_secs_f64(),
+    })
+}
+
+async fn status(State(s): State<AppState>) -> Json<Value> {
+    Json(status_json(&s).await)
+}
+
+fn with_etag(config: &Config) -> Response {
+    let mut r = Json(config).into_response();
+    if let Ok(v) = HeaderValue::from_str(&config.etag()) {
+        r.headers_mut().insert(header::ETAG, v);
+    }
+    r
+}
+
+async fn get_config(State(s): State<AppState>) -> Response {
+    with_etag(s.config.lock().await.current())
+}
+
+async fn config_schema() -> Json<Value> {
+    Json(Config::schema())
+}
+
+/// Checks `If-Match` against the current ETag (absent or `*` passes).
+fn check_if_match(headers: &HeaderMap, current: &Config) -> Result<(), Problem> {
+    let Some(v) = headers.get(header::IF_MATCH) else {
+        return Ok(());
+    };
+    let v = v.to_str().unwrap_or("");
+    let etag = current.etag();
+    if v.trim() == "*" || v.split(',').any(|t| t.trim() == etag) {
+        Ok(())
+    } else {
+        Err(Problem::new(
+            StatusCode::PRECONDITION_FAILED,
+            "if-match",
+            "Config changed since you read it",
+            format!(
+                "If-Match {v} does not match the current ETag {etag}; GET the config and retry"
+            ),
+        ))
+    }
+}
+
+fn parse_body(body: &[u8]) -> Result<Value, Problem> {
+    serde_json::from_slice(body).map_err(|e| {
+        Problem::new(
+            StatusCode::BAD_REQUEST,
+            "json-syntax",
+            "Malformed JSON",
+            format!("malformed JSON: {e}"),
+        )
+    })
+}
+
+async fn put_config(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, Problem> {
+    let new = Config::from_value(parse_body(&body)?)?;
+    apply_config(&s, &headers, |_| Ok(new)).await
+}
+
+async fn patch_config(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, Problem> {
+    let patch = parse_body(&body)?;
+    apply_config(&s, &headers, |cur| {
+        cur.merge_patch(&patch).map_err(Problem::from)
+    })
+    .await
+}
+
+/// Validates, builds the new pipeline, saves, then swaps — in that order, so any
+/// failure leaves everything as it was.
+async fn apply_config(
+    s: &AppState,
+    headers: &HeaderMap,
+    make: impl FnOnce(&Config) -> Result<Config, Problem>,
+) -> Result<Response, Problem> {
+    let mut store = s.config.lock().await;
+    check_if_match(headers, store.current())?;
+    let new = make(store.current())?;
+    if &new == store.current() {
+        return Ok(with_etag(&new));
+    }
+    let (sup, card, cfg) = (s.supervisor.clone(), s.card.clone(), new.clone());
+    let was_running = s.shared.state() == PipelineState::Running;
+    let prepared = tokio::task::spawn_blocking(move || prepare(&cfg, &card))
+        .await
+        .map_err(|e| Problem::internal(e.to_string()))?
+        .map_err(|e| {
+            let mut p = Problem::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "config-apply",
+                "Config cannot be applied",
+                e.message.clone(),
+            );
+            if let Some(field) = e.field {
+                p.errors.push(crate::config::FieldError {
+                    field: field.into(),
+                    rule: "apply",
+                    message: e.message,
+                });
+            }
+            p
+        })?;
+    store.save(new.clone()).map_err(|e| {
+        Problem::internal(format!(
+            "saving {}: {e}; nothing changed",
+            store.path().display()
+        ))
+    })?;
+    if was_running {
+        tokio::task::spawn_blocking(move || {
+            sup.lock().expect("supervisor poisoned").start(prepared)
+        })
+        .await
+        .map_err(|e| Problem::internal(e.to_string()))?;
+    }
+    tracing::info!("config changed and saved to {}", store.path().display());
+    Ok(with_etag(&new))
+}
+
+async fn start(State(s): State<AppState>) -> Result<Json<Value>, Problem> {
+    if s.shared.state() != PipelineState::Running {
+        let config = s.config.lock().await.current().clone();
+        let (sup, card) = (s.supervisor.clone(), s.card.clone());
+        let result = tokio::task::spawn_blocking(move || {
+            let prepared = prepare(&config, &card);
+            let mut sup = sup.lock().expect("supervisor poisoned");
+            match prepared {
+                Ok(p) => {
+                    sup.start(p);
+                    Ok(())
+                }
+                Err(e) => {
+                    sup.start_failed(e.message.clone());
+                    Err(e)
+                }
+            }
+        })
+        .await
+        .map_err(|e| Problem::internal(e.to_string()))?;
+        if let Err(e) = result {
+            return Err(Problem::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "pipeline-start",
+                "Pipeline cannot start",
+                e.message,
+            ));
+        }
+    }
+    Ok(Json(status_json(&s).await))
+}
+
+async fn stop(State(s): State<AppState>) -> Result<Json<Value>, Problem> {
+    let sup = s.supervisor.clone();
+    tokio::task::spawn_blocking(move || sup.lock().expect("supervisor poisoned").stop())
+        .await
+        .map_err(|e| Problem::internal(e.to_string()))?;
+    Ok(Json(status_json(&s).await))
+}
+
+async fn latest(State(s): State<AppState>) -> Result<Response, Problem> {
+    let latest = s
+        .shared
+        .published
+        .lock()
+        .expect("published poisoned")
+        .latest
+        .clone();
+    match latest {
+        Some(r) => Ok(Json(r).into_response()),
+        None => Err(Problem::not_found(
+            "no-result",
+            "no frame has been inferred yet",
+        )),
+    }
+}
+
+async fn metrics(State(s): State<AppState>) -> Response {
+    let simulated = s.card == CardChoice::Sim;
+    let body = prometheus::render(&s.shared, simulated, s.started.elapsed().as_secs_f64());
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        body,
+    )
+        .into_response()
+}
+
+/// The OpenAPI document (hand-written in `openapi.json`), with the config schema
+/// generated from the code.
+pub fn openapi_document() -> Value {
+    let mut doc: Value =
+        serde_json::from_str(include_str!("openapi.json")).expect("openapi.json is valid JSON");
+    let schema = Config::schema();
+    if let Some(schemas) = doc.pointer_mut("/components/schemas") {
+        schemas["Config"] = schema.clone();
+        if let Some(defs) = schema.get("$defs").and_then(Value::as_object) {
+            for (k, v) in defs {
+                schemas[k] = v.clone();
+            }
+        }
+    }
+    // schemars refers to "#/$defs/X"; in OpenAPI the definitions live under components.
+    let text = doc.to_string().replace("#/$defs/", "#/components/schemas/");
+    serde_json::from_str(&text).expect("still valid JSON")
+}
+
+async fn openapi() -> Json<Value> {
+    Json(openapi_document())
+}

@@ -1,0 +1,549 @@
+//! The service's configuration: one JSON document with a schema.
+//!
+//! Owns: [`Config`] (typed, with defaults), parsing with errors that name the field
+//! and the rule ([`ConfigError`]), [`Config::validate`], the JSON Schema, merge-patch,
+//! ETags, and [`ConfigStore`] (atomic persistence). Must not: build pipelines
+//! (`pipeline::prepare` checks what only loading can check: files, the model).
+//!
+//! Relative paths are resolved against the data directory: `$FPGAGDR_DATA_DIR`, else
+//! `/usr/share/fpgagdr` (where the image installs the default model and frames).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use fpgagdr::{LinkPreset, PixelFormat};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::pipeline::queue::WhenFull;
+
+/// Where the frames come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceKind {
+    /// Real image files replayed as if the FPGA captured them (`source.path`).
+    Replay,
+    /// A synthetic pattern with sequence number and CRC (`source.width` ×
+    /// `source.height`, `source.format`).
+    TestPattern,
+}
+
+/// `source`: what the (simulated) sensor produces.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct SourceConfig {
+    /// Frame source.
+    pub kind: SourceKind,
+    /// Image file or directory for `replay`; relative to the data directory.
+    pub path: PathBuf,
+    /// Sensor frame rate, frames/s; 0 = as fast as capture asks. Range 0..=1000.
+    #[schemars(range(min = 0.0, max = 1000.0))]
+    pub fps: f64,
+    /// Test-pattern width, pixels. Range 16..=8192.
+    #[schemars(range(min = 16, max = 8192))]
+    pub width: u32,
+    /// Test-pattern height, pixels. Range 16..=8192.
+    #[schemars(range(min = 16, max = 8192))]
+    pub height: u32,
+    /// Test-pattern pixel format.
+    pub format: PixelFormat,
+}
+
+impl Default for SourceConfig {
+    fn default() -> Self {
+        SourceConfig {
+            kind: SourceKind::Replay,
+            path: PathBuf::from("frames"),
+            fps: 30.0,
+            width: 1024,
+            height: 1024,
+            format: PixelFormat::Mono8,
+        }
+    }
+}
+
+/// `card`: DMA settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct CardConfig {
+    /// C2H channel the frames arrive on. Range 0..=3 (XDMA has at most 4, PG195).
+    #[schemars(range(max = 3))]
+    pub channel: u32,
+    /// Bound on every wait for a frame or a transfer, ms. Range 1..=60000.
+    #[schemars(range(min = 1, max = 60000))]
+    pub timeout_ms: u64,
+    /// Simulated card only: which measured platform its transfer times follow.
+    pub sim_link: LinkPreset,
+}
+
+impl Default for CardConfig {
+    fn default() -> Self {
+        CardConfig {
+            channel: 0,
+            timeout_ms: 1000,
+            sim_link: LinkPreset::OrinGen3x4,
+        }
+    }
+}
+
+/// `ring`: the frame ring in GPU (or host) memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct RingConfig {
+    /// Ring entries, each pinned once. Range 2..=64.
+    #[schemars(range(min = 2, max = 64))]
+    pub entries: usize,
+    /// Back-pressure when inference falls behind.
+    pub when_full: WhenFull,
+}
+
+impl Default for RingConfig {
+    fn default() -> Self {
+        RingConfig {
+            entries: 4,
+            when_full: WhenFull::DropOldest,
+        }
+    }
+}
+
+/// `model`: the ONNX image classifier.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModelConfig {
+    /// ONNX file; relative to the data directory. Input `[1,3,H,W]` float32, output
+    /// `[1,classes]`.
+    pub path: PathBuf,
+    /// Labels file, one per line, class 0 first; default: the model path with
+    /// `.labels.txt` in place of `.onnx`.
+    pub labels: Option<PathBuf>,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        ModelConfig {
+            path: PathBuf::from("models/efficientnet-lite0.onnx"),
+            labels: None,
+        }
+    }
+}
+
+/// `inference`: how frames are checked and run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct InferenceConfig {
+    /// Check every frame's payload CRC before inference.
+    pub verify_checksum: bool,
+    /// ONNX Runtime intra-op threads; 0 = its default. Range 0..=64.
+    #[schemars(range(max = 64))]
+    pub threads: usize,
+}
+
+impl Default for InferenceConfig {
+    fn default() -> Self {
+        InferenceConfig {
+            verify_checksum: true,
+            threads: 0,
+        }
+    }
+}
+
+/// The whole configuration document. Every field has a default; unknown fields are
+/// refused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Start the pipeline when the service starts.
+    pub autostart: bool,
+    /// Frame source.
+    pub source: SourceConfig,
+    /// DMA settings.
+    pub card: CardConfig,
+    /// Frame ring.
+    pub ring: RingConfig,
+    /// Model.
+    pub model: ModelConfig,
+    /// Inference.
+    pub inference: InferenceConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            autostart: true,
+            source: SourceConfig::default(),
+            card: CardConfig::default(),
+            ring: RingConfig::default(),
+            model: ModelConfig::default(),
+            inference: InferenceConfig::default(),
+        }
+    }
+}
+
+/// Which card the service drives (from the command line, not the config document).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CardChoice {
+    /// The simulated card.
+    Sim,
+    /// A control node such as `/dev/fpgagdr0`.
+    Device(PathBuf),
+}
+
+/// One broken rule, located by a JSON pointer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FieldError {
+    /// JSON pointer of the field, e.g. `/ring/entries` (`""` for the whole document).
+    pub field: String,
+    /// Rule name: `json-syntax`, `unknown-field`, `type`, `value`, `range`, `required`.
+    pub rule: &'static str,
+    /// What was wrong, with the offending value.
+    pub message: String,
+}
+
+/// A configuration document that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// Not JSON, or not the shape of a config document.
+    #[error("{}", .0.message)]
+    Parse(FieldError),
+    /// Well-formed, but values break rules.
+    #[error("{}", .0.iter().map(|e| format!("{}: {}", e.field, e.message)).collect::<Vec<_>>().join("; "))]
+    Invalid(Vec<FieldError>),
+}
+
+impl ConfigError {
+    /// The individual field errors.
+    pub fn fields(&self) -> Vec<FieldError> {
+        match self {
+            ConfigError::Parse(e) => vec![e.clone()],
+            ConfigError::Invalid(v) => v.clone(),
+        }
+    }
+}
+
+/// The data directory relative paths are resolved against.
+pub fn data_dir() -> PathBuf {
+    std::env::var_os("FPGAGDR_DATA_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/share/fpgagdr"))
+}
+
+fn resolve(p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        data_dir().join(p)
+    }
+}
+
+impl Config {
+    /// Parses a document, then validates it.
+    pub fn from_json(bytes: &[u8]) -> Result<Config, ConfigError> {
+        let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+            ConfigError::Parse(FieldError {
+                field: String::new(),
+                rule: "json-syntax",
+                message: format!("malformed JSON: {e}"),
+            })
+        })?;
+        Self::from_value(value)
+    }
+
+    /// Builds from a JSON value, then validates.
+    pub fn from_value(value: serde_json::Value) -> Result<Config, ConfigError> {
+        let config: Config = serde_path_to_error::deserialize(value).map_err(|e| {
+            let field = pointer(&e.path().to_string());
+            let message = e.inner().to_string();
+            let rule = if message.starts_with("unknown field") {
+                "unknown-field"
+            } else if message.starts_with("invalid type") {
+                "type"
+            } else if message.starts_with("missing field") {
+                "required"
+            } else {
+                "value"
+            };
+            ConfigError::Parse(FieldError {
+                field,
+                rule,
+                message,
+            })
+        })?;
+        config.validate().map_err(ConfigError::Invalid)?;
+        Ok(config)
+    }
+
+    /// Checks every range rule; returns all broken rules, not just the first.
+    pub fn validate(&self) -> Result<(), Vec<FieldError>> {
+        let mut errs = Vec::new();
+        let mut range = |field: &str, ok: bool, value: String, allowed: &str| {
+            if !ok {
+                errs.push(FieldError {
+                    field: field.into(),
+                    rule: "range",
+                    message: format!("{value} is out of range: must be {allowed}"),
+                });
+            }
+        };
+        let s = &self.source;
+        range(
+            "/source/fps",
+            s.fps.is_finite() && (0.0..=1000.0).contains(&s.fps),
+            s.fps.to_string(),
+            "between 0 and 1000 frames/s (0 = as fast as capture asks)",
+        );
+        range(
+            "/source/width",
+            (16..=8192).contains(&s.width),
+            s.width.to_string(),
+            "between 16 and 8192 pixels",
+        );
+        range(
+            "/source/height",
+            (16..=8192).contains(&s.height),
+            s.height.to_string(),
+            "between 16 and 8192 pixels",
+        );
+        range(
+            "/source/path",
+            !s.path.as_os_str().is_empty(),
+            "an empty path".into(),
+            "a file or directory of images",
+        );
+        range(
+            "/card/channel",
+            self.card.channel <= 3,
+            self.card.channel.to_string(),
+            "between 0 and 3 (XDMA has at most 4 C2H channels)",
+        );
+        range(
+            "/card/timeout_ms",
+            (1..=60_000).contains(&self.card.timeout_ms),
+            self.card.timeout_ms.to_string(),
+            "between 1 and 60000 ms",
+        );
+        range(
+            "/ring/entries",
+            (2..=64).contains(&self.ring.entries),
+            self.ring.entries.to_string(),
+            "between 2 and 64",
+        );
+        range(
+            "/model/path",
+            !self.model.path.as_os_str().is_empty(),
+            "an empty path".into(),
+            "an ONNX file",
+        );
+        range(
+            "/inference/threads",
+            self.inference.threads <= 64,
+            self.inference.threads.to_string(),
+            "between 0 and 64 (0 = ONNX Runtime's default)",
+        );
+        if errs.is_empty() { Ok(()) } else { Err(errs) }
+    }
+
+    /// Applies an RFC 7396 JSON merge patch and validates the result.
+    pub fn merge_patch(&self, patch: &serde_json::Value) -> Result<Config, ConfigError> {
+        if !patch.is_object() {
+            return Err(ConfigError::Parse(FieldError {
+                field: String::new(),
+                rule: "type",
+                message: "a merge patch must be a JSON object".into(),
+            }));
+        }
+        let mut doc = serde_json::to_value(self).expect("config serialises");
+        json_patch::merge(&mut doc, patch);
+        Self::from_value(doc)
+    }
+
+    /// Strong ETag of this document (CRC-32 of its canonical JSON), quoted.
+    pub fn etag(&self) -> String {
+        let bytes = serde_json::to_vec(self).expect("config serialises");
+        format!("\"{:08x}\"", crc32fast::hash(&bytes))
+    }
+
+    /// The JSON Schema of the document.
+    pub fn schema() -> serde_json::Value {
+        serde_json::to_value(schemars::schema_for!(Config)).expect("schema serialises")
+    }
+
+    /// Model file, resolved.
+    pub fn model_path(&self) -> PathBuf {
+        resolve(&self.model.path)
+    }
+
+    /// Labels file, resolved (default next to the model).
+    pub fn labels_path(&self) -> PathBuf {
+        match &self.model.labels {
+            Some(p) => resolve(p),
+            None => self.model_path().with_extension("labels.txt"),
+        }
+    }
+
+    /// Replay source path, resolved.
+    pub fn source_path(&self) -> PathBuf {
+        resolve(&self.source.path)
+    }
+}
+
+/// `a.b[0].c` (serde_path_to_error) → `/a/b/0/c` (JSON pointer).
+fn pointer(path: &str) -> String {
+    if path == "." {
+        return String::new();
+    }
+    let mut out = String::new();
+    for part in path.split('.') {
+        for seg in part.split('[') {
+            let seg = seg.trim_end_matches(']');
+            if !seg.is_empty() {
+                out.push('/');
+                out.push_str(seg);
+            }
+        }
+    }
+    out
+}
+
+/// The config document on disk and in force.
+#[derive(Debug)]
+pub struct ConfigStore {
+    path: PathBuf,
+    current: Config,
+}
+
+impl ConfigStore {
+    /// Loads `path`, or the defaults when it does not exist (nothing is written until
+    /// the config changes).
+    ///
+    /// Errors: the file exists but cannot be read or breaks a rule (the message names
+    /// the file, the field and the rule).
+    pub fn open(path: PathBuf) -> Result<Self, String> {
+        let current = match std::fs::read(&path) {
+            Ok(bytes) => Config::from_json(&bytes)
+                .map_err(|e| format!("config file {}: {e}", path.display()))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Config::default(),
+            Err(e) => return Err(format!("config file {}: {e}", path.display())),
+        };
+        Ok(ConfigStore { path, current })
+    }
+
+    /// The config in force.
+    pub fn current(&self) -> &Config {
+        &self.current
+    }
+
+    /// Where it is persisted.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Persists `config` atomically (temp file in the same directory, fsync, rename,
+    /// fsync of the directory), then makes it current. On error nothing changed.
+    pub fn save(&mut self, config: Config) -> std::io::Result<()> {
+        let dir = self
+            .path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        serde_json::to_writer_pretty(&mut tmp, &config)?;
+        tmp.write_all(b"\n")?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(&self.path).map_err(|e| e.error)?;
+        std::fs::File::open(dir)?.sync_all()?;
+        self.current = config;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn defaults_are_valid_and_round_trip() {
+        let c = Config::default();
+        c.validate().unwrap();
+        let text = serde_json::to_vec(&c).unwrap();
+        assert_eq!(Config::from_json(&text).unwrap(), c);
+        assert_eq!(Config::from_json(b"{}").unwrap(), c);
+    }
+
+    #[test]
+    fn unknown_field_is_named() {
+        let e = Config::from_json(br#"{"ring": {"entries": 4, "size": 9}}"#).unwrap_err();
+        let f = &e.fields()[0];
+        assert_eq!((f.field.as_str(), f.rule), ("/ring/size", "unknown-field"));
+    }
+
+    #[test]
+    fn wrong_type_and_bad_enum_are_named() {
+        let f = &Config::from_json(br#"{"ring": {"entries": "four"}}"#)
+            .unwrap_err()
+            .fields()[0];
+        assert_eq!((f.field.as_str(), f.rule), ("/ring/entries", "type"));
+        let f = &Config::from_json(br#"{"ring": {"when_full": "explode"}}"#)
+            .unwrap_err()
+            .fields()[0];
+        assert_eq!((f.field.as_str(), f.rule), ("/ring/when_full", "value"));
+        assert!(f.message.contains("drop_oldest"), "{}", f.message);
+    }
+
+    #[test]
+    fn every_range_error_is_reported() {
+        let e = Config::from_json(
+            br#"{"ring": {"entries": 1}, "card": {"timeout_ms": 0}, "source": {"fps": 5000}}"#,
+        )
+        .unwrap_err();
+        let fields: Vec<String> = e.fields().into_iter().map(|f| f.field).collect();
+        assert_eq!(fields, ["/source/fps", "/card/timeout_ms", "/ring/entries"]);
+        assert!(e.fields().iter().all(|f| f.rule == "range"));
+    }
+
+    #[test]
+    fn malformed_json_is_a_syntax_error() {
+        let f = &Config::from_json(b"{\"ring\": ").unwrap_err().fields()[0];
+        assert_eq!(f.rule, "json-syntax");
+    }
+
+    #[test]
+    fn merge_patch_changes_only_what_it_names() {
+        let c = Config::default();
+        let p = c
+            .merge_patch(&json!({"ring": {"entries": 8}, "model": {"labels": "x.txt"}}))
+            .unwrap();
+        assert_eq!(p.ring.entries, 8);
+        assert_eq!(p.ring.when_full, c.ring.when_full);
+        assert_eq!(p.model.labels, Some(PathBuf::from("x.txt")));
+        let back = p.merge_patch(&json!({"model": {"labels": null}})).unwrap();
+        assert_eq!(back.model.labels, None);
+        assert!(c.merge_patch(&json!([1])).is_err());
+        assert_ne!(c.etag(), p.etag());
+    }
+
+    #[test]
+    fn store_saves_atomically_and_reloads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/config.json");
+        let mut s = ConfigStore::open(path.clone()).unwrap();
+        assert_eq!(s.current(), &Config::default());
+        let mut c = Config::default();
+        c.ring.entries = 6;
+        s.save(c.clone()).unwrap();
+        assert_eq!(ConfigStore::open(path.clone()).unwrap().current(), &c);
+        std::fs::write(&path, br#"{"ring": {"entries": 100}}"#).unwrap();
+        let e = ConfigStore::open(path).unwrap_err();
+        assert!(
+            e.contains("/ring/entries") && e.contains("out of range"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn schema_names_the_ranges() {
+        let s = Config::schema().to_string();
+        assert!(s.contains("when_full") && s.contains("drop_oldest") && s.contains("orin-gen3x4"));
+    }
+}

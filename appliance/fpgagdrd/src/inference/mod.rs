@@ -1,0 +1,11 @@
+//! Inference: the ONNX model and the preprocessing that feeds it.
+//!
+//! Owns: [`Model`] (ONNX Runtime session, labels, top-5) and [`Preprocessor`]
+//! (frame → model input tensor). Must not: know about the frame ring or threads; the
+//! inference thread (`pipeline/infer.rs`) drives both.
+
+mod model;
+mod preprocess;
+
+pub use model::{Classification, Model, ModelError, TOP_K, runtime_path};
+pub use preprocess::{CROP_FRACTION, FrameView, MEAN, Preprocessor, SCALE};

@@ -1,0 +1,180 @@
+//! The inference thread: takes the oldest ready frame, checks its header and CRC,
+//! preprocesses it where it lies (or after a counted device-to-host copy), releases the
+//! ring entry, runs the model, and records every stage.
+//!
+//! Next hop: `metrics.rs` (histograms, published a few times a second).
+//! The entry is released as soon as the input tensor is built, before the model runs,
+//! so capture gets it back one model-run earlier than DESIGN §3's sketch.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use fpgagdr::frame::{FrameHeader, HEADER_LEN};
+
+use super::{Ring, Shared, now_ns};
+use crate::inference::{Classification, FrameView, Model, Preprocessor, TOP_K};
+use crate::metrics::{Counters, FrameInfo, FrameResult, Published, Stage, StageRecorder};
+
+/// How often the thread publishes its window and latest result.
+pub(crate) const PUBLISH_EVERY: Duration = Duration::from_millis(250);
+
+/// Inference settings.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InferParams {
+    pub(crate) verify_checksum: bool,
+}
+
+/// The latest result in raw form (no allocation per frame); labelled at publish time.
+#[derive(Debug, Clone, Copy)]
+struct Latest {
+    header: FrameHeader,
+    bytes: u64,
+    checked: bool,
+    top: [(u32, f32); TOP_K],
+    stages: [(Stage, u64); 6],
+}
+
+pub(crate) fn run(
+    ring: Arc<Ring>,
+    mut model: Model,
+    params: InferParams,
+    shared: Arc<Shared>,
+    stop: Arc<AtomicBool>,
+) {
+    let queue = &ring.queue;
+    queue.register_consumer();
+    let c = &shared.counters;
+    let (w, h) = model.input_size();
+    let mut pre = Preprocessor::new(w, h);
+    let mut tensor = vec![0f32; pre.output_len()];
+    let mut staging: Vec<u8> = Vec::new();
+    let mut recorder = StageRecorder::default();
+    let mut latest: Option<Latest> = None;
+    let mut next_publish = Instant::now() + PUBLISH_EVERY;
+    let mut top = [(0u32, 0f32); TOP_K];
+    loop {
+        if Instant::now() >= next_publish {
+            publish(&shared, &model, &mut recorder, latest);
+            next_publish += PUBLISH_EVERY;
+        }
+        let Some((k, meta)) = queue.take(&stop, PUBLISH_EVERY) else {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            continue;
+        };
+        let t_take = now_ns();
+        let memory = ring.buffers[k].memory();
+        let len = meta.bytes as usize;
+        let bytes: &[u8] = match memory.as_slice() {
+            Some(s) => &s[..len],
+            None => {
+                staging.resize(len, 0);
+                if let Err(e) = memory.copy_to_host(0, &mut staging) {
+                    queue.release(k);
+                    shared.fail(format!("device-to-host copy of a frame: {e}"));
+                    stop.store(true, Ordering::Relaxed);
+                    break;
+                }
+                &staging
+            }
+        };
+        let t_d2h = now_ns();
+        let checked = FrameHeader::parse(bytes, len).and_then(|hd| {
+            let payload = &bytes[HEADER_LEN..hd.frame_len()];
+            if params.verify_checksum {
+                hd.verify(payload)?;
+            }
+            Ok((hd, payload))
+        });
+        let (header, payload) = match checked {
+            Ok(v) => v,
+            Err(e) => {
+                queue.release(k);
+                Counters::bump(&c.checksum_errors);
+                Counters::bump(&c.frames_dropped);
+                tracing::debug!("frame {} rejected: {e}", meta.seq);
+                continue;
+            }
+        };
+        let view = FrameView {
+            format: header.format,
+            width: header.width,
+            height: header.height,
+            stride: header.stride,
+            pixels: payload,
+        };
+        pre.run(&view, &mut tensor);
+        queue.release(k);
+        let t_pre = now_ns();
+        if let Err(e) = model.classify(&tensor, &mut top) {
+            shared.fail(e.to_string());
+            stop.store(true, Ordering::Relaxed);
+            break;
+        }
+        let t_inf = now_ns();
+        Counters::bump(&c.frames_inferred);
+        let d2h = if memory.kind().host_accessible() {
+            None
+        } else {
+            Some(t_d2h - t_take)
+        };
+        let stages = [
+            (Stage::Dma, meta.t_done - meta.t_submit),
+            (Stage::Queue, t_take - meta.t_done),
+            (Stage::D2h, d2h.unwrap_or(0)),
+            (Stage::Preprocess, t_pre - t_d2h),
+            (Stage::Inference, t_inf - t_pre),
+            (Stage::EndToEnd, t_inf - meta.t_submit),
+        ];
+        for (stage, ns) in stages {
+            if stage != Stage::D2h || d2h.is_some() {
+                recorder.record(stage, ns);
+            }
+        }
+        latest = Some(Latest {
+            header,
+            bytes: meta.bytes,
+            checked: params.verify_checksum,
+            top,
+            stages,
+        });
+    }
+    publish(&shared, &model, &mut recorder, latest);
+}
+
+fn publish(shared: &Shared, model: &Model, recorder: &mut StageRecorder, latest: Option<Latest>) {
+    let window = recorder.rotate(&shared.totals);
+    let latest = latest.map(|l| FrameResult {
+        seq: l.header.seq,
+        frame: FrameInfo {
+            width: l.header.width,
+            height: l.header.height,
+            format: l.header.format.as_str(),
+            bytes: l.bytes,
+            checksum_ok: l.checked,
+        },
+        top5: l
+            .top
+            .iter()
+            .map(|&(index, score)| Classification {
+                index,
+                label: model.label(index).to_string(),
+                score,
+            })
+            .collect(),
+        latency_us: l
+            .stages
+            .iter()
+            .filter(|(s, ns)| *s != Stage::D2h || *ns > 0)
+            .map(|(s, ns)| (s.as_str(), *ns as f64 / 1000.0))
+            .collect::<BTreeMap<_, _>>(),
+    });
+    let mut p = shared.published.lock().expect("published poisoned");
+    *p = Published {
+        window: Some(window),
+        latest: latest.or_else(|| p.latest.take()),
+    };
+}

@@ -1,0 +1,379 @@
+//! The frame path of DESIGN §3: a capture thread and an inference thread around a frame
+//! ring pinned once at start.
+//!
+//! Owns: [`prepare`] (config → card, frame trigger, model, pinned ring: everything that
+//! can fail, done before anything running is touched), [`Supervisor`] (start, stop,
+//! state), [`Shared`] (what the threads publish). Must not: run async code; the
+//! threads are plain named `std::thread`s.
+//! Neighbours: `capture.rs` → `queue.rs` → `infer.rs`; `config.rs` gives the settings.
+
+mod capture;
+mod infer;
+pub mod queue;
+
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use fpgagdr::{
+    Card, CardStatus, DmaMemory, FrameTrigger, GpuMemory, MemoryKind, PinnedBuffer, Replay,
+    SimCard, SimConfig, SimSensor, TestPattern, gpu_memory,
+};
+
+use crate::config::{CardChoice, Config, SourceKind};
+use crate::inference::Model;
+use crate::metrics::{Counters, Published, Totals};
+use queue::FrameQueue;
+
+/// Nanoseconds of the service's monotonic clock (since first use).
+pub(crate) fn now_ns() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+/// Pipeline state as the API shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Not running (never started, or stopped).
+    Stopped,
+    /// Frames flow.
+    Running,
+    /// Stopped by an error; [`Shared::fault`] says which.
+    Failed,
+}
+
+impl State {
+    /// `"stopped"`, `"running"`, `"failed"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Stopped => "stopped",
+            State::Running => "running",
+            State::Failed => "failed",
+        }
+    }
+}
+
+/// What the pipeline threads share with the HTTP side. Lives as long as the service.
+#[derive(Debug, Default)]
+pub struct Shared {
+    /// Frame counters.
+    pub counters: Counters,
+    /// Window quantiles and the latest result, replaced a few times a second.
+    pub published: Mutex<Published>,
+    /// Cumulative stage histograms.
+    pub totals: Mutex<Totals>,
+    state: AtomicU8,
+    fault: Mutex<Option<String>>,
+}
+
+impl Shared {
+    /// Current state.
+    pub fn state(&self) -> State {
+        match self.state.load(Ordering::Acquire) {
+            1 => State::Running,
+            2 => State::Failed,
+            _ => State::Stopped,
+        }
+    }
+
+    /// The error that stopped the pipeline, or why it could not start.
+    pub fn fault(&self) -> Option<String> {
+        self.fault.lock().expect("fault poisoned").clone()
+    }
+
+    fn set_state(&self, s: State) {
+        self.state.store(s as u8, Ordering::Release);
+    }
+
+    /// Marks the pipeline failed with `why` (a thread hit an error it cannot go past).
+    pub fn fail(&self, why: String) {
+        tracing::error!("pipeline failed: {why}");
+        *self.fault.lock().expect("fault poisoned") = Some(why);
+        self.set_state(State::Failed);
+    }
+}
+
+/// The pinned frame ring and the card it belongs to.
+#[derive(Debug)]
+pub(crate) struct Ring {
+    card: Card,
+    buffers: Vec<PinnedBuffer>,
+    queue: FrameQueue,
+}
+
+/// Facts about the running (or last prepared) pipeline, for `/status`.
+#[derive(Debug, Clone)]
+pub struct PipelineInfo {
+    /// The card's status.
+    pub card: CardStatus,
+    /// Where the frame ring lives.
+    pub memory: MemoryKind,
+    /// Why that memory (e.g. "no CUDA driver found").
+    pub memory_detail: String,
+    /// Model file name.
+    pub model: String,
+    /// Frame source description.
+    pub source: String,
+    /// Ring entries × bytes each.
+    pub ring: (usize, usize),
+}
+
+/// Everything a pipeline needs, built and checked before anything running is touched.
+pub struct Prepared {
+    ring: Ring,
+    trigger: Box<dyn FrameTrigger>,
+    model: Model,
+    capture: capture::CaptureParams,
+    infer: infer::InferParams,
+    info: PipelineInfo,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("info", &self.info)
+            .finish()
+    }
+}
+
+impl Prepared {
+    /// Facts about this pipeline.
+    pub fn info(&self) -> &PipelineInfo {
+        &self.info
+    }
+}
+
+/// Why a pipeline could not be prepared; `field` names the config field at fault.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct PrepareError {
+    /// JSON pointer of the config field at fault (e.g. `/model/path`), if one is.
+    pub field: Option<&'static str>,
+    /// The rule and what broke it.
+    pub message: String,
+}
+
+fn fail(field: Option<&'static str>, e: impl std::fmt::Display) -> PrepareError {
+    PrepareError {
+        field,
+        message: e.to_string(),
+    }
+}
+
+/// Builds a pipeline from `config`: opens the card, loads the frames and the model,
+/// allocates and pins the ring. Slow (hundreds of ms: model load), never partial.
+pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, PrepareError> {
+    let model = Model::load(
+        &config.model_path(),
+        &config.labels_path(),
+        config.inference.threads,
+    )
+    .map_err(|e| fail(Some("/model/path"), e))?;
+    let (card, trigger): (Card, Box<dyn FrameTrigger>) = match card_choice {
+        CardChoice::Sim => {
+            let sim = Arc::new(SimCard::new(SimConfig {
+                preset: config.card.sim_link,
+                ..SimConfig::default()
+            }));
+            let source: Box<dyn fpgagdr::FrameSource> = match config.source.kind {
+                SourceKind::Replay => Box::new(
+                    Replay::load(&config.source_path())
+                        .map_err(|e| fail(Some("/source/path"), e))?,
+                ),
+                SourceKind::TestPattern => Box::new(
+                    TestPattern::new(
+                        config.source.format,
+                        config.source.width,
+                        config.source.height,
+                    )
+                    .map_err(|e| fail(Some("/source/width"), e))?,
+                ),
+            };
+            let sensor = SimSensor::new(sim.clone(), source, config.source.fps, 0)
+                .map_err(|e| fail(Some("/source"), e))?;
+            (Card::from_backend(sim), Box::new(sensor))
+        }
+        CardChoice::Device(path) => {
+            let card = Card::open_path(path).map_err(|e| fail(None, e))?;
+            return Err(fail(
+                None,
+                format!(
+                    "rule frame-trigger: {} opened, but frame capture from real cards needs the kernel module's frame trigger (not yet available)",
+                    card.status().name
+                ),
+            ));
+        }
+    };
+    let status = card.status().clone();
+    if config.card.channel >= status.c2h_channels {
+        return Err(fail(
+            Some("/card/channel"),
+            format!(
+                "rule channel-range: C2H channel {} does not exist (the card has {})",
+                config.card.channel, status.c2h_channels
+            ),
+        ));
+    }
+    let align = status.alignment as usize;
+    let entry_len = trigger.max_frame_len().div_ceil(align) * align;
+    let (memory_kind_wanted, detail) = match gpu_memory() {
+        GpuMemory::Available(name) => (
+            MemoryKind::CudaDevice,
+            format!("CUDA device memory on {name}"),
+        ),
+        GpuMemory::Absent(why) => (
+            MemoryKind::Host,
+            format!("page-aligned host memory ({why})"),
+        ),
+    };
+    let mut buffers = Vec::with_capacity(config.ring.entries);
+    for _ in 0..config.ring.entries {
+        let mem = DmaMemory::for_frames(entry_len, align, memory_kind_wanted)
+            .map_err(|e| fail(Some("/ring/entries"), e))?;
+        buffers.push(card.pin(mem).map_err(|e| fail(Some("/ring/entries"), e))?);
+    }
+    let memory = buffers[0].kind();
+    let info = PipelineInfo {
+        card: status,
+        memory,
+        memory_detail: detail,
+        model: model.name(),
+        source: trigger.describe(),
+        ring: (config.ring.entries, entry_len),
+    };
+    tracing::info!(
+        "pipeline prepared: {} ; frame ring {} x {} bytes in {} ; source {} ; model {}",
+        info.card.name,
+        info.ring.0,
+        info.ring.1,
+        info.memory_detail,
+        info.source,
+        info.model
+    );
+    Ok(Prepared {
+        ring: Ring {
+            card,
+            buffers,
+            queue: FrameQueue::new(config.ring.entries, config.ring.when_full),
+        },
+        trigger,
+        model,
+        capture: capture::CaptureParams {
+            channel: config.card.channel,
+            timeout: Duration::from_millis(config.card.timeout_ms),
+        },
+        infer: infer::InferParams {
+            verify_checksum: config.inference.verify_checksum,
+        },
+        info,
+    })
+}
+
+struct Running {
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+/// Starts and stops the pipeline threads. One per service.
+pub struct Supervisor {
+    shared: Arc<Shared>,
+    running: Option<Running>,
+    info: Option<PipelineInfo>,
+}
+
+impl std::fmt::Debug for Supervisor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Supervisor")
+            .field("running", &self.running.is_some())
+            .field("info", &self.info)
+            .finish()
+    }
+}
+
+impl Supervisor {
+    /// A supervisor with nothing running.
+    pub fn new(shared: Arc<Shared>) -> Self {
+        Supervisor {
+            shared,
+            running: None,
+            info: None,
+        }
+    }
+
+    /// Shared state.
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// Facts about the current (or last) pipeline.
+    pub fn info(&self) -> Option<&PipelineInfo> {
+        self.info.as_ref()
+    }
+
+    /// Stops what runs (if anything) and starts `prepared`.
+    pub fn start(&mut self, prepared: Prepared) {
+        self.stop();
+        let Prepared {
+            ring,
+            trigger,
+            model,
+            capture,
+            infer,
+            info,
+        } = prepared;
+        let ring = Arc::new(ring);
+        let stop = Arc::new(AtomicBool::new(false));
+        *self.shared.fault.lock().expect("fault poisoned") = None;
+        self.shared.set_state(State::Running);
+        let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(f)
+                .expect("spawn pipeline thread")
+        };
+        let (r, s, st) = (ring.clone(), self.shared.clone(), stop.clone());
+        let t_capture = spawn(
+            "fpgagdr-capture",
+            Box::new(move || capture::run(r, trigger, capture, s, st)),
+        );
+        let (r, s, st) = (ring, self.shared.clone(), stop.clone());
+        let t_infer = spawn(
+            "fpgagdr-infer",
+            Box::new(move || infer::run(r, model, infer, s, st)),
+        );
+        self.running = Some(Running {
+            stop,
+            threads: vec![t_capture, t_infer],
+        });
+        self.info = Some(info);
+    }
+
+    /// Records that a start failed (the pipeline is left stopped-failed).
+    pub fn start_failed(&mut self, why: String) {
+        self.stop();
+        self.shared.fail(why);
+    }
+
+    /// Stops the threads and waits for them (bounded by one frame's work).
+    pub fn stop(&mut self) {
+        if let Some(r) = self.running.take() {
+            r.stop.store(true, Ordering::Relaxed);
+            for t in r.threads {
+                t.thread().unpark();
+                if t.join().is_err() {
+                    self.shared.fail("a pipeline thread panicked".into());
+                }
+            }
+        }
+        if self.shared.state() == State::Running {
+            self.shared.set_state(State::Stopped);
+        }
+    }
+}
+
+impl Drop for Supervisor {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
