@@ -83,16 +83,16 @@ async function call(method, path) {
 }
 
 /**
- * @typedef {object} CardInfo
+ * @typedef {object} CardInfo what the card reports; a simulated card may leave out the geometry
  * @property {string} kind
  * @property {string} name
  * @property {boolean} simulated
- * @property {string} platform
- * @property {number} page_size_bytes
- * @property {number} alignment_bytes
- * @property {number} c2h_channels
- * @property {number} h2c_channels
- * @property {number} card_memory_bytes
+ * @property {string} [platform]
+ * @property {number} [page_size_bytes]
+ * @property {number} [alignment_bytes]
+ * @property {number} [c2h_channels]
+ * @property {number} [h2c_channels]
+ * @property {number} [card_memory_bytes]
  *
  * @typedef {object} Counters
  * @property {number} frames_captured
@@ -105,8 +105,8 @@ async function call(method, path) {
  *
  * @typedef {object} Status reply of GET /status and of the pipeline POSTs
  * @property {CardInfo} card
- * @property {{kind: 'host' | 'cuda_device' | 'cuda_host', detail: string}} memory
- * @property {{state: PipelineState, error: string | null, model: string, source: string}} pipeline
+ * @property {{kind: 'host' | 'cuda_device' | 'cuda_host' | null, detail?: string}} memory kind is null before the frame ring exists
+ * @property {{state: PipelineState, error: string | null, model: string | null, source: string | null}} pipeline
  * @property {Counters} counters
  * @property {number} uptime_s
  *

@@ -17,7 +17,12 @@ const SYNC_KEY = 'fpgagdr';
 /** @typedef {import('./stream.js').Snapshot} Snapshot */
 /** @typedef {import('./stream.js').Stage} Stage */
 
-/** @type {{key: Stage, label: string}[]} */
+/**
+ * The stages charted. The table in views/status.js also lists `queue` and
+ * `d2h` when the service reports them; the chart keeps to these four to stay
+ * readable.
+ * @type {{key: Stage, label: string}[]}
+ */
 export const STAGES = [
   { key: 'dma', label: 'DMA' },
   { key: 'preprocess', label: 'Preprocess' },
@@ -34,24 +39,53 @@ function cssColor(name) {
   return getComputedStyle(document.documentElement).getPropertyValue(`--${name}`).trim() || '#1f2328';
 }
 
-// Column layout of the SeriesWindow: 0 = t, 1 = fps, then p50 and p99 per stage.
-const COL_FPS = 1;
-const COL_LAT = 2;
+// Column layout of the SeriesWindow: 0 = t; the rates as sent and as shown
+// (mean over RATE_WINDOW_S); then p50 and p99 per charted stage.
+const COL_FPS_RAW = 1;
+const COL_GBPS_RAW = 2;
+const COL_FPS = 3;
+const COL_GBPS = 4;
+const COL_LAT = 5;
 export const COLUMN_COUNT = COL_LAT + 2 * STAGES.length;
 
 /**
- * One history row from a snapshot, in the column layout above. Latencies that
- * are not positive become NaN, which the log scale leaves out.
- * @param {Snapshot} s
- * @returns {number[]}
+ * Rates are averaged over this long before they are shown: a snapshot's rate
+ * covers only its own sampling period (100 ms in fpgagdrd 0.1), too short to
+ * read at 30 fps (2, 3 or 4 frames → 20, 30 or 40 fps).
  */
-export function snapshotRow(s) {
-  const row = [s.t, fmt.isNum(s.fps) ? s.fps : NaN];
+export const RATE_WINDOW_S = 1;
+
+/**
+ * Appends one snapshot to the history: its rates, their running means and the
+ * p50/p99 of each charted stage. Latencies that are missing or not positive
+ * become NaN, drawn as a gap.
+ * @param {import('./series.js').SeriesWindow} series
+ * @param {Snapshot} s
+ */
+export function appendSnapshot(series, s) {
+  const row = [s.t, num(s.fps), num(s.gbps), NaN, NaN];
   for (const { key } of STAGES) {
     const p = s.latency_us?.[key];
     row.push(positive(p?.p50), positive(p?.p99));
   }
-  return row;
+  series.push(row);
+  const since = s.t - RATE_WINDOW_S + 1e-6;
+  series.setLast(COL_FPS, series.meanSince(COL_FPS_RAW, since));
+  series.setLast(COL_GBPS, series.meanSince(COL_GBPS_RAW, since));
+}
+
+/**
+ * The newest rates, averaged over RATE_WINDOW_S.
+ * @param {import('./series.js').SeriesWindow} series
+ * @returns {{fps: number, gbps: number}} NaN where unknown
+ */
+export function currentRates(series) {
+  return { fps: series.last(COL_FPS), gbps: series.last(COL_GBPS) };
+}
+
+/** @param {number | undefined} v */
+function num(v) {
+  return fmt.isNum(v) ? v : NaN;
 }
 
 /** @param {number | undefined} v */
@@ -69,7 +103,9 @@ function positive(v) {
  * @property {string} scale unit key of the y scale: 'µs', 'fps'
  * @property {boolean} log logarithmic y axis
  * @property {number} height plot height in CSS pixels, axes included
- * @property {(v: number) => string} format value with unit, for axis and legend
+ * @property {(v: number) => string} format value with unit, for the legend
+ * @property {(v: number) => string} tick value with unit, short, for the y axis
+ * @property {number[]} columns the SeriesWindow columns plotted, one per line
  * @property {LineSpec[]} lines
  */
 
@@ -81,12 +117,17 @@ function positive(v) {
  * @returns {uPlot.Options}
  */
 export function chartOptions(spec, width) {
+  // a log axis has a split at every 1…9 × 10^n; labels, ticks and grid keep 1, 2 and 5
+  /** @type {uPlot.Axis.Filter | undefined} */
+  const yFilter = spec.log ? (_u, splits) => splits.map((v) => (isOneTwoFive(v) ? v : null)) : undefined;
   const fmtOrNone = (/** @type {number | null} */ v) => (v == null || !Number.isFinite(v) ? fmt.NONE : spec.format(v));
   return {
     width,
     height: spec.height,
     cursor: { sync: { key: SYNC_KEY }, drag: { x: false, y: false } },
     legend: { live: true },
+    // with no cursor on the plot, the legend shows the newest values, not dashes
+    hooks: { draw: [showNewestInLegend] },
     scales: {
       x: {
         time: true,
@@ -100,29 +141,51 @@ export function chartOptions(spec, width) {
         : { range: (_u, _min, max) => [0, niceCeil(Math.max(max ?? 0, 1) * 1.1)] },
     },
     axes: [
-      { stroke: '#57606a', grid: { stroke: '#eaeef2', width: 1 }, ticks: { stroke: '#d0d7de', width: 1 } },
+      {
+        stroke: '#57606a',
+        space: 70,
+        grid: { stroke: '#eaeef2', width: 1 },
+        ticks: { stroke: '#d0d7de', width: 1 },
+        values: (_u, splits) => splits.map(clockTime),
+      },
       {
         scale: spec.scale,
         size: 64,
         stroke: '#57606a',
-        grid: { stroke: '#eaeef2', width: 1 },
-        ticks: { stroke: '#d0d7de', width: 1 },
-        values: (_u, splits) => splits.map((v) => (!spec.log || isOneTwoFive(v) ? spec.format(v) : '')),
+        // uPlot merges these over its defaults: a key set to undefined would erase one
+        grid: { stroke: '#eaeef2', width: 1, ...(yFilter && { filter: yFilter }) },
+        ticks: { stroke: '#d0d7de', width: 1, ...(yFilter && { filter: yFilter }) },
+        ...(yFilter && { filter: yFilter }),
+        values: (_u, splits) => splits.map((v) => (v == null ? '' : spec.tick(v))),
       },
     ],
     series: [
-      { label: 'time', value: (_u, v) => (v == null ? fmt.NONE : new Date(v * 1000).toLocaleTimeString()) },
+      { label: 'time', value: (_u, v) => (v == null ? fmt.NONE : clockTime(v)) },
       ...spec.lines.map((l) => ({
         label: l.label,
         scale: spec.scale,
         stroke: l.color,
         width: l.dashed ? 1.25 : 2,
-        dash: l.dashed ? [5, 4] : undefined,
+        ...(l.dashed && { dash: [5, 4] }),
         points: { show: false },
         value: (/** @type {uPlot} */ _u, /** @type {number | null} */ v) => fmtOrNone(v),
       })),
     ],
   };
+}
+
+/** @param {uPlot} u */
+function showNewestInLegend(u) {
+  const n = u.data[0].length;
+  if (n > 0 && !((u.cursor.left ?? -1) >= 0)) u.setLegend({ idx: n - 1 }, false);
+}
+
+/**
+ * Unix seconds as local wall-clock time, "15:38:40".
+ * @param {number} t
+ */
+function clockTime(t) {
+  return new Date(t * 1000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
 }
 
 /** @param {number} v */
@@ -148,6 +211,8 @@ export function latencyChart() {
     log: true,
     height: 260,
     format: fmt.latency,
+    tick: fmt.latencyTick,
+    columns: STAGES.flatMap((_s, i) => [COL_LAT + 2 * i, COL_LAT + 2 * i + 1]),
     lines: STAGES.flatMap((s) => [
       { label: `${s.label} p50`, color: cssColor(`stage-${s.key}`) },
       { label: `${s.label} p99`, color: cssColor(`stage-${s.key}`), dashed: true },
@@ -156,7 +221,7 @@ export function latencyChart() {
 }
 
 /**
- * The small frame-rate chart.
+ * The small frame-rate chart, averaged over RATE_WINDOW_S.
  * @returns {ChartSpec}
  */
 export function fpsChart() {
@@ -165,6 +230,8 @@ export function fpsChart() {
     log: false,
     height: 130,
     format: (v) => `${fmt.fps(v)}\u202ffps`,
+    tick: (v) => `${+v.toPrecision(3)}\u202ffps`,
+    columns: [COL_FPS],
     lines: [{ label: 'frames/s', color: cssColor('fps') }],
   };
 }
@@ -174,12 +241,13 @@ export class ChartSet {
   /** @param {import('./series.js').SeriesWindow} series */
   constructor(series) {
     this.series = series;
-    /** @type {{plot: uPlot, cols: number[]}[]} */
+    /** @type {{host: Element, plot: uPlot, cols: number[]}[]} */
     this.charts = [];
     this.frameRequested = false;
+    // the host's width follows the page layout; the chart's height is fixed
     this.resizer = new ResizeObserver((entries) => {
       for (const e of entries) {
-        const c = this.charts.find((c) => c.plot.root.parentElement === e.target);
+        const c = this.charts.find((c) => c.host === e.target);
         const w = Math.floor(e.contentRect.width);
         if (c && w > 0 && w !== c.plot.width) c.plot.setSize({ width: w, height: c.plot.height });
       }
@@ -187,18 +255,15 @@ export class ChartSet {
   }
 
   /**
-   * Builds a chart inside `host`, which decides its width.
+   * Builds a chart inside `host`, an otherwise empty element that decides its width.
    * @param {HTMLElement} host
    * @param {ChartSpec} spec
-   * @param {'latency' | 'fps'} which columns to plot
    */
-  add(host, spec, which) {
-    const cols = which === 'fps'
-      ? [0, COL_FPS]
-      : [0, ...STAGES.flatMap((_s, i) => [COL_LAT + 2 * i, COL_LAT + 2 * i + 1])];
-    const empty = /** @type {uPlot.AlignedData} */ (cols.map(() => []));
+  add(host, spec) {
+    const cols = [0, ...spec.columns];
+    const empty = /** @type {uPlot.AlignedData} */ (cols.map(() => new Float64Array(0)));
     const plot = new uPlot(chartOptions(spec, Math.max(host.clientWidth, 200)), empty, host);
-    this.charts.push({ plot, cols });
+    this.charts.push({ host, plot, cols });
     this.resizer.observe(host);
   }
 
@@ -210,8 +275,20 @@ export class ChartSet {
       this.frameRequested = false;
       const all = this.series.columns();
       for (const { plot, cols } of this.charts) {
-        plot.setData(/** @type {uPlot.AlignedData} */ (cols.map((c) => all[c])));
+        const data = cols.map((c, i) => (i === 0 ? all[c] : withGaps(all[c])));
+        plot.setData(/** @type {uPlot.AlignedData} */ (data));
       }
     });
   }
+}
+
+/**
+ * uPlot leaves a gap for null, not for NaN; a column holding NaN is copied
+ * with NaN turned into null. Columns without one are passed as they are.
+ * @param {Float64Array} col
+ * @returns {Float64Array | (number | null)[]}
+ */
+function withGaps(col) {
+  if (!col.some(Number.isNaN)) return col;
+  return Array.from(col, (v) => (Number.isNaN(v) ? null : v));
 }

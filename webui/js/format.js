@@ -31,13 +31,25 @@ function sig3(v) {
 
 /**
  * A latency given in microseconds, scaled to µs, ms or s: "118 µs", "9.10 ms".
+ * Zero or less means "no sample in the window", shown as NONE.
  * @param {number | null | undefined} us
  */
 export function latency(us) {
-  if (!isNum(us)) return NONE;
+  if (!isNum(us) || us <= 0) return NONE;
   if (Math.abs(us) < 1000) return sig3(us) + NNBSP + 'µs';
   if (Math.abs(us) < 1e6) return sig3(us / 1e3) + NNBSP + 'ms';
   return sig3(us / 1e6) + NNBSP + 's';
+}
+
+/**
+ * A latency axis tick, as short as exact: "200 µs", "1 ms", "20 ms".
+ * @param {number} us
+ */
+export function latencyTick(us) {
+  if (!isNum(us) || us <= 0) return '';
+  if (us < 1000) return `${+us.toPrecision(3)}${NNBSP}µs`;
+  if (us < 1e6) return `${+(us / 1e3).toPrecision(3)}${NNBSP}ms`;
+  return `${+(us / 1e6).toPrecision(3)}${NNBSP}s`;
 }
 
 /**
@@ -58,6 +70,7 @@ export function fps(v) {
  */
 export function throughputParts(gbps) {
   if (!isNum(gbps)) return [NONE, 'GB/s'];
+  if (gbps <= 0) return ['0', 'GB/s'];
   if (gbps >= 1) return [sig3(gbps), 'GB/s'];
   if (gbps >= 1e-3) return [sig3(gbps * 1e3), 'MB/s'];
   return [sig3(gbps * 1e6), 'kB/s'];

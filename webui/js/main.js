@@ -9,7 +9,7 @@
 // RESULT_EVERY_MS, for the frame details the stream does not carry.
 
 import { ApiError, getLatestResult, getStatus, pipeline } from './api.js';
-import { ChartSet, COLUMN_COUNT, WINDOW_S, fpsChart, latencyChart, snapshotRow } from './charts.js';
+import { ChartSet, COLUMN_COUNT, WINDOW_S, appendSnapshot, currentRates, fpsChart, latencyChart } from './charts.js';
 import { SeriesWindow } from './series.js';
 import { openStream } from './stream.js';
 import { StatusView } from './views/status.js';
@@ -18,6 +18,8 @@ import { StatusView } from './views/status.js';
 const HISTORY_ROWS = 2048;
 /** Frame details (size, checksum) are refreshed at most this often. */
 const RESULT_EVERY_MS = 2_000;
+/** After a Start/Stop reply, snapshots that disagree with it are taken as older for this long. */
+const HOLD_STATE_MS = 750;
 
 /** @param {unknown} e */
 function message(e) {
@@ -28,8 +30,8 @@ function boot() {
   const view = new StatusView(document);
   const series = new SeriesWindow(HISTORY_ROWS, COLUMN_COUNT);
   const charts = new ChartSet(series);
-  charts.add(view.el('[data-chart="latency"]'), latencyChart(), 'latency');
-  charts.add(view.el('[data-chart="fps"]'), fpsChart(), 'fps');
+  charts.add(view.el('[data-chart="latency"]'), latencyChart());
+  charts.add(view.el('[data-chart="fps"]'), fpsChart());
 
   /** pipeline state last seen, from a status reply or a snapshot */
   let lastState = /** @type {string | null} */ (null);
@@ -70,11 +72,13 @@ function boot() {
     }
   }
 
+  let holdStateUntil = 0;
   view.onAction(async (action) => {
     view.setBusy(true);
     try {
       const st = await pipeline(action);
       lastState = st.pipeline.state;
+      holdStateUntil = performance.now() + HOLD_STATE_MS;
       view.showStatus(st);
       view.showError(null);
     } catch (e) {
@@ -85,14 +89,26 @@ function boot() {
   });
 
   let hadOutage = false;
+  /** set by an outage: the next row is preceded by an all-NaN row, so lines break there */
+  let gapNext = false;
+  const gapRow = new Array(COLUMN_COUNT).fill(NaN);
   openStream({
     onBatch(batch) {
-      for (const s of batch) series.push(snapshotRow(s));
+      if (gapNext && series.length > 0) {
+        gapRow[0] = (series.lastX() + batch[0].t) / 2;
+        series.push(gapRow);
+      }
+      gapNext = false;
+      for (const s of batch) appendSnapshot(series, s);
       series.trimBefore(series.lastX() - WINDOW_S - 1);
       charts.requestRedraw();
       const last = batch[batch.length - 1];
-      view.showSnapshot(last);
-      if (last.state !== lastState) {
+      // a batch may have been sampled before the reply to Start/Stop: keep
+      // the reply's state for a moment rather than flicker back
+      const stateFresh = performance.now() >= holdStateUntil || last.state === lastState;
+      view.showSnapshot(last, stateFresh);
+      view.showRates(currentRates(series));
+      if (stateFresh && last.state !== lastState) {
         lastState = last.state;
         refreshStatus();
       }
@@ -102,6 +118,7 @@ function boot() {
       view.showConnection(state);
       if (state === 'reconnecting') {
         hadOutage = true;
+        gapNext = true;
       } else if (state === 'live' && hadOutage) {
         hadOutage = false;
         refreshStatus(); // the service may have restarted, with another card or model

@@ -65,6 +65,47 @@ export class SeriesWindow {
   }
 
   /**
+   * @param {number} col
+   * @returns {number} the newest value of a column, or NaN when empty
+   */
+  last(col) {
+    if (this.length === 0) return NaN;
+    return this.cols[col][this.head + this.length - 1];
+  }
+
+  /**
+   * The mean of a column over the newest rows whose x is at least minX,
+   * leaving NaN out; NaN when there is none.
+   * @param {number} col
+   * @param {number} minX
+   */
+  meanSince(col, minX) {
+    const xs = this.cols[0];
+    const ys = this.cols[col];
+    let sum = 0;
+    let n = 0;
+    for (let i = this.head + this.length - 1; i >= this.head && xs[i] >= minX; i--) {
+      if (!Number.isNaN(ys[i])) {
+        sum += ys[i];
+        n += 1;
+      }
+    }
+    return n > 0 ? sum / n : NaN;
+  }
+
+  /**
+   * Overwrites a value of the newest row.
+   * @param {number} col
+   * @param {number} v
+   */
+  setLast(col, v) {
+    if (this.length === 0) return;
+    const i = (this.head + this.length - 1) % this.capacity;
+    this.cols[col][i] = v;
+    this.cols[col][i + this.capacity] = v;
+  }
+
+  /**
    * The window, oldest row first, as views valid until the next push.
    * @returns {Float64Array[]}
    */

@@ -15,8 +15,12 @@
 import { apiUrl } from './api.js';
 
 /**
- * @typedef {{p50: number, p99: number, max: number}} Percentiles
- * @typedef {'dma' | 'preprocess' | 'inference' | 'end_to_end'} Stage
+ * @typedef {{p50: number, p99: number, max: number, count?: number}} Percentiles
+ * @typedef {'dma' | 'queue' | 'd2h' | 'preprocess' | 'inference' | 'end_to_end'} Stage
+ *   dma, preprocess, inference and end_to_end are always measured; queue (ring
+ *   entry ready → taken) and d2h (device-to-host copy before CPU inference)
+ *   appear when the service reports them. A stage without samples in the
+ *   window may be absent.
  *
  * @typedef {object} Snapshot one element of an event's `batch`
  * @property {number} t Unix seconds
@@ -27,7 +31,8 @@ import { apiUrl } from './api.js';
  * @property {number} frames_inferred
  * @property {number} frames_dropped
  * @property {number} checksum_errors
- * @property {Record<Stage, Percentiles>} latency_us
+ * @property {number} [transfer_errors] not in every service version
+ * @property {Partial<Record<Stage, Percentiles>>} latency_us
  * @property {{seq: number, top5: import('./api.js').Class[]} | null} latest
  *
  * @typedef {'connecting' | 'live' | 'reconnecting'} ConnState

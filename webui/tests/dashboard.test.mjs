@@ -6,7 +6,8 @@
 // shapes and motion (a count that grows, five classes), not values.
 //
 // Run:  FPGAGDRD_BIN=target/debug/fpgagdrd node --test webui/tests/
-// Env:  FPGAGDRD_BIN       service binary (required)
+// Env:  FPGAGDRD_BIN       service binary (required; a relative path is taken
+//                          from the repository root, a bare name from PATH)
 //       FPGAGDRD_ARGS      extra service arguments, space separated
 //       CHROMIUM_BIN       browser (default /usr/bin/chromium)
 //       FPGAGDR_ARTIFACTS  screenshot folder (default target/artifacts,
@@ -17,7 +18,7 @@ import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
 
@@ -41,6 +42,10 @@ const UI_MS = 15_000;
  */
 function startService(bin, args) {
   const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], cwd: REPO });
+  // if this test process dies without running `after`, the service dies with it
+  const reap = () => child.kill('SIGKILL');
+  process.once('exit', reap);
+  child.once('exit', () => process.off('exit', reap));
   let out = '';
   let err = '';
   const url = new Promise((resolve, reject) => {
@@ -50,8 +55,10 @@ function startService(bin, args) {
     );
     child.stdout.setEncoding('utf8');
     child.stderr.setEncoding('utf8');
+    // both pipes are read to the end: a full pipe would stall the service
     child.stdout.on('data', (chunk) => {
       out += chunk;
+      if (out.length > 64_000) out = out.slice(-32_000);
       const m = /^fpgagdrd: dashboard at (http:\/\/\S+)$/m.exec(out);
       if (m) {
         clearTimeout(timer);
@@ -93,7 +100,14 @@ function parseCount(/** @type {string | null} */ text) {
   return digits === '' ? NaN : Number(digits);
 }
 
-describe('dashboard', { timeout: 180_000 }, () => {
+const BIN = process.env.FPGAGDRD_BIN;
+
+// Without a binary the suite would be cancelled quietly; one failing test says why.
+test('FPGAGDRD_BIN names the service binary', () => {
+  assert.ok(BIN, 'FPGAGDRD_BIN is not set: point it at the service binary, e.g. FPGAGDRD_BIN=target/debug/fpgagdrd node --test webui/tests/');
+});
+
+describe('dashboard', { timeout: 180_000, skip: !BIN && 'FPGAGDRD_BIN is not set' }, () => {
   /** @type {ReturnType<typeof startService> | undefined} */
   let service;
   /** @type {import('playwright-core').Browser | undefined} */
@@ -106,13 +120,10 @@ describe('dashboard', { timeout: 180_000 }, () => {
   const problems = /** @type {string[]} */ ([]);
 
   before(async () => {
-    const bin = process.env.FPGAGDRD_BIN;
-    if (!bin) {
-      throw new Error('FPGAGDRD_BIN is not set: point it at the service binary, e.g. FPGAGDRD_BIN=target/debug/fpgagdrd node --test webui/tests/');
-    }
     tmp = mkdtempSync(path.join(tmpdir(), 'fpgagdr-webui-'));
     const extra = (process.env.FPGAGDRD_ARGS ?? '').split(/\s+/).filter(Boolean);
-    service = startService(path.resolve(REPO, bin), ['--listen', '127.0.0.1:0', '--config', path.join(tmp, 'config.json'), ...extra]);
+    // a path is taken relative to the repository root, a bare name is looked up on PATH
+    service = startService(BIN.includes('/') ? path.resolve(REPO, BIN) : BIN, ['--listen', '127.0.0.1:0', '--config', path.join(tmp, 'config.json'), ...extra]);
     const url = await service.url;
 
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
@@ -133,14 +144,18 @@ describe('dashboard', { timeout: 180_000 }, () => {
     await page.goto(url, { waitUntil: 'load' });
   });
 
+  /** Saves a full-page screenshot as ARTIFACTS/name and says where. */
+  async function screenshot(/** @type {string} */ name) {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    const shot = path.join(ARTIFACTS, name);
+    await page.screenshot({ path: shot, fullPage: true });
+    console.log(`screenshot: ${shot}`);
+  }
+
   after(async () => {
     try {
-      if (page && !page.isClosed()) {
-        mkdirSync(ARTIFACTS, { recursive: true });
-        const shot = path.join(ARTIFACTS, 'dashboard.png');
-        await page.screenshot({ path: shot, fullPage: true });
-        console.log(`screenshot: ${shot}`);
-      }
+      // the page as the test left it, also (above all) when a step failed
+      if (page && !page.isClosed()) await screenshot('dashboard-end.png');
     } finally {
       await browser?.close();
       if (service) await stopService(service.child);
@@ -198,6 +213,7 @@ describe('dashboard', { timeout: 180_000 }, () => {
     const box = await canvas.boundingBox();
     assert.ok(box && box.width > 200 && box.height > 100, `latency chart canvas too small: ${JSON.stringify(box)}`);
     assert.equal(await page.locator('[data-chart="fps"] canvas').count(), 1, 'fps chart has no canvas');
+    await screenshot('dashboard.png'); // the running pipeline, for humans
   });
 
   it('stops and starts the pipeline', async () => {
@@ -221,6 +237,15 @@ describe('dashboard', { timeout: 180_000 }, () => {
     );
     assert.equal(await state.textContent(), 'running');
     assert.ok(await page.getByTestId('error').isHidden(), 'an error is shown after Stop/Start');
+  });
+
+  it('fits 1280 px and a 390 px phone without sideways scrolling', async () => {
+    const overflow = () => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok((await overflow()) <= 0, `page is ${await overflow()} px wider than 1280 px`);
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.waitForTimeout(300); // ResizeObserver → chart setSize
+    assert.ok((await overflow()) <= 0, `page is ${await overflow()} px wider than 390 px`);
+    await page.setViewportSize({ width: 1280, height: 800 });
   });
 
   it('reported no console error and no failed request', () => {

@@ -34,7 +34,7 @@ fn page_aligned_not_gpu_page_aligned(len: usize) -> DmaMemory {
     for _ in 0..64 {
         let m = DmaMemory::host(len, 4096).unwrap();
         assert_eq!(m.addr() % 4096, 0);
-        if m.addr() % 65536 != 0 {
+        if !m.addr().is_multiple_of(65536) {
             return m;
         }
         tried.push(m);
@@ -47,7 +47,7 @@ fn not_page_aligned(len: usize) -> DmaMemory {
     let mut tried = Vec::new();
     for _ in 0..64 {
         let m = DmaMemory::host(len, 64).unwrap();
-        if m.addr() % 4096 != 0 {
+        if !m.addr().is_multiple_of(4096) {
             return m;
         }
         tried.push(m);

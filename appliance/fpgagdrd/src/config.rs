@@ -203,11 +203,20 @@ pub struct FieldError {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// Not JSON, or not the shape of a config document.
-    #[error("{}", .0.message)]
+    #[error("{}", located(.0))]
     Parse(FieldError),
     /// Well-formed, but values break rules.
     #[error("{}", .0.iter().map(|e| format!("{}: {}", e.field, e.message)).collect::<Vec<_>>().join("; "))]
     Invalid(Vec<FieldError>),
+}
+
+/// `field: message`, or the message alone for the whole document (`field` empty).
+fn located(e: &FieldError) -> String {
+    if e.field.is_empty() {
+        e.message.clone()
+    } else {
+        format!("{}: {}", e.field, e.message)
+    }
 }
 
 impl ConfigError {

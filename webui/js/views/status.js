@@ -14,13 +14,20 @@ import * as fmt from '../format.js';
 /** @typedef {import('../stream.js').Snapshot} Snapshot */
 /** @typedef {import('../stream.js').ConnState} ConnState */
 
-/** Latency table rows: API stage key → prefix of its data-metric names. */
-const STAGE_METRICS = /** @type {const} */ ([
+/**
+ * Latency table rows: API stage key → prefix of its data-metric names. Rows
+ * marked data-optional in index.html (queue, d2h) stay hidden until their
+ * stage first appears in a snapshot.
+ * @type {[import('../stream.js').Stage, string][]}
+ */
+const STAGE_METRICS = [
   ['dma', 'dma'],
+  ['queue', 'queue'],
+  ['d2h', 'd2h'],
   ['preprocess', 'preprocess'],
   ['inference', 'inference'],
   ['end_to_end', 'e2e'],
-]);
+];
 
 const COUNTERS = /** @type {const} */ ([
   'frames_captured', 'frames_inferred', 'frames_dropped', 'checksum_errors',
@@ -32,6 +39,14 @@ const MEMORY_KINDS = {
   cuda_device: 'CUDA device memory',
   cuda_host: 'CUDA pinned host memory',
 };
+
+/**
+ * @param {string | null | undefined} v
+ * @returns {string} v, or NONE when empty
+ */
+function text(v) {
+  return v ? String(v) : fmt.NONE;
+}
 
 export class StatusView {
   /** @param {ParentNode} root the document, or a part of it holding the markup */
@@ -46,6 +61,8 @@ export class StatusView {
     this.shownSeq = null;
     /** uptime_s of the last status, and when it arrived (performance.now ms) */
     this.uptime = { s: NaN, at: 0 };
+    /** whether a snapshot was shown: then counters come from snapshots only */
+    this.haveSnapshot = false;
   }
 
   /**
@@ -121,46 +138,60 @@ export class StatusView {
     document.title = `fpgagdr · ${state}`;
   }
 
-  /** @param {Status} st reply of GET /status or of a pipeline POST */
+  /**
+   * Fields the service does not know (yet) may be missing or null: no frame
+   * ring allocated, no model loaded, a card that does not report its geometry.
+   * They read as NONE.
+   * @param {Status} st reply of GET /status or of a pipeline POST
+   */
   showStatus(st) {
-    const { card, memory, pipeline, counters } = st;
-    this.setField('card_name', card.name);
+    const card = st.card ?? {};
+    const memory = st.memory ?? {};
+    const pipeline = st.pipeline ?? {};
+    const counters = st.counters ?? {};
+    this.setField('card_name', card.name ?? fmt.NONE);
     this.el('[data-testid="sim-badge"]').hidden = card.simulated !== true;
-    this.setField('card_name_full', card.name);
-    this.setField('card_kind', card.simulated ? `${card.kind} (simulated)` : card.kind);
-    this.setField('card_platform', card.platform);
-    this.setField('card_channels', `${card.c2h_channels} card→host, ${card.h2c_channels} host→card`);
+    this.setField('card_name_full', card.name ?? fmt.NONE);
+    this.setField('card_kind', text(card.kind) + (card.simulated ? ' (simulated)' : ''));
+    this.setField('card_platform', text(card.platform));
+    this.setField('card_channels', fmt.isNum(card.c2h_channels) && fmt.isNum(card.h2c_channels)
+      ? `${card.c2h_channels} card→host, ${card.h2c_channels} host→card`
+      : fmt.NONE);
     this.setField('card_page', fmt.bytes(card.page_size_bytes));
     this.setField('card_align', fmt.bytes(card.alignment_bytes));
     this.setField('card_memory', fmt.bytes(card.card_memory_bytes));
 
     const kind = this.el('[data-field="memory_kind"]');
-    kind.textContent = MEMORY_KINDS[memory.kind] ?? memory.kind;
-    kind.dataset.kind = memory.kind;
-    this.setField('memory_detail', memory.detail ? `(${memory.detail})` : '');
+    kind.textContent = memory.kind ? MEMORY_KINDS[memory.kind] ?? memory.kind : 'none yet';
+    kind.dataset.kind = memory.kind ?? '';
+    this.setField('memory_detail', memory.detail ? `· ${memory.detail}` : '');
 
-    this.setField('model', pipeline.model || fmt.NONE);
-    this.setField('source', pipeline.source || fmt.NONE);
+    this.setField('model', text(pipeline.model));
+    this.setField('source', text(pipeline.source));
     const err = this.el('[data-field="pipeline_error"]');
     err.hidden = !(pipeline.state === 'failed' && pipeline.error);
     err.textContent = pipeline.error ? `Pipeline failed: ${pipeline.error}` : '';
-    this.showPipelineState(pipeline.state);
+    if (pipeline.state) this.showPipelineState(pipeline.state);
 
-    for (const name of COUNTERS) this.setMetric(name, fmt.count(counters[name]));
+    // snapshots carry newer counts; these fill the page until the first arrives
+    if (!this.haveSnapshot) for (const name of COUNTERS) this.showCounter(name, counters[name]);
     this.showCounter('transfer_errors', counters.transfer_errors);
     this.uptime = { s: st.uptime_s, at: performance.now() };
     this.showUptime();
   }
 
   /**
-   * A counter that paints its tile as a warning when not zero.
+   * A counter; its tile, if marked data-warn-when="name", gets the class named
+   * by its data-warn-level ("warn" or "bad") while the counter is not zero.
    * @param {string} name
    * @param {number} value
    */
   showCounter(name, value) {
     this.setMetric(name, fmt.count(value));
     const tile = this.root.querySelector(`[data-warn-when="${name}"]`);
-    if (tile instanceof HTMLElement) tile.classList.toggle('warn', fmt.isNum(value) && value > 0);
+    if (tile instanceof HTMLElement) {
+      tile.classList.toggle(tile.dataset.warnLevel ?? 'warn', fmt.isNum(value) && value > 0);
+    }
   }
 
   showUptime() {
@@ -168,22 +199,35 @@ export class StatusView {
     this.setField('uptime', fmt.duration(s + (performance.now() - at) / 1000));
   }
 
-  /** @param {Snapshot} s the newest snapshot of a batch */
-  showSnapshot(s) {
-    this.showPipelineState(s.state);
-    this.setMetric('fps', fmt.fps(s.fps));
-    const [value, unit] = fmt.throughputParts(s.gbps);
-    this.setMetric('gbps', value);
-    this.setField('gbps_unit', unit);
+  /**
+   * @param {Snapshot} s the newest snapshot of a batch
+   * @param {boolean} [withState] false leaves the pipeline state as it is
+   */
+  showSnapshot(s, withState = true) {
+    this.haveSnapshot = true;
+    if (withState) this.showPipelineState(s.state);
     for (const name of COUNTERS) this.showCounter(name, s[name]);
+    if (fmt.isNum(s.transfer_errors)) this.showCounter('transfer_errors', s.transfer_errors);
     for (const [stage, prefix] of STAGE_METRICS) {
       const p = s.latency_us?.[stage];
+      if (p) {
+        const row = this.root.querySelector(`tr[data-optional="${stage}"]`);
+        if (row instanceof HTMLElement) row.hidden = false;
+      }
       this.setMetric(`${prefix}_p50`, fmt.latency(p?.p50));
       this.setMetric(`${prefix}_p99`, fmt.latency(p?.p99));
       this.setMetric(`${prefix}_max`, fmt.latency(p?.max));
     }
     if (s.latest && s.latest.seq !== this.shownSeq) this.showTop5(s.latest.seq, s.latest.top5);
     this.showUptime();
+  }
+
+  /** @param {{fps: number, gbps: number}} rates frames/s and GB/s, NaN where unknown */
+  showRates({ fps, gbps }) {
+    this.setMetric('fps', fmt.fps(fps));
+    const [value, unit] = fmt.throughputParts(gbps);
+    this.setMetric('gbps', value);
+    this.setField('gbps_unit', unit);
   }
 
   /**

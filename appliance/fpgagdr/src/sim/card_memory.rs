@@ -19,7 +19,7 @@ impl CardMemory {
     /// `size` bytes of card address space; `size` is a multiple of [`CHUNK`].
     pub(crate) fn new(size: u64) -> Self {
         assert!(
-            size % CHUNK == 0,
+            size.is_multiple_of(CHUNK),
             "card memory size must be a multiple of 64 KiB"
         );
         let chunks = (0..size / CHUNK).map(|_| RwLock::new(None)).collect();
@@ -59,7 +59,7 @@ impl CardMemory {
     /// Reads `dst.len()` bytes at `addr` by calling `sink(buffer offset, bytes)` per
     /// piece; unwritten memory reads as zero.
     pub(crate) fn read_with(&self, addr: u64, len: usize, mut sink: impl FnMut(usize, &[u8])) {
-        const ZERO: [u8; CHUNK as usize] = [0; CHUNK as usize];
+        static ZERO: [u8; CHUNK as usize] = [0; CHUNK as usize];
         for (i, off, n, at) in Self::pieces(addr, len) {
             let guard = self.chunks[i].read().expect("chunk lock");
             match guard.as_deref() {

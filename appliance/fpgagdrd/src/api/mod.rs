@@ -15,6 +15,7 @@ pub mod prometheus;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, FromRef, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -166,6 +167,26 @@ fn check_if_match(headers: &HeaderMap, current: &Config) -> Result<(), Problem> 
     }
 }
 
+/// The request body, or a problem in place of axum's plain-text rejection (413 over
+/// [`MAX_BODY`]), so that every API error stays problem+json.
+fn body_bytes(
+    body: Result<axum::body::Bytes, BytesRejection>,
+) -> Result<axum::body::Bytes, Problem> {
+    body.map_err(|e| {
+        let (rule, title) = if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ("body-size", "Request body too large")
+        } else {
+            ("body", "Request body unreadable")
+        };
+        Problem::new(
+            e.status(),
+            rule,
+            title,
+            format!("{} (at most {MAX_BODY} bytes)", e.body_text()),
+        )
+    })
+}
+
 fn parse_body(body: &[u8]) -> Result<Value, Problem> {
     serde_json::from_slice(body).map_err(|e| {
         Problem::new(
@@ -180,18 +201,18 @@ fn parse_body(body: &[u8]) -> Result<Value, Problem> {
 async fn put_config(
     State(s): State<AppState>,
     headers: HeaderMap,
-    body: axum::body::Bytes,
+    body: Result<axum::body::Bytes, BytesRejection>,
 ) -> Result<Response, Problem> {
-    let new = Config::from_value(parse_body(&body)?)?;
+    let new = Config::from_value(parse_body(&body_bytes(body)?)?)?;
     apply_config(&s, &headers, |_| Ok(new)).await
 }
 
 async fn patch_config(
     State(s): State<AppState>,
     headers: HeaderMap,
-    body: axum::body::Bytes,
+    body: Result<axum::body::Bytes, BytesRejection>,
 ) -> Result<Response, Problem> {
-    let patch = parse_body(&body)?;
+    let patch = parse_body(&body_bytes(body)?)?;
     apply_config(&s, &headers, |cur| {
         cur.merge_patch(&patch).map_err(Problem::from)
     })

@@ -109,11 +109,6 @@ impl FrameQueue {
         }
     }
 
-    /// Number of entries.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
     /// Registers the calling thread as the producer (for unparking).
     pub fn register_producer(&self) {
         let _ = self.producer.set(std::thread::current());
@@ -143,8 +138,10 @@ impl FrameQueue {
                     });
                 }
             }
-            if self.when_full == WhenFull::DropOldest {
-                if let Some((index, s)) = self.oldest_ready() {
+            if self.when_full == WhenFull::DropOldest
+                && let Some((index, s)) = self.oldest_ready()
+            {
+                {
                     let e = &self.entries[index];
                     if e.state
                         .compare_exchange(s, word(FILLING, 0), Ordering::AcqRel, Ordering::Acquire)

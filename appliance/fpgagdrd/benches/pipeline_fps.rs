@@ -1,0 +1,86 @@
+//! The pipeline's maximum frame rate at 1 MiB frames with the link model off.
+//!
+//! Runs the real pipeline (SimCard with `sim_link: off`, a 1024×1024 mono8 test pattern
+//! produced as fast as capture asks, the default EfficientNet-Lite0 model on ONNX
+//! Runtime's CPU provider) for a fixed time under each back-pressure mode and prints
+//! frames/s captured and inferred, GB/s, drops and stage latencies, as a Markdown table.
+//!
+//! ```text
+//! appliance/scripts/fetch-deps.sh
+//! ORT_DYLIB_PATH=$PWD/.deps/onnxruntime/libonnxruntime.so FPGAGDR_DATA_DIR=$PWD/.deps/share \
+//!   cargo bench -p fpgagdrd --bench pipeline_fps            # FPGAGDR_BENCH_SECS=10 by default
+//! ```
+//! Under drop-oldest, capture never waits, so "captured/s" is the capture side's own
+//! ceiling (DMA + hand-off) and "inferred/s" the model's; under wait both equal the
+//! slower side.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fpgagdr::{LinkPreset, PixelFormat};
+use fpgagdrd::config::{CardChoice, Config, SourceKind};
+use fpgagdrd::metrics::Stage;
+use fpgagdrd::pipeline::queue::WhenFull;
+use fpgagdrd::pipeline::{Shared, Supervisor, prepare};
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        println!("pipeline_fps: bench");
+        return;
+    }
+    let secs: u64 = std::env::var("FPGAGDR_BENCH_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10);
+    println!(
+        "| when_full | captured frames/s | inferred frames/s | GB/s (C2H) | dropped | DMA p50 µs | preprocess p50 µs | inference p50 µs | end-to-end p50 / p99 µs |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for when_full in [WhenFull::DropOldest, WhenFull::Wait] {
+        let mut config = Config::default();
+        config.source.kind = SourceKind::TestPattern;
+        config.source.width = 1024;
+        config.source.height = 1024;
+        config.source.format = PixelFormat::Mono8;
+        config.source.fps = 0.0;
+        config.card.sim_link = LinkPreset::Off;
+        config.ring.when_full = when_full;
+        let prepared = prepare(&config, &CardChoice::Sim).unwrap_or_else(|e| {
+            panic!("{e} (run appliance/scripts/fetch-deps.sh and set ORT_DYLIB_PATH / FPGAGDR_DATA_DIR)")
+        });
+        let shared = Arc::new(Shared::default());
+        let mut sup = Supervisor::new(shared.clone());
+        sup.start(prepared);
+        std::thread::sleep(Duration::from_secs(2)); // warm-up
+        let c0 = shared.counters.read();
+        let t0 = Instant::now();
+        std::thread::sleep(Duration::from_secs(secs));
+        let c1 = shared.counters.read();
+        let dt = t0.elapsed().as_secs_f64();
+        std::thread::sleep(Duration::from_millis(300)); // one more publish of the window
+        sup.stop();
+        let q = |s: Stage| {
+            let totals = shared.totals.lock().unwrap();
+            let i = Stage::ALL.iter().position(|x| *x == s).unwrap();
+            let h = &totals.stages[i];
+            (
+                h.value_at_quantile(0.5) as f64 / 1e3,
+                h.value_at_quantile(0.99) as f64 / 1e3,
+            )
+        };
+        println!(
+            "| {:?} | {:.0} | {:.1} | {:.3} | {} | {:.0} | {:.0} | {:.0} | {:.0} / {:.0} |",
+            when_full,
+            (c1.frames_captured - c0.frames_captured) as f64 / dt,
+            (c1.frames_inferred - c0.frames_inferred) as f64 / dt,
+            (c1.bytes_captured - c0.bytes_captured) as f64 / dt / 1e9,
+            c1.frames_dropped - c0.frames_dropped,
+            q(Stage::Dma).0,
+            q(Stage::Preprocess).0,
+            q(Stage::Inference).0,
+            q(Stage::EndToEnd).0,
+            q(Stage::EndToEnd).1,
+        );
+        assert_eq!(c1.checksum_errors, 0, "frames were damaged on the way");
+    }
+}

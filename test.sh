@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Every test of the project, as CI runs it (.ci/run calls exactly this):
+# formatting, lints (clippy -D warnings, shellcheck), the Rust unit, integration and
+# doc tests (library rules, SimCard, pipeline, the service over HTTP with the real model
+# and real frames), and the dashboard in headless Chromium.
+# Installs what it needs from Debian and npm when missing (needs root for apt-get).
+set -euo pipefail
+root=$(cd "$(dirname "$0")" && pwd)
+cd "$root"
+
+say() { printf '\n== %s\n' "$*"; }
+apt_need() { # apt_need COMMAND PACKAGE
+  command -v "$1" >/dev/null && return 0
+  [ "$(id -u)" = 0 ] || { echo "test.sh: $1 is needed: sudo apt-get install $2" >&2; exit 1; }
+  if [ -z "${apt_updated:-}" ]; then apt-get update -qq; apt_updated=1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null
+}
+
+say "dependencies"
+appliance/scripts/fetch-deps.sh
+apt_need shellcheck shellcheck
+apt_need chromium chromium
+apt_need node nodejs
+apt_need npm npm
+export ORT_DYLIB_PATH="$root/.deps/onnxruntime/libonnxruntime.so"
+export FPGAGDR_DATA_DIR="$root/.deps/share"
+
+say "format and lints"
+cargo fmt --all --check
+cargo clippy --locked --workspace --all-targets -- -D warnings
+shellcheck run.sh test.sh .ci/run appliance/scripts/*.sh
+
+say "Rust tests"
+cargo test --locked --workspace
+
+say "dashboard in headless Chromium"
+(cd webui && npm ci --no-audit --no-fund --silent)
+FPGAGDRD_BIN="$root/target/debug/fpgagdrd" node --test webui/tests/

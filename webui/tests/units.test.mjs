@@ -1,0 +1,68 @@
+// units.test.mjs: the page's DOM-free modules, in Node: the history ring
+// (js/series.js) and the unit formatting (js/format.js). The page as a whole
+// is dashboard.test.mjs.
+
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import * as fmt from '../js/format.js';
+import { SeriesWindow } from '../js/series.js';
+
+describe('SeriesWindow', () => {
+  it('keeps the newest rows, oldest first, across the wrap', () => {
+    const s = new SeriesWindow(4, 2);
+    for (let t = 1; t <= 7; t++) s.push([t, t * 10]);
+    const [xs, ys] = s.columns();
+    assert.deepEqual([...xs], [4, 5, 6, 7]);
+    assert.deepEqual([...ys], [40, 50, 60, 70]);
+    assert.equal(s.lastX(), 7);
+    assert.equal(s.last(1), 70);
+  });
+
+  it('trims by x and averages the newest rows, leaving NaN out', () => {
+    const s = new SeriesWindow(8, 2);
+    [[1, 1], [2, NaN], [3, 3], [4, 5]].forEach((r) => s.push(r));
+    assert.equal(s.meanSince(1, 2), 4);
+    assert.ok(Number.isNaN(s.meanSince(1, 10)));
+    s.trimBefore(3);
+    assert.deepEqual([...s.columns()[0]], [3, 4]);
+    s.setLast(1, 9);
+    assert.deepEqual([...s.columns()[1]], [3, 9]);
+    s.clear();
+    assert.equal(s.length, 0);
+    assert.ok(Number.isNaN(s.lastX()));
+  });
+
+  it('hands out views, not copies', () => {
+    const s = new SeriesWindow(3, 1);
+    for (let t = 0; t < 5; t++) s.push([t]);
+    const [xs] = s.columns();
+    assert.equal(xs.buffer, s.cols[0].buffer);
+  });
+});
+
+describe('format', () => {
+  it('scales latencies from µs', () => {
+    assert.equal(fmt.latency(118.4), '118\u202fµs');
+    assert.equal(fmt.latency(9100), '9.10\u202fms');
+    assert.equal(fmt.latency(2.5e6), '2.50\u202fs');
+    assert.equal(fmt.latency(0), fmt.NONE);
+    assert.equal(fmt.latency(undefined), fmt.NONE);
+    assert.equal(fmt.latencyTick(1000), '1\u202fms');
+    assert.equal(fmt.latencyTick(200), '200\u202fµs');
+  });
+
+  it('picks a throughput unit that shows digits', () => {
+    assert.deepEqual(fmt.throughputParts(0.0121), ['12.1', 'MB/s']);
+    assert.deepEqual(fmt.throughputParts(3.2), ['3.20', 'GB/s']);
+    assert.deepEqual(fmt.throughputParts(0), ['0', 'GB/s']);
+  });
+
+  it('groups counts and sizes', () => {
+    assert.equal(fmt.count(1234567), '1\u202f234\u202f567');
+    assert.equal(fmt.count(12), '12');
+    assert.equal(fmt.bytes(405900), '396\u202fKiB');
+    assert.equal(fmt.bytes(2147483648), '2.00\u202fGiB');
+    assert.equal(fmt.percent(0.614), '61.4\u202f%');
+    assert.equal(fmt.duration(3725), '1\u202fh 2\u202fmin');
+  });
+});
