@@ -47,6 +47,10 @@ fn serve(path: &str) -> Response {
             );
             r
         }
+        None if path.starts_with("api/") => {
+            crate::api::error::Problem::not_found("route", format!("no API resource /{path}"))
+                .into_response()
+        }
         None => {
             crate::api::error::Problem::not_found("asset", format!("no dashboard file /{path}"))
                 .into_response()

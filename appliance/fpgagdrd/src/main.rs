@@ -41,7 +41,17 @@ fn default_config_path() -> PathBuf {
     state.join("fpgagdr/config.json")
 }
 
-fn main() -> Result<(), String> {
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("fpgagdrd: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), String> {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(

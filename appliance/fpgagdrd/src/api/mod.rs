@@ -72,6 +72,14 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/openapi.json", get(openapi))
         .merge(crate::assets::routes())
         .fallback(|| async { Problem::not_found("route", "no such resource") })
+        .method_not_allowed_fallback(|| async {
+            Problem::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method",
+                "Method not allowed",
+                "this resource does not take that method",
+            )
+        })
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(state)
 }

@@ -1,0 +1,397 @@
+//! Helpers for the service tests: finding the run-time dependencies, starting the real
+//! `fpgagdrd` binary on a free port with a config file of the test's choosing (killed
+//! when the [`Service`] guard drops), a small HTTP client, and bounded polling.
+//! Not every test uses every helper, hence the `dead_code` allowance.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// How long any wait in these tests may take before it counts as a failure. Generous:
+/// the tests run unoptimised, in parallel, on small CI machines.
+pub(crate) const PATIENCE: Duration = Duration::from_secs(30);
+/// Pause between two polls.
+const POLL: Duration = Duration::from_millis(50);
+
+/// Where `appliance/scripts/fetch-deps.sh` puts things, relative to this crate.
+fn deps_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.deps")
+}
+
+fn existing(var: &str, default: PathBuf, what: &str) -> PathBuf {
+    let path = std::env::var_os(var).map_or(default, PathBuf::from);
+    assert!(
+        path.exists(),
+        "{what} not found at {} (from {var} or its default): run appliance/scripts/fetch-deps.sh",
+        path.display()
+    );
+    path
+}
+
+/// The ONNX Runtime library: `$ORT_DYLIB_PATH`, else `.deps/onnxruntime/libonnxruntime.so`.
+/// Panics, naming the fetch script, when it is missing.
+pub(crate) fn ort_library() -> PathBuf {
+    existing(
+        "ORT_DYLIB_PATH",
+        deps_dir().join("onnxruntime/libonnxruntime.so"),
+        "ONNX Runtime",
+    )
+}
+
+/// The data directory (model and frames): `$FPGAGDR_DATA_DIR`, else `.deps/share`.
+/// Panics, naming the fetch script, when it or the default model is missing.
+pub(crate) fn data_dir() -> PathBuf {
+    let dir = existing(
+        "FPGAGDR_DATA_DIR",
+        deps_dir().join("share"),
+        "data directory",
+    );
+    let model = dir.join("models/efficientnet-lite0.onnx");
+    assert!(
+        model.is_file(),
+        "default model {} is missing: run appliance/scripts/fetch-deps.sh",
+        model.display()
+    );
+    dir
+}
+
+/// Absolute path of one of the fetched frames (`chelsea.png`, `coffee.png`, ...).
+pub(crate) fn frame(name: &str) -> PathBuf {
+    let p = data_dir().join("frames").join(name);
+    assert!(
+        p.is_file(),
+        "frame {} is missing: run appliance/scripts/fetch-deps.sh",
+        p.display()
+    );
+    p
+}
+
+/// A config that replays one image at 50 frames/s on the simulated card with no link
+/// model, the model on one thread (tests run side by side on small machines).
+pub(crate) fn replay(image: &str) -> Value {
+    json!({
+        "source": {"kind": "replay", "path": frame(image), "fps": 50},
+        "card": {"sim_link": "off"},
+        "inference": {"threads": 1},
+    })
+}
+
+/// Polls `probe` every 50 ms until it gives `Ok`, for at most [`PATIENCE`]; the panic
+/// message carries `what` and the last `Err` (what was seen instead).
+pub(crate) fn wait_for<T>(what: &str, mut probe: impl FnMut() -> Result<T, String>) -> T {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        match probe() {
+            Ok(v) => return v,
+            Err(seen) if Instant::now() >= deadline => {
+                panic!("waited {PATIENCE:?} for {what}; last seen: {seen}")
+            }
+            Err(_) => thread::sleep(POLL),
+        }
+    }
+}
+
+/// One HTTP reply, read whole.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) headers: ureq::http::HeaderMap,
+    pub(crate) body: String,
+}
+
+impl Reply {
+    /// A header's value ("" when absent).
+    pub(crate) fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    }
+
+    /// The body as JSON; panics with the body when it is not.
+    pub(crate) fn json(&self) -> Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("body is not JSON ({e}): {}", self.body))
+    }
+
+    /// Asserts an RFC 9457 problem of `status` and `rule`; returns the problem.
+    #[track_caller]
+    pub(crate) fn problem(&self, status: u16, rule: &str) -> Value {
+        assert_eq!(self.status, status, "status of {}", self.body);
+        assert_eq!(
+            self.header("content-type"),
+            "application/problem+json",
+            "content type of {}",
+            self.body
+        );
+        let p = self.json();
+        assert_eq!(p["type"], format!("urn:fpgagdr:problem:{rule}"), "{p}");
+        assert_eq!(p["status"], status, "{p}");
+        assert!(p["title"].as_str().is_some_and(|t| !t.is_empty()), "{p}");
+        assert!(p["detail"].as_str().is_some_and(|t| !t.is_empty()), "{p}");
+        p
+    }
+
+    /// `(field, rule)` of every entry of the problem's `errors[]`.
+    pub(crate) fn field_errors(&self) -> Vec<(String, String)> {
+        self.json()["errors"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|e| {
+                        (
+                            e["field"].as_str().unwrap_or("?").to_string(),
+                            e["rule"].as_str().unwrap_or("?").to_string(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// A running `fpgagdrd` with its own config file in a temporary directory. Dropping it
+/// kills the process (and, when the test is failing, prints the service's log).
+pub(crate) struct Service {
+    child: Child,
+    /// `http://127.0.0.1:PORT` (no trailing slash).
+    pub(crate) base: String,
+    /// The config file the service was started with.
+    pub(crate) config_path: PathBuf,
+    log_path: PathBuf,
+    agent: ureq::Agent,
+    _dir: tempfile::TempDir,
+}
+
+fn command(config: &Path, log: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fpgagdrd"));
+    cmd.args(["--listen", "127.0.0.1:0", "--config"])
+        .arg(config)
+        .env("ORT_DYLIB_PATH", ort_library())
+        .env("FPGAGDR_DATA_DIR", data_dir())
+        .env("RUST_LOG", "fpgagdrd=info,fpgagdr=info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        // A file, not a pipe: nobody has to drain it for the service to keep logging.
+        .stderr(std::fs::File::create(log).expect("create log file"));
+    cmd
+}
+
+/// Runs the binary with a config file holding `text` and waits (bounded) for it to
+/// exit by itself; returns its exit status, stdout and stderr.
+pub(crate) fn run_to_exit(text: &str) -> (ExitStatus, String, String) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (config, log) = (dir.path().join("config.json"), dir.path().join("log"));
+    std::fs::write(&config, text).expect("write config");
+    let mut child = command(&config, &log).spawn().expect("spawn fpgagdrd");
+    let deadline = Instant::now() + PATIENCE;
+    let status = loop {
+        match child.try_wait().expect("wait for fpgagdrd") {
+            Some(status) => break status,
+            None if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "fpgagdrd with config {text:?} still ran after {PATIENCE:?}; its log:\n{}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
+            }
+            None => thread::sleep(POLL),
+        }
+    };
+    let mut out = String::new();
+    if let Some(mut s) = child.stdout.take() {
+        let _ = std::io::Read::read_to_string(&mut s, &mut out);
+    }
+    let err = std::fs::read_to_string(&log).unwrap_or_default();
+    (status, out, err)
+}
+
+impl Service {
+    /// Starts the service with `config` written to its config file.
+    pub(crate) fn start(config: &Value) -> Service {
+        Self::start_with_file(Some(&serde_json::to_string_pretty(config).unwrap()))
+    }
+
+    /// Starts the service with a config file holding `text`, or with no file (defaults)
+    /// when `None`. Waits (bounded) for the `dashboard at` line on stdout.
+    pub(crate) fn start_with_file(text: Option<&str>) -> Service {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (config_path, log_path) = (dir.path().join("config.json"), dir.path().join("log"));
+        if let Some(text) = text {
+            std::fs::write(&config_path, text).expect("write config");
+        }
+        let mut child = command(&config_path, &log_path)
+            .spawn()
+            .expect("spawn fpgagdrd");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            // Forwards the address, then keeps draining stdout until the process ends.
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(rest) = line.strip_prefix("fpgagdrd: dashboard at ") {
+                    let _ = tx.send(rest.trim_end_matches('/').to_string());
+                }
+            }
+        });
+        let base = match rx.recv_timeout(PATIENCE) {
+            Ok(base) => base,
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "fpgagdrd printed no dashboard address ({e}); its log:\n{}",
+                    std::fs::read_to_string(&log_path).unwrap_or_default()
+                );
+            }
+        };
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(PATIENCE))
+            .build()
+            .into();
+        let svc = Service {
+            child,
+            base,
+            config_path,
+            log_path,
+            agent,
+            _dir: dir,
+        };
+        assert!(
+            svc.base.starts_with("http://127.0.0.1:"),
+            "address {}",
+            svc.base
+        );
+        svc
+    }
+
+    /// The HTTP client (errors are not turned into `Err`; timeouts are bounded).
+    pub(crate) fn agent(&self) -> &ureq::Agent {
+        &self.agent
+    }
+
+    /// `base` + `path`.
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Sends `method path` with an optional JSON body and extra headers.
+    pub(crate) fn request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&[u8]>,
+        headers: &[(&str, &str)],
+    ) -> Reply {
+        let url = self.url(path);
+        let result = match (method, body) {
+            ("GET", _) => {
+                let mut r = self.agent.get(&url);
+                for (k, v) in headers {
+                    r = r.header(*k, *v);
+                }
+                r.call()
+            }
+            (m, body) => {
+                let mut r = match m {
+                    "POST" => self.agent.post(&url),
+                    "PUT" => self.agent.put(&url),
+                    "PATCH" => self.agent.patch(&url),
+                    other => panic!("method {other} not supported by this helper"),
+                };
+                for (k, v) in headers {
+                    r = r.header(*k, *v);
+                }
+                match body {
+                    Some(b) => r.header("content-type", "application/json").send(b),
+                    None => r.send_empty(),
+                }
+            }
+        };
+        let resp = result.unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let body = resp
+            .into_body()
+            .read_to_string()
+            .unwrap_or_else(|e| panic!("{method} {url}: reading the body: {e}"));
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    /// `GET path`.
+    pub(crate) fn get(&self, path: &str) -> Reply {
+        self.request("GET", path, None, &[])
+    }
+
+    /// `GET path`, asserting 200 and a JSON body.
+    #[track_caller]
+    pub(crate) fn get_json(&self, path: &str) -> Value {
+        let r = self.get(path);
+        assert_eq!(r.status, 200, "GET {path}: {}", r.body);
+        r.json()
+    }
+
+    /// `/api/v1/status`.
+    pub(crate) fn status(&self) -> Value {
+        self.get_json("/api/v1/status")
+    }
+
+    /// `counters.frames_inferred` of `/api/v1/status`.
+    pub(crate) fn frames_inferred(&self) -> u64 {
+        self.status()["counters"]["frames_inferred"]
+            .as_u64()
+            .expect("counters.frames_inferred is a number")
+    }
+
+    /// Waits until more than `than` frames have been inferred; returns the count.
+    pub(crate) fn wait_frames_above(&self, than: u64) -> u64 {
+        wait_for(&format!("frames_inferred > {than}"), || {
+            let s = self.status();
+            match s["counters"]["frames_inferred"].as_u64() {
+                Some(n) if n > than => Ok(n),
+                _ => Err(format!("{s}")),
+            }
+        })
+    }
+
+    /// Waits for a result of `/api/v1/results/latest` for which `accept` is true.
+    pub(crate) fn wait_result(&self, what: &str, accept: impl Fn(&Value) -> bool) -> Value {
+        wait_for(what, || {
+            let r = self.get("/api/v1/results/latest");
+            if r.status != 200 {
+                return Err(format!("{} {}", r.status, r.body));
+            }
+            let v = r.json();
+            if accept(&v) {
+                Ok(v)
+            } else {
+                Err(v.to_string())
+            }
+        })
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if thread::panicking() {
+            eprintln!(
+                "--- fpgagdrd log ({}) ---\n{}",
+                self.base,
+                std::fs::read_to_string(&self.log_path).unwrap_or_default()
+            );
+        }
+    }
+}

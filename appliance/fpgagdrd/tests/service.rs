@@ -1,0 +1,757 @@
+//! The service end to end (DESIGN §8, "simulated card"): the real `fpgagdrd` binary on
+//! the simulated card, with real frames and the real model, driven over HTTP.
+//!
+//! Each test starts its own service on a free port with its own config file (see
+//! `common::Service`). Needs ONNX Runtime and the data directory from
+//! `appliance/scripts/fetch-deps.sh` (`ORT_DYLIB_PATH`, `FPGAGDR_DATA_DIR`, or their
+//! defaults under `.deps/`); without them every test fails and says so.
+//! Every wait is a bounded poll; nothing here measures speed.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::BufRead;
+use std::time::{Duration, Instant};
+
+use common::{PATIENCE, Service, frame, replay, run_to_exit, wait_for};
+use serde_json::{Value, json};
+
+/// ImageNet classes that are domestic cats (what `chelsea.png` shows).
+const CATS: [&str; 5] = [
+    "tiger cat",
+    "Egyptian cat",
+    "tabby",
+    "Persian cat",
+    "Siamese cat",
+];
+
+fn labels(result: &Value) -> Vec<&str> {
+    result["top5"]
+        .as_array()
+        .expect("top5 is an array")
+        .iter()
+        .map(|c| c["label"].as_str().expect("label is a string"))
+        .collect()
+}
+
+/// Checks the shape every result has: five classes, best first, probabilities.
+fn check_top5(result: &Value) {
+    let top5 = result["top5"].as_array().expect("top5 is an array");
+    assert_eq!(top5.len(), 5, "{result}");
+    let scores: Vec<f64> = top5
+        .iter()
+        .map(|c| c["score"].as_f64().expect("score is a number"))
+        .collect();
+    assert!(scores.iter().all(|s| (0.0..=1.0).contains(s)), "{scores:?}");
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    assert!(
+        top5.iter().all(|c| c["index"].as_u64().is_some()),
+        "{result}"
+    );
+}
+
+/// Checks a replayed result against the image file it came from.
+fn check_geometry(result: &Value, image: &str) {
+    let (w, h) = image::image_dimensions(frame(image)).expect("read image size");
+    let f = &result["frame"];
+    assert_eq!(
+        (f["width"].as_u64(), f["height"].as_u64()),
+        (Some(w.into()), Some(h.into())),
+        "{result}"
+    );
+    assert_eq!(f["format"], "rgb8", "{result}");
+    assert_eq!(f["checksum_ok"], true, "{result}");
+    let payload = u64::from(w) * u64::from(h) * 3;
+    assert!(f["bytes"].as_u64().is_some_and(|b| b > payload), "{result}");
+}
+
+#[test]
+fn frames_flow_through_the_simulated_card() {
+    let svc = Service::start(&replay("chelsea.png"));
+    let s = svc.status();
+    let card = &s["card"];
+    assert_eq!(card["simulated"], true, "{s}");
+    assert_eq!(card["kind"], "sim", "{s}");
+    assert!(
+        card["name"].as_str().is_some_and(|n| n.contains("SimCard")),
+        "{s}"
+    );
+    assert_eq!(s["pipeline"]["state"], "running", "{s}");
+    assert_eq!(s["pipeline"]["error"], Value::Null, "{s}");
+    assert_eq!(s["pipeline"]["model"], "efficientnet-lite0.onnx", "{s}");
+    assert!(
+        s["pipeline"]["source"]
+            .as_str()
+            .is_some_and(|d| d.contains("chelsea.png")),
+        "{s}"
+    );
+
+    // Where the ring lives follows the CUDA probe, and the detail says why.
+    let memory = &s["memory"];
+    let detail = memory["detail"].as_str().unwrap_or("");
+    match memory["kind"].as_str() {
+        Some("host") => assert!(detail.starts_with("page-aligned host memory"), "{s}"),
+        Some("cuda_device") => assert!(detail.starts_with("CUDA device memory"), "{s}"),
+        _ => panic!("unexpected frame memory: {s}"),
+    }
+    assert_eq!(memory["ring_entries"], 4, "{s}");
+    let align = card["alignment_bytes"].as_u64().expect("alignment");
+    let entry = memory["entry_bytes"].as_u64().expect("entry_bytes");
+    assert!(entry > 451 * 300 * 3 && entry.is_multiple_of(align), "{s}");
+
+    let first = svc.wait_frames_above(0);
+    svc.wait_frames_above(first);
+    let c = &svc.status()["counters"];
+    assert!(
+        c["frames_captured"].as_u64() >= c["frames_inferred"].as_u64(),
+        "{c}"
+    );
+    assert!(c["bytes_captured"].as_u64().is_some_and(|b| b > 0), "{c}");
+    assert_eq!(c["checksum_errors"], 0, "{c}");
+}
+
+#[test]
+fn chelsea_is_a_cat() {
+    let svc = Service::start(&replay("chelsea.png"));
+    let r = svc.wait_result("a result", |_| true);
+    check_top5(&r);
+    check_geometry(&r, "chelsea.png");
+    let top = labels(&r);
+    assert!(top.iter().any(|l| CATS.contains(l)), "no cat in {top:?}");
+    // Python onnxruntime says "tiger cat" (then Egyptian cat, tabby); our CPU
+    // preprocessing differs slightly, so any cat at the top is right.
+    assert!(CATS.contains(&top[0]), "top-1 is not a cat: {top:?}");
+    let latency = r["latency_us"].as_object().expect("latency_us");
+    for stage in ["dma", "queue", "preprocess", "inference", "end_to_end"] {
+        assert!(
+            latency[stage].as_f64().is_some_and(|v| v >= 0.0),
+            "{stage}: {r}"
+        );
+    }
+}
+
+#[test]
+fn coffee_is_espresso() {
+    let svc = Service::start(&replay("coffee.png"));
+    let r = svc.wait_result("a result", |_| true);
+    check_top5(&r);
+    check_geometry(&r, "coffee.png");
+    assert_eq!(labels(&r)[0], "espresso", "{r}");
+}
+
+#[test]
+fn test_pattern_checksums_survive_the_path() {
+    let svc = Service::start(&json!({
+        "source": {"kind": "test_pattern", "width": 256, "height": 128, "format": "rgb8", "fps": 100},
+        "card": {"sim_link": "off"},
+        "inference": {"threads": 1},
+    }));
+    let n = svc.wait_frames_above(20);
+    let r = svc.wait_result("a result", |_| true);
+    let f = &r["frame"];
+    assert_eq!(
+        (&f["width"], &f["height"], &f["format"]),
+        (&json!(256), &json!(128), &json!("rgb8")),
+        "{r}"
+    );
+    assert_eq!(f["checksum_ok"], true, "{r}");
+    check_top5(&r);
+    let c = &svc.status()["counters"];
+    assert!(c["frames_inferred"].as_u64().is_some_and(|m| m >= n), "{c}");
+    assert_eq!(c["checksum_errors"], 0, "{c}");
+}
+
+#[test]
+fn bad_requests_are_problems_and_change_nothing() {
+    let text = "{\"autostart\": false}\n";
+    let svc = Service::start_with_file(Some(text));
+    let before = svc.get("/api/v1/config");
+    assert_eq!(before.status, 200);
+    assert_eq!(before.json()["autostart"], false);
+
+    // Nothing inferred yet.
+    let s = svc.status();
+    assert_eq!(s["pipeline"]["state"], "stopped", "{s}");
+    assert_eq!(s["memory"]["kind"], Value::Null, "{s}");
+    svc.get("/api/v1/results/latest").problem(404, "no-result");
+
+    // Unknown route under the API prefix, and a method a resource does not take.
+    svc.get("/api/v1/nope").problem(404, "route");
+    svc.request("POST", "/api/v1/status", None, &[])
+        .problem(405, "method");
+
+    let put = |body: &str| svc.request("PUT", "/api/v1/config", Some(body.as_bytes()), &[]);
+    let patch = |body: &str| svc.request("PATCH", "/api/v1/config", Some(body.as_bytes()), &[]);
+
+    put("{\"ring\": ").problem(400, "json-syntax");
+    patch("{\"ring\": ").problem(400, "json-syntax");
+
+    let r = put(r#"{"ring": {"entries": 4, "size": 9}}"#);
+    r.problem(422, "config-schema");
+    assert_eq!(
+        r.field_errors(),
+        [("/ring/size".into(), "unknown-field".into())]
+    );
+
+    let r = patch(r#"{"ring": {"entries": "four"}}"#);
+    r.problem(422, "config-schema");
+    assert_eq!(r.field_errors(), [("/ring/entries".into(), "type".into())]);
+
+    let r = patch(r#"{"ring": {"when_full": "explode"}}"#);
+    r.problem(422, "config-schema");
+    assert_eq!(
+        r.field_errors(),
+        [("/ring/when_full".into(), "value".into())]
+    );
+
+    let r = patch("[1]");
+    r.problem(422, "config-schema");
+    assert_eq!(r.field_errors(), [(String::new(), "type".into())]);
+
+    // Every broken range is listed, not just the first.
+    let broken = r#"{"source": {"fps": 5000, "width": 8}, "card": {"channel": 9, "timeout_ms": 0},
+                     "ring": {"entries": 1}, "inference": {"threads": 65}}"#;
+    let want: BTreeSet<(String, String)> = [
+        "/source/fps",
+        "/source/width",
+        "/card/channel",
+        "/card/timeout_ms",
+        "/ring/entries",
+        "/inference/threads",
+    ]
+    .into_iter()
+    .map(|f| (f.to_string(), "range".to_string()))
+    .collect();
+    for r in [put(broken), patch(broken)] {
+        let p = r.problem(422, "config-range");
+        let got: BTreeSet<_> = r.field_errors().into_iter().collect();
+        assert_eq!(got, want, "{p}");
+        assert_eq!(r.field_errors().len(), want.len(), "{p}");
+    }
+
+    // Over 64 KiB: refused before it is parsed.
+    let huge = format!(r#"{{"model": {{"path": "{}"}}}}"#, "x".repeat(70 * 1024));
+    let r = put(&huge);
+    r.problem(413, "body-size");
+    patch(&huge).problem(413, "body-size");
+
+    let after = svc.get("/api/v1/config");
+    assert_eq!(after.body, before.body);
+    assert_eq!(after.header("etag"), before.header("etag"));
+    assert_eq!(std::fs::read_to_string(&svc.config_path).unwrap(), text);
+}
+
+#[test]
+fn a_config_that_cannot_be_applied_leaves_the_pipeline_running() {
+    let svc = Service::start(&replay("chelsea.png"));
+    let file_before = std::fs::read(&svc.config_path).unwrap();
+    let before = svc.get("/api/v1/config");
+    let n = svc.wait_frames_above(0);
+
+    let r = svc.request(
+        "PATCH",
+        "/api/v1/config",
+        Some(br#"{"model": {"path": "/nonexistent.onnx"}}"#),
+        &[],
+    );
+    let p = r.problem(422, "config-apply");
+    assert_eq!(
+        r.field_errors(),
+        [("/model/path".into(), "apply".into())],
+        "{p}"
+    );
+    assert!(
+        p["detail"].as_str().unwrap().contains("/nonexistent.onnx"),
+        "{p}"
+    );
+
+    let after = svc.get("/api/v1/config");
+    assert_eq!(after.body, before.body);
+    assert_eq!(after.header("etag"), before.header("etag"));
+    assert_eq!(std::fs::read(&svc.config_path).unwrap(), file_before);
+    let s = svc.status();
+    assert_eq!(s["pipeline"]["state"], "running", "{s}");
+    assert_eq!(s["pipeline"]["model"], "efficientnet-lite0.onnx", "{s}");
+    let m = svc.wait_frames_above(n);
+    svc.wait_frames_above(m);
+}
+
+#[test]
+fn valid_patch_honours_if_match_and_is_persisted() {
+    let svc = Service::start(&replay("chelsea.png"));
+    let r = svc.get("/api/v1/config");
+    let etag = r.header("etag").to_string();
+    assert!(
+        etag.starts_with('"') && etag.ends_with('"') && etag.len() > 2,
+        "{etag}"
+    );
+    let stale = if etag == "\"deadbeef\"" {
+        "\"cafef00d\""
+    } else {
+        "\"deadbeef\""
+    };
+
+    let body: &[u8] = br#"{"ring": {"entries": 6}}"#;
+    let r = svc.request(
+        "PATCH",
+        "/api/v1/config",
+        Some(body),
+        &[("if-match", stale)],
+    );
+    r.problem(412, "if-match");
+    assert_eq!(svc.get("/api/v1/config").header("etag"), etag);
+
+    let r = svc.request(
+        "PATCH",
+        "/api/v1/config",
+        Some(body),
+        &[("if-match", &etag)],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let new_etag = r.header("etag").to_string();
+    assert!(
+        !new_etag.is_empty() && new_etag != etag,
+        "{etag} -> {new_etag}"
+    );
+    let config = r.json();
+    assert_eq!(config["ring"]["entries"], 6, "{config}");
+    assert_eq!(
+        config["source"]["path"],
+        json!(frame("chelsea.png")),
+        "{config}"
+    );
+
+    // The old ETag no longer matches.
+    svc.request(
+        "PATCH",
+        "/api/v1/config",
+        Some(body),
+        &[("if-match", &etag)],
+    )
+    .problem(412, "if-match");
+
+    let got = svc.get("/api/v1/config");
+    assert_eq!(got.header("etag"), new_etag);
+    assert_eq!(got.json(), config);
+    let on_disk: Value =
+        serde_json::from_slice(&std::fs::read(&svc.config_path).unwrap()).expect("file is JSON");
+    assert_eq!(on_disk, config);
+
+    // Applied live: the pipeline runs on a 6-entry ring.
+    let s = svc.status();
+    assert_eq!(s["memory"]["ring_entries"], 6, "{s}");
+    assert_eq!(s["pipeline"]["state"], "running", "{s}");
+    let n = s["counters"]["frames_inferred"].as_u64().unwrap();
+    svc.wait_frames_above(n);
+}
+
+#[test]
+fn stop_and_start() {
+    let svc = Service::start(&replay("chelsea.png"));
+    svc.wait_frames_above(0);
+
+    let r = svc.request("POST", "/api/v1/pipeline/stop", None, &[]);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let s = r.json();
+    assert_eq!(s["pipeline"]["state"], "stopped", "{s}");
+    // The threads were joined before the answer: nothing moves any more.
+    let stopped = s["counters"].clone();
+    std::thread::sleep(Duration::from_millis(400));
+    let s = svc.status();
+    assert_eq!(s["pipeline"]["state"], "stopped", "{s}");
+    assert_eq!(s["counters"], stopped, "{s}");
+    let metrics = svc.get("/metrics").body;
+    assert!(
+        metrics.contains("fpgagdr_pipeline_state{state=\"stopped\"} 1"),
+        "{metrics}"
+    );
+
+    // Stopping twice is fine.
+    assert_eq!(
+        svc.request("POST", "/api/v1/pipeline/stop", None, &[])
+            .status,
+        200
+    );
+
+    let r = svc.request("POST", "/api/v1/pipeline/start", None, &[]);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["pipeline"]["state"], "running", "{}", r.body);
+    svc.wait_frames_above(stopped["frames_inferred"].as_u64().unwrap());
+    // Starting what runs changes nothing.
+    let r = svc.request("POST", "/api/v1/pipeline/start", None, &[]);
+    assert_eq!(r.json()["pipeline"]["state"], "running", "{}", r.body);
+}
+
+#[test]
+fn a_missing_model_at_startup_leaves_the_api_up() {
+    let mut config = replay("chelsea.png");
+    config["model"] = json!({"path": "/nonexistent.onnx"});
+    let svc = Service::start(&config);
+    let s = svc.status();
+    assert_eq!(s["pipeline"]["state"], "failed", "{s}");
+    let error = s["pipeline"]["error"].as_str().unwrap_or("");
+    assert!(
+        error.contains("model-file") && error.contains("/nonexistent.onnx"),
+        "{s}"
+    );
+
+    let p = svc
+        .request("POST", "/api/v1/pipeline/start", None, &[])
+        .problem(422, "pipeline-start");
+    assert!(
+        p["detail"].as_str().unwrap().contains("/nonexistent.onnx"),
+        "{p}"
+    );
+
+    // Fix the config, then start.
+    let r = svc.request(
+        "PATCH",
+        "/api/v1/config",
+        Some(br#"{"model": {"path": "models/efficientnet-lite0.onnx"}}"#),
+        &[],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = svc.request("POST", "/api/v1/pipeline/start", None, &[]);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let s = r.json();
+    assert_eq!(s["pipeline"]["state"], "running", "{s}");
+    assert_eq!(s["pipeline"]["error"], Value::Null, "{s}");
+    svc.wait_frames_above(0);
+}
+
+#[test]
+fn a_bad_config_file_stops_startup_naming_field_and_rule() {
+    let cases: [(&str, &[&str]); 4] = [
+        (
+            r#"{"ring": {"entries": 1}}"#,
+            &["/ring/entries", "out of range"],
+        ),
+        (r#"{"ring": {"size": 3}}"#, &["/ring/size", "unknown field"]),
+        (
+            r#"{"card": {"timeout_ms": 0}, "source": {"fps": -1}}"#,
+            &["/card/timeout_ms", "/source/fps", "out of range"],
+        ),
+        ("{\"ring\": ", &["malformed JSON"]),
+    ];
+    for (text, needles) in cases {
+        let (status, stdout, stderr) = run_to_exit(text);
+        assert!(!status.success(), "{text}: exited {status}");
+        assert!(!stdout.contains("dashboard at"), "{text}: {stdout}");
+        assert!(stderr.contains("config.json"), "{text}: {stderr}");
+        for n in needles {
+            assert!(stderr.contains(n), "{text}: {n:?} not in {stderr}");
+        }
+    }
+}
+
+/// One Server-Sent Event.
+#[derive(Debug, Default)]
+struct SseEvent {
+    event: String,
+    id: Option<u64>,
+    data: String,
+}
+
+#[test]
+fn stream_sends_batches_of_snapshots() {
+    let svc = Service::start(&replay("chelsea.png"));
+    let resp = svc
+        .agent()
+        .get(svc.url("/api/v1/stream"))
+        .call()
+        .expect("GET /api/v1/stream");
+    assert_eq!(resp.status().as_u16(), 200);
+    let ct = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok());
+    assert!(
+        ct.is_some_and(|c| c.starts_with("text/event-stream")),
+        "{ct:?}"
+    );
+    let mut lines = std::io::BufReader::new(resp.into_body().into_reader()).lines();
+
+    let stages = ["dma", "preprocess", "inference", "end_to_end"];
+    let deadline = Instant::now() + PATIENCE;
+    let mut events = Vec::new();
+    let mut current = SseEvent::default();
+    let mut complete = false;
+    while !(complete && events.len() >= 3) {
+        assert!(Instant::now() < deadline, "stream too short: {events:?}");
+        let line = lines
+            .next()
+            .expect("stream ended")
+            .expect("read the stream");
+        if line.is_empty() {
+            let ev = std::mem::take(&mut current);
+            if !ev.data.is_empty() {
+                let batch: Value = serde_json::from_str(&ev.data).expect("data is JSON");
+                complete |= batch["batch"].as_array().is_some_and(|b| {
+                    b.iter().any(|s| {
+                        s["frames_inferred"].as_u64() > Some(0)
+                            && stages.iter().all(|st| s["latency_us"].get(st).is_some())
+                    })
+                });
+                events.push(ev);
+            }
+            continue;
+        }
+        let (field, value) = line.split_once(':').unwrap_or((&line, ""));
+        let value = value.strip_prefix(' ').unwrap_or(value);
+        match field {
+            "" => {} // comment (keep-alive)
+            "event" => current.event = value.to_string(),
+            "id" => current.id = Some(value.parse().expect("numeric id")),
+            "data" => {
+                if !current.data.is_empty() {
+                    current.data.push('\n');
+                }
+                current.data.push_str(value);
+            }
+            other => panic!("unexpected SSE field {other:?} in {line:?}"),
+        }
+    }
+
+    let ids: Vec<u64> = events
+        .iter()
+        .map(|e| e.id.expect("every event has an id"))
+        .collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids {ids:?}");
+    let mut last_inferred = 0;
+    for ev in &events {
+        assert_eq!(ev.event, "snapshot", "{ev:?}");
+        let v: Value = serde_json::from_str(&ev.data).unwrap();
+        let batch = v["batch"].as_array().expect("{\"batch\": [...]}");
+        assert!(!batch.is_empty(), "{v}");
+        for s in batch {
+            assert!(s["t"].as_f64().is_some_and(|t| t > 1.0e9), "{s}");
+            assert!(
+                ["running", "stopped", "failed"].contains(&s["state"].as_str().unwrap_or("")),
+                "{s}"
+            );
+            assert!(s["fps"].as_f64().is_some_and(|f| f >= 0.0), "{s}");
+            assert!(s["gbps"].as_f64().is_some_and(|g| g >= 0.0), "{s}");
+            let n = s["frames_inferred"].as_u64().expect("frames_inferred");
+            assert!(n >= last_inferred, "counters go backwards: {s}");
+            last_inferred = n;
+            for (stage, q) in s["latency_us"].as_object().expect("latency_us") {
+                let (p50, p99, max) = (q["p50"].as_f64(), q["p99"].as_f64(), q["max"].as_f64());
+                assert!(p50.is_some() && p50 <= p99 && p99 <= max, "{stage}: {q}");
+            }
+        }
+    }
+}
+
+/// One sample line of the Prometheus text format.
+#[derive(Debug)]
+struct Sample {
+    name: String,
+    labels: BTreeMap<String, String>,
+    value: f64,
+}
+
+/// Parses the Prometheus text exposition format (0.0.4) strictly enough to catch a
+/// malformed line; every sample's family must have a `# TYPE` line before it.
+fn parse_prometheus(text: &str) -> Vec<Sample> {
+    let mut types: BTreeMap<String, String> = BTreeMap::new();
+    let mut samples = Vec::new();
+    let is_name = |n: &str| {
+        !n.is_empty()
+            && !n.starts_with(|c: char| c.is_ascii_digit())
+            && n.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+    };
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        if let Some(comment) = line.strip_prefix('#') {
+            let mut parts = comment.split_whitespace();
+            match parts.next() {
+                Some("TYPE") => {
+                    let name = parts.next().expect("TYPE names a metric");
+                    let kind = parts.next().expect("TYPE names a kind");
+                    assert!(is_name(name), "{line}");
+                    assert!(
+                        ["counter", "gauge", "summary", "histogram", "untyped"].contains(&kind),
+                        "{line}"
+                    );
+                    assert!(
+                        types.insert(name.into(), kind.into()).is_none(),
+                        "twice: {line}"
+                    );
+                }
+                Some("HELP") => assert!(parts.next().is_some_and(is_name), "{line}"),
+                _ => {}
+            }
+            continue;
+        }
+        let name_end = line
+            .find(['{', ' '])
+            .unwrap_or_else(|| panic!("no value: {line}"));
+        let name = &line[..name_end];
+        assert!(is_name(name), "bad metric name in {line:?}");
+        let mut rest = &line[name_end..];
+        let mut labels = BTreeMap::new();
+        if let Some(after) = rest.strip_prefix('{') {
+            let close = after
+                .find('}')
+                .unwrap_or_else(|| panic!("unclosed labels: {line}"));
+            for pair in after[..close].split(',').filter(|p| !p.is_empty()) {
+                let (k, v) = pair
+                    .split_once('=')
+                    .unwrap_or_else(|| panic!("label: {line}"));
+                assert!(is_name(k), "bad label name in {line:?}");
+                let v = v
+                    .strip_prefix('"')
+                    .and_then(|v| v.strip_suffix('"'))
+                    .unwrap_or_else(|| panic!("unquoted label value in {line:?}"));
+                labels.insert(k.to_string(), v.to_string());
+            }
+            rest = &after[close + 1..];
+        }
+        let mut fields = rest.split_whitespace();
+        let value: f64 = fields
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("value is not a float: {line:?}"));
+        if let Some(ts) = fields.next() {
+            assert!(ts.parse::<i64>().is_ok(), "bad timestamp in {line:?}");
+        }
+        assert!(fields.next().is_none(), "trailing text in {line:?}");
+        let family = [
+            name,
+            name.trim_end_matches("_sum"),
+            name.trim_end_matches("_count"),
+        ]
+        .into_iter()
+        .find(|f| types.contains_key(*f))
+        .unwrap_or_else(|| panic!("no # TYPE before {line:?}"));
+        if family != name {
+            assert_eq!(types[family], "summary", "{line}");
+        }
+        samples.push(Sample {
+            name: name.into(),
+            labels,
+            value,
+        });
+    }
+    samples
+}
+
+#[test]
+fn metrics_openapi_and_dashboard() {
+    let svc = Service::start(&replay("chelsea.png"));
+    svc.wait_frames_above(0);
+    // Cumulative histograms reach /metrics at the inference thread's next publish.
+    let samples = wait_for("a stage latency in /metrics", || {
+        let r = svc.get("/metrics");
+        assert_eq!(r.status, 200);
+        assert!(
+            r.header("content-type")
+                .starts_with("text/plain; version=0.0.4"),
+            "{r:?}"
+        );
+        let samples = parse_prometheus(&r.body);
+        let count = samples
+            .iter()
+            .find(|s| {
+                s.name == "fpgagdr_stage_latency_seconds_count" && s.labels["stage"] == "inference"
+            })
+            .map(|s| s.value);
+        if count > Some(0.0) {
+            Ok(samples)
+        } else {
+            Err(r.body)
+        }
+    });
+    let find = |name: &str, labels: &[(&str, &str)]| {
+        samples
+            .iter()
+            .find(|s| {
+                s.name == name
+                    && labels
+                        .iter()
+                        .all(|(k, v)| s.labels.get(*k).map(String::as_str) == Some(*v))
+            })
+            .unwrap_or_else(|| panic!("no {name}{labels:?} in {samples:?}"))
+            .value
+    };
+    assert!(find("fpgagdr_frames_inferred_total", &[]) >= 1.0);
+    assert_eq!(find("fpgagdr_card_simulated", &[]), 1.0);
+    assert_eq!(find("fpgagdr_pipeline_state", &[("state", "running")]), 1.0);
+    assert_eq!(find("fpgagdr_checksum_errors_total", &[]), 0.0);
+    let p99 = find(
+        "fpgagdr_stage_latency_seconds",
+        &[("stage", "inference"), ("quantile", "0.99")],
+    );
+    assert!(p99 > 0.0 && p99 < 60.0, "inference p99 {p99} s");
+
+    // The OpenAPI document names every route the router serves, and every path it
+    // names is served.
+    let doc = svc.get_json("/openapi.json");
+    assert!(
+        doc["openapi"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("3.1.")),
+        "{}",
+        doc["openapi"]
+    );
+    assert_eq!(svc.get_json("/api/v1/openapi.json"), doc);
+    let paths = doc["paths"].as_object().expect("paths");
+    for route in [
+        "/api/v1/status",
+        "/api/v1/config",
+        "/api/v1/config/schema",
+        "/api/v1/pipeline/start",
+        "/api/v1/pipeline/stop",
+        "/api/v1/results/latest",
+        "/api/v1/stream",
+        "/metrics",
+    ] {
+        assert!(
+            paths.contains_key(route),
+            "{route} missing from the OpenAPI document"
+        );
+    }
+    assert!(
+        doc.pointer("/components/schemas/Config").is_some(),
+        "no Config schema"
+    );
+    assert!(
+        !doc.to_string().contains("#/$defs/"),
+        "dangling schemars references"
+    );
+    for path in paths.keys().filter(|p| *p != "/api/v1/stream") {
+        let r = svc.get(path);
+        // POST-only routes answer 405 to GET; none is unknown.
+        assert!(
+            r.status == 200 || r.status == 405,
+            "GET {path}: {} {}",
+            r.status,
+            r.body
+        );
+    }
+    let schema = svc.get_json("/api/v1/config/schema");
+    for field in ["autostart", "source", "card", "ring", "model", "inference"] {
+        assert!(
+            schema["properties"].get(field).is_some(),
+            "{field} not in {schema}"
+        );
+    }
+
+    let r = svc.get("/");
+    assert_eq!(r.status, 200);
+    assert!(r.header("content-type").starts_with("text/html"), "{r:?}");
+    assert!(
+        r.header("content-security-policy")
+            .contains("default-src 'self'"),
+        "{r:?}"
+    );
+    assert!(r.body.to_ascii_lowercase().contains("<html"), "{}", r.body);
+    let r = svc.get("/js/main.js");
+    assert_eq!(r.status, 200);
+    assert!(
+        r.header("content-type").starts_with("text/javascript"),
+        "{r:?}"
+    );
+    assert!(!r.header("content-security-policy").is_empty(), "{r:?}");
+    svc.get("/js/nope.js").problem(404, "asset");
+}
