@@ -98,6 +98,12 @@ pub enum Error {
         /// The timeout that expired.
         timeout: Duration,
     },
+    /// No frame arrived from the card's frame trigger within the timeout.
+    #[error("rule timeout: no frame arrived within {timeout:?}")]
+    NoFrame {
+        /// The timeout that expired.
+        timeout: Duration,
+    },
     /// A zero timeout: every wait in fpgagdr is bounded, and zero would mean "never wait".
     #[error("rule timeout-nonzero: a transfer timeout must be greater than zero")]
     ZeroTimeout,
@@ -175,7 +181,7 @@ impl Error {
             Error::ZeroLength { .. } => "length-nonzero",
             Error::UnknownHandle { .. } => "handle-valid",
             Error::ChannelRange { .. } => "channel-range",
-            Error::Timeout { .. } => "timeout",
+            Error::Timeout { .. } | Error::NoFrame { .. } => "timeout",
             Error::ZeroTimeout => "timeout-nonzero",
             Error::Overlap { .. } => "no-overlap",
             Error::NotRegistered { .. } => "registered-buffer",

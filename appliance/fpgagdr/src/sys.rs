@@ -50,8 +50,10 @@ impl HostAlloc {
 
     pub(crate) fn as_slice(&self) -> &[u8] {
         // SAFETY: ptr is valid for `len` initialised (zeroed) bytes for as long as self
-        // lives, and writers only go through `&mut self` or a pin registry that excludes
-        // readers of the same buffer (see `copy_to_host_addr`).
+        // lives. While the buffer is pinned the card may also write these bytes (a C2H
+        // DMA); callers must not hold this slice across a C2H into the same bytes. The
+        // type system does not enforce this yet: the service's frame ring does, through
+        // its entry states (docs/decisions.md, "Known limits").
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.layout.size()) }
     }
 
@@ -72,9 +74,10 @@ impl Drop for HostAlloc {
 ///
 /// # Safety
 /// `addr .. addr + src.len()` must be a live, writable host allocation that no Rust
-/// reference aliases during the call. The pin registries guarantee this: they hold the
-/// pin's lock for the copy, and a `PinnedBuffer` unpins (taking that lock) before its
-/// memory is freed and hands out no slice while pinned.
+/// reference aliases during the call. The pin registries keep the allocation live: they
+/// hold the pin's lock for the copy, and a `PinnedBuffer` unpins (taking that lock)
+/// before its memory is freed. Not aliasing is the caller's duty: no slice of these
+/// bytes may be read during a C2H into them (see `HostAlloc::as_slice`).
 pub(crate) unsafe fn copy_to_host_addr(addr: u64, src: &[u8]) {
     // SAFETY: the caller's contract above.
     unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), addr as *mut u8, src.len()) }

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::SimCard;
-use crate::card::Direction;
 use crate::error::{Error, Result};
 use crate::frame::FrameError;
 use crate::source::FrameSource;
@@ -89,11 +88,7 @@ impl FrameTrigger for SimSensor {
             let due = *self.next_at.get_or_insert(now);
             if due > now + timeout {
                 std::thread::sleep(timeout);
-                return Err(Error::Timeout {
-                    dir: Direction::C2H,
-                    len: 0,
-                    timeout,
-                });
+                return Err(Error::NoFrame { timeout });
             }
             if due > now {
                 std::thread::sleep(due - now);
