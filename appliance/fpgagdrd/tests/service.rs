@@ -277,6 +277,45 @@ fn a_config_that_cannot_be_applied_leaves_the_pipeline_running() {
 }
 
 #[test]
+fn unreadable_frames_are_refused_and_the_pipeline_keeps_running() {
+    let svc = Service::start(&replay("chelsea.png"));
+    let file_before = std::fs::read(&svc.config_path).unwrap();
+    let n = svc.wait_frames_above(0);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("frame-000.png"),
+        b"\x89PNG\r\n\x1a\n not really",
+    )
+    .unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    for (path, expect) in [
+        (dir.path(), "frame-000.png"),
+        (empty.path(), "holds no image"),
+    ] {
+        let body = serde_json::json!({"source": {"path": path}}).to_string();
+        let r = svc.request("PATCH", "/api/v1/config", Some(body.as_bytes()), &[]);
+        let p = r.problem(422, "config-apply");
+        assert_eq!(
+            r.field_errors(),
+            [("/source/path".into(), "apply".into())],
+            "{p}"
+        );
+        assert!(p["detail"].as_str().unwrap().contains(expect), "{p}");
+    }
+    assert_eq!(std::fs::read(&svc.config_path).unwrap(), file_before);
+    let s = svc.status();
+    assert_eq!(s["pipeline"]["state"], "running", "{s}");
+    assert!(
+        s["pipeline"]["source"]
+            .as_str()
+            .unwrap()
+            .contains("chelsea.png"),
+        "{s}"
+    );
+    svc.wait_frames_above(n);
+}
+
+#[test]
 fn valid_patch_honours_if_match_and_is_persisted() {
     let svc = Service::start(&replay("chelsea.png"));
     let r = svc.get("/api/v1/config");
