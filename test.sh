@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every test of the project, as CI runs it (.ci/run calls exactly this):
-# formatting, lints (clippy -D warnings, shellcheck), the Rust unit, integration and
+# formatting, lints (clippy -D warnings, rustdoc -D warnings, shellcheck), the Rust unit, integration and
 # doc tests (library rules, SimCard, pipeline, the service over HTTP with the real model
 # and real frames), and the dashboard in headless Chromium.
 # Installs what it needs from Debian and npm when missing (needs root for apt-get).
@@ -28,6 +28,7 @@ export FPGAGDR_DATA_DIR="$root/.deps/share"
 say "format and lints"
 cargo fmt --all --check
 cargo clippy --locked --workspace --all-targets -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --workspace --quiet
 shellcheck run.sh test.sh .ci/run appliance/scripts/*.sh
 
 say "Rust tests"

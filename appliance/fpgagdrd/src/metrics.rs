@@ -175,7 +175,7 @@ fn histogram() -> Histogram<u64> {
 }
 
 /// Per-stage histograms owned by the inference thread: a sliding window of
-/// [`SLICES`] sub-windows (rotated at each publish) and cumulative totals.
+/// four sub-windows (rotated at each publish) and cumulative totals.
 #[derive(Debug)]
 pub struct StageRecorder {
     slices: Vec<[Histogram<u64>; 6]>,
