@@ -120,7 +120,14 @@ impl Model {
         if !path.is_file() {
             return Err(file_err("no such file".into()));
         }
-        let mut builder = Session::builder(&env).map_err(|e| file_err(e.to_string()))?;
+        // ONNX Runtime's worker threads spin between runs by default; at a camera's
+        // frame rate that burns the idle cores (and an Orin's power budget) for nothing.
+        let mut builder = Session::builder(&env)
+            .map_err(|e| file_err(e.to_string()))?
+            .with_intra_op_spinning(false)
+            .map_err(|e| file_err(e.to_string()))?
+            .with_inter_op_spinning(false)
+            .map_err(|e| file_err(e.to_string()))?;
         if threads > 0 {
             builder = builder
                 .with_intra_threads(threads)
