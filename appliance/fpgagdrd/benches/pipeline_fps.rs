@@ -69,8 +69,8 @@ fn main() {
             )
         };
         println!(
-            "| {:?} | {:.0} | {:.1} | {:.3} | {} | {:.0} | {:.0} | {:.0} | {:.0} / {:.0} |",
-            when_full,
+            "| {} | {:.0} | {:.1} | {:.3} | {} | {:.0} | {:.0} | {:.0} | {:.0} / {:.0} |",
+            serde_json::to_value(when_full).unwrap().as_str().unwrap(),
             (c1.frames_captured - c0.frames_captured) as f64 / dt,
             (c1.frames_inferred - c0.frames_inferred) as f64 / dt,
             (c1.bytes_captured - c0.bytes_captured) as f64 / dt / 1e9,

@@ -17,6 +17,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::pipeline::queue::WhenFull;
 
+/// Slowest sensor rate accepted, frames/s (one frame per 100 s).
+pub const MIN_FPS: f64 = 0.01;
+
 /// Where the frames come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -36,7 +39,7 @@ pub struct SourceConfig {
     pub kind: SourceKind,
     /// Image file or directory for `replay`; relative to the data directory.
     pub path: PathBuf,
-    /// Sensor frame rate, frames/s; 0 = as fast as capture asks. Range 0..=1000.
+    /// Sensor frame rate, frames/s: 0 = as fast as capture asks, else 0.01..=1000.
     #[schemars(range(min = 0.0, max = 1000.0))]
     pub fps: f64,
     /// Test-pattern width, pixels. Range 16..=8192.
@@ -259,7 +262,23 @@ impl Config {
 
     /// Builds from a JSON value, then validates.
     pub fn from_value(value: serde_json::Value) -> Result<Config, ConfigError> {
-        let config: Config = serde_path_to_error::deserialize(value).map_err(|e| {
+        // serde accepts a JSON array for a struct (fields by position); the document and
+        // every section are objects, and nothing in it is an array.
+        if let Some(field) = first_array_or_non_object(&value) {
+            return Err(ConfigError::Parse(FieldError {
+                message: format!(
+                    "{}: must be a JSON object",
+                    if field.is_empty() {
+                        "the config document"
+                    } else {
+                        &field
+                    }
+                ),
+                field,
+                rule: "type",
+            }));
+        }
+        let mut config: Config = serde_path_to_error::deserialize(value).map_err(|e| {
             let field = pointer(&e.path().to_string());
             let message = e.inner().to_string();
             let rule = if message.starts_with("unknown field") {
@@ -278,6 +297,7 @@ impl Config {
             })
         })?;
         config.validate().map_err(ConfigError::Invalid)?;
+        config.source.fps += 0.0; // -0.0 is saved as 0.0
         Ok(config)
     }
 
@@ -296,9 +316,9 @@ impl Config {
         let s = &self.source;
         range(
             "/source/fps",
-            s.fps.is_finite() && (0.0..=1000.0).contains(&s.fps),
+            s.fps == 0.0 || (MIN_FPS..=1000.0).contains(&s.fps),
             s.fps.to_string(),
-            "between 0 and 1000 frames/s (0 = as fast as capture asks)",
+            "0 (as fast as capture asks) or between 0.01 and 1000 frames/s",
         );
         range(
             "/source/width",
@@ -395,6 +415,23 @@ impl Config {
     }
 }
 
+/// The JSON pointer of the document if it is not an object, or of the first section
+/// that is an array (the config document has no array anywhere).
+fn first_array_or_non_object(v: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    let Value::Object(top) = v else {
+        return Some(String::new());
+    };
+    top.iter().find_map(|(k, v)| match v {
+        Value::Array(_) => Some(format!("/{k}")),
+        Value::Object(section) => section
+            .iter()
+            .find(|(_, v)| v.is_array())
+            .map(|(f, _)| format!("/{k}/{f}")),
+        _ => None,
+    })
+}
+
 /// `a.b[0].c` (serde_path_to_error) → `/a/b/0/c` (JSON pointer).
 fn pointer(path: &str) -> String {
     if path == "." {
@@ -448,18 +485,30 @@ impl ConfigStore {
 
     /// Persists `config` atomically (temp file in the same directory, fsync, rename,
     /// fsync of the directory), then makes it current. On error nothing changed.
+    ///
+    /// A symlinked config file is written through the link (the link stays), and an
+    /// existing file keeps its permissions (a new one gets 0644).
     pub fn save(&mut self, config: Config) -> std::io::Result<()> {
-        let dir = self
-            .path
+        use std::os::unix::fs::PermissionsExt;
+        let target = std::fs::canonicalize(&self.path).unwrap_or_else(|_| self.path.clone());
+        let mode = std::fs::metadata(&target)
+            .map(|m| m.permissions().mode() & 0o7777)
+            .unwrap_or(0o644);
+        let dir = target
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".fpgagdr-config-")
+            .suffix(".tmp")
+            .tempfile_in(dir)?;
         serde_json::to_writer_pretty(&mut tmp, &config)?;
         tmp.write_all(b"\n")?;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(mode))?;
         tmp.as_file().sync_all()?;
-        tmp.persist(&self.path).map_err(|e| e.error)?;
+        tmp.persist(&target).map_err(|e| e.error)?;
         std::fs::File::open(dir)?.sync_all()?;
         self.current = config;
         Ok(())

@@ -21,8 +21,9 @@ use fpgagdrd::{api, assets};
 #[derive(Debug, Parser)]
 #[command(version, about)]
 struct Cli {
-    /// Address to listen on (port 0 picks a free port; the URL is printed on stdout).
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    /// Address to listen on, HOST:PORT (a name such as localhost is resolved; port 0
+    /// picks a free port; the URL is printed on stdout).
+    #[arg(long, default_value = "127.0.0.1:8080", value_parser = parse_listen)]
     listen: SocketAddr,
     /// `sim` for the simulated card, or a control node such as /dev/fpgagdr0.
     #[arg(long, default_value = "sim")]
@@ -31,6 +32,14 @@ struct Cli {
     /// ~/.local/state/fpgagdr/config.json.
     #[arg(long)]
     config: Option<PathBuf>,
+}
+
+fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    s.to_socket_addrs()
+        .map_err(|e| format!("{s}: {e} (expected HOST:PORT, e.g. 127.0.0.1:8080)"))?
+        .next()
+        .ok_or_else(|| format!("{s}: resolves to no address"))
 }
 
 fn default_config_path() -> PathBuf {
@@ -59,6 +68,7 @@ fn run() -> Result<(), String> {
                 .unwrap_or_else(|_| "fpgagdrd=info,fpgagdr=info".into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let card = if cli.card == "sim" {
         CardChoice::Sim
@@ -108,7 +118,7 @@ async fn serve(
         config: Arc::new(tokio::sync::Mutex::new(store)),
         shared,
         card,
-        live,
+        live: live.clone(),
         started: Instant::now(),
     };
     let listener = tokio::net::TcpListener::bind(listen)
@@ -117,10 +127,23 @@ async fn serve(
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     tracing::info!("serving {} dashboard files and the API", assets::count());
     println!("fpgagdrd: dashboard at http://{addr}/");
-    axum::serve(listener, api::router(state))
-        .with_graceful_shutdown(shutdown())
-        .await
-        .map_err(|e| format!("HTTP server: {e}"))
+    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let server = axum::serve(listener, api::router(state)).with_graceful_shutdown(async move {
+        let _ = stop_rx.wait_for(|s| *s).await;
+    });
+    let server = tokio::spawn(async move { server.await });
+    shutdown().await;
+    live.close();
+    stop_tx.send_replace(true);
+    // Open connections get a moment to finish; then the service exits regardless.
+    match tokio::time::timeout(std::time::Duration::from_secs(3), server).await {
+        Ok(Ok(r)) => r.map_err(|e| format!("HTTP server: {e}")),
+        Ok(Err(e)) => Err(format!("HTTP server task: {e}")),
+        Err(_) => {
+            tracing::warn!("connections still open after 3 s; closing them");
+            Ok(())
+        }
+    }
 }
 
 async fn shutdown() {

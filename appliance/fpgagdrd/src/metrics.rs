@@ -29,6 +29,9 @@ pub struct Counters {
     pub checksum_errors: AtomicU64,
     /// Transfers that failed or timed out.
     pub transfer_errors: AtomicU64,
+    /// Waits for a frame that lasted the whole `card.timeout_ms` (the sensor is slower
+    /// than the timeout, or stopped sending).
+    pub frame_wait_timeouts: AtomicU64,
     /// Bytes moved by C2H into the ring.
     pub bytes_captured: AtomicU64,
 }
@@ -48,6 +51,7 @@ impl Counters {
             frames_dropped: r(&self.frames_dropped),
             checksum_errors: r(&self.checksum_errors),
             transfer_errors: r(&self.transfer_errors),
+            frame_wait_timeouts: r(&self.frame_wait_timeouts),
             bytes_captured: r(&self.bytes_captured),
         }
     }
@@ -66,6 +70,8 @@ pub struct CounterValues {
     pub checksum_errors: u64,
     /// See [`Counters::transfer_errors`].
     pub transfer_errors: u64,
+    /// See [`Counters::frame_wait_timeouts`].
+    pub frame_wait_timeouts: u64,
     /// See [`Counters::bytes_captured`].
     pub bytes_captured: u64,
 }

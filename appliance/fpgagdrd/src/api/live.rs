@@ -38,13 +38,21 @@ pub struct Batch {
 #[derive(Debug, Clone)]
 pub struct Live {
     tx: broadcast::Sender<Batch>,
+    closing: tokio::sync::watch::Sender<bool>,
 }
 
 impl Live {
+    /// Ends every open stream at its next batch (≤ 0.3 s): SSE streams never end by
+    /// themselves, and a graceful HTTP shutdown waits for open connections.
+    pub fn close(&self) {
+        self.closing.send_replace(true);
+    }
+
     /// A feed keeping up to 16 batches for slow readers (older ones are skipped).
     pub fn new() -> Self {
         Live {
             tx: broadcast::channel(16).0,
+            closing: tokio::sync::watch::channel(false).0,
         }
     }
 }
@@ -138,11 +146,15 @@ pub async fn stream(
     State(live): State<Live>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let rx = BroadcastStream::new(live.tx.subscribe());
-    let events = rx.filter_map(|b| b.ok()).map(|b| {
-        Ok(Event::default()
-            .event("snapshot")
-            .id(b.id.to_string())
-            .data(&*b.json))
-    });
+    let closing = live.closing.subscribe();
+    let events = rx
+        .filter_map(|b| b.ok())
+        .take_while(move |_| !*closing.borrow())
+        .map(|b| {
+            Ok(Event::default()
+                .event("snapshot")
+                .id(b.id.to_string())
+                .data(&*b.json))
+        });
     Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(10)))
 }

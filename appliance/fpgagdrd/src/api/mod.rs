@@ -195,6 +195,38 @@ fn body_bytes(
     })
 }
 
+/// Refuses a body whose `Content-Type` is present and not JSON (415). Absent is
+/// accepted, so `curl --data-binary @config.json -H …` mistakes are the only ones caught.
+fn check_content_type(headers: &HeaderMap, also: &str) -> Result<(), Problem> {
+    let Some(ct) = headers.get(header::CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let mime = ct
+        .to_str()
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    if mime == "application/json" || mime == also {
+        return Ok(());
+    }
+    Err(Problem::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "content-type",
+        "Unsupported content type",
+        format!(
+            "Content-Type {mime:?} is not accepted: send application/json{}",
+            if also.is_empty() {
+                String::new()
+            } else {
+                format!(" or {also}")
+            }
+        ),
+    ))
+}
+
 fn parse_body(body: &[u8]) -> Result<Value, Problem> {
     serde_json::from_slice(body).map_err(|e| {
         Problem::new(
@@ -211,6 +243,7 @@ async fn put_config(
     headers: HeaderMap,
     body: Result<axum::body::Bytes, BytesRejection>,
 ) -> Result<Response, Problem> {
+    check_content_type(&headers, "")?;
     let new = Config::from_value(parse_body(&body_bytes(body)?)?)?;
     apply_config(&s, &headers, |_| Ok(new)).await
 }
@@ -220,6 +253,7 @@ async fn patch_config(
     headers: HeaderMap,
     body: Result<axum::body::Bytes, BytesRejection>,
 ) -> Result<Response, Problem> {
+    check_content_type(&headers, "application/merge-patch+json")?;
     let patch = parse_body(&body_bytes(body)?)?;
     apply_config(&s, &headers, |cur| {
         cur.merge_patch(&patch).map_err(Problem::from)
@@ -241,7 +275,9 @@ async fn apply_config(
         return Ok(with_etag(&new));
     }
     let (sup, card, cfg) = (s.supervisor.clone(), s.card.clone(), new.clone());
-    let was_running = s.shared.state() == PipelineState::Running;
+    // A running pipeline is replaced; a failed one is started, since the change may be
+    // the fix; a stopped one stays stopped.
+    let restart = s.shared.state() != PipelineState::Stopped;
     let prepared = tokio::task::spawn_blocking(move || prepare(&cfg, &card))
         .await
         .map_err(|e| Problem::internal(e.to_string()))?
@@ -267,7 +303,7 @@ async fn apply_config(
             store.path().display()
         ))
     })?;
-    if was_running {
+    if restart {
         tokio::task::spawn_blocking(move || {
             sup.lock().expect("supervisor poisoned").start(prepared)
         })
@@ -279,8 +315,10 @@ async fn apply_config(
 }
 
 async fn start(State(s): State<AppState>) -> Result<Json<Value>, Problem> {
+    // Holding the config lock serialises start, stop and config changes.
+    let store = s.config.lock().await;
     if s.shared.state() != PipelineState::Running {
-        let config = s.config.lock().await.current().clone();
+        let config = store.current().clone();
         let (sup, card) = (s.supervisor.clone(), s.card.clone());
         let result = tokio::task::spawn_blocking(move || {
             let prepared = prepare(&config, &card);
@@ -307,14 +345,17 @@ async fn start(State(s): State<AppState>) -> Result<Json<Value>, Problem> {
             ));
         }
     }
+    drop(store);
     Ok(Json(status_json(&s).await))
 }
 
 async fn stop(State(s): State<AppState>) -> Result<Json<Value>, Problem> {
+    let store = s.config.lock().await;
     let sup = s.supervisor.clone();
     tokio::task::spawn_blocking(move || sup.lock().expect("supervisor poisoned").stop())
         .await
         .map_err(|e| Problem::internal(e.to_string()))?;
+    drop(store);
     Ok(Json(status_json(&s).await))
 }
 

@@ -43,8 +43,13 @@ pub fn render(shared: &Shared, simulated: bool, uptime_s: f64) -> String {
     );
     counter(
         "transfer_errors_total",
-        "Transfers or frame waits that failed or timed out.",
+        "Transfers that failed or timed out.",
         c.transfer_errors,
+    );
+    counter(
+        "frame_wait_timeouts_total",
+        "Waits for a frame that lasted the whole card.timeout_ms.",
+        c.frame_wait_timeouts,
     );
     counter(
         "captured_bytes_total",
@@ -102,11 +107,11 @@ fn summaries(t: &Totals) -> String {
                 "fpgagdr_stage_latency_seconds{{stage=\"{s}\",quantile=\"{q}\"}} {v:e}"
             );
         }
-        let sum = h
-            .iter_recorded()
-            .map(|v| v.value_iterated_to() as f64 * v.count_at_value() as f64)
-            .sum::<f64>()
-            / 1e9;
+        let sum = 0.0
+            + h.iter_recorded()
+                .map(|v| v.value_iterated_to() as f64 * v.count_at_value() as f64)
+                .sum::<f64>()
+                / 1e9;
         let _ = writeln!(
             out,
             "fpgagdr_stage_latency_seconds_sum{{stage=\"{s}\"}} {sum:e}"

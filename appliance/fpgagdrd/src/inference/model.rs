@@ -118,7 +118,12 @@ impl Model {
             reason,
         };
         if !path.is_file() {
-            return Err(file_err("no such file".into()));
+            let why = if path.exists() {
+                "not a regular file"
+            } else {
+                "no such file"
+            };
+            return Err(file_err(why.into()));
         }
         // ONNX Runtime's worker threads spin between runs by default; at a camera's
         // frame rate that burns the idle cores (and an Orin's power budget) for nothing.
@@ -165,26 +170,42 @@ impl Model {
         };
         let classes = match session.outputs() {
             [out] => match out.dtype() {
-                ValueType::Tensor { shape, .. } if shape.len() == 2 && shape[1] > 0 => {
+                ValueType::Tensor { ty, shape, .. }
+                    if ty == &ort::value::TensorElementType::Float32
+                        && shape.len() == 2
+                        && shape[1] > 0 =>
+                {
                     shape[1] as usize
                 }
                 other => {
                     return Err(shape_err(format!(
-                        "output is {other:?}, expected [N, classes]"
+                        "output is {other:?}, expected float32 [N, classes]"
                     )));
                 }
             },
             outs => return Err(shape_err(format!("has {} outputs, expected 1", outs.len()))),
         };
         let labels = read_labels(labels, classes)?;
-        Ok(Model {
+        let mut model = Model {
             input: input.name().to_string(),
             session,
             width,
             height,
             labels,
             path: path.to_path_buf(),
-        })
+        };
+        // A model can load and still fail when run (a bad Reshape, an output that is not
+        // what its declaration says): one trial run on a grey frame finds out now, before
+        // the model replaces a working one. It also warms ONNX Runtime up.
+        let grey = vec![0f32; 3 * width * height];
+        let mut top = [(0u32, 0f32); TOP_K];
+        model
+            .classify(&grey, &mut top)
+            .map_err(|e| ModelError::Shape {
+                path: path.to_path_buf(),
+                reason: format!("failed a trial run on a grey frame: {e}"),
+            })?;
+        Ok(model)
     }
 
     /// Model input width and height in pixels.

@@ -5,14 +5,17 @@
 //! Per frame: one transfer call, atomics, no allocation, no lock of ours.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use fpgagdr::FrameTrigger;
 
 use super::queue::FrameMeta;
 use super::{Ring, Shared, now_ns};
 use crate::metrics::Counters;
+
+/// Longest single wait on the frame trigger, so a stop is seen promptly.
+const WAIT_SLICE: Duration = Duration::from_millis(50);
 
 /// Capture settings.
 #[derive(Debug, Clone, Copy)]
@@ -39,15 +42,33 @@ pub(crate) fn run(
             errors_logged += 1;
         }
     };
-    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-        let slot = match trigger.wait_frame(params.timeout) {
+    let mut wait_started = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        // Wait in short slices so a stop request is seen within one slice, whatever the
+        // configured timeout; a timeout is counted once the whole timeout has passed.
+        let waited = wait_started.elapsed();
+        let slice = WAIT_SLICE
+            .min(params.timeout.saturating_sub(waited))
+            .max(Duration::from_micros(1));
+        let slot = match trigger.wait_frame(slice) {
             Ok(slot) => slot,
+            Err(fpgagdr::Error::NoFrame { .. }) if wait_started.elapsed() < params.timeout => {
+                continue;
+            }
+            Err(e @ fpgagdr::Error::NoFrame { .. }) => {
+                Counters::bump(&c.frame_wait_timeouts);
+                log_error("waiting for a frame", &format!("{e} (card.timeout_ms)"));
+                wait_started = Instant::now();
+                continue;
+            }
             Err(e) => {
                 Counters::bump(&c.transfer_errors);
                 log_error("waiting for a frame", &e);
+                wait_started = Instant::now();
                 continue;
             }
         };
+        wait_started = Instant::now();
         let Some(claim) = queue.claim(&stop) else {
             break;
         };
@@ -65,8 +86,7 @@ pub(crate) fn run(
             Ok(t) => {
                 let t_done = now_ns();
                 Counters::bump(&c.frames_captured);
-                c.bytes_captured
-                    .fetch_add(t.bytes, std::sync::atomic::Ordering::Relaxed);
+                c.bytes_captured.fetch_add(t.bytes, Ordering::Relaxed);
                 queue.publish(
                     claim.index,
                     FrameMeta {

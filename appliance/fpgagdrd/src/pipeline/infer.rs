@@ -159,6 +159,8 @@ fn publish(shared: &Shared, model: &Model, recorder: &mut StageRecorder, latest:
         top5: l
             .top
             .iter()
+            // Fewer than five classes, or NaN logits, leave slots unfilled.
+            .filter(|(_, score)| score.is_finite())
             .map(|&(index, score)| Classification {
                 index,
                 label: model.label(index).to_string(),

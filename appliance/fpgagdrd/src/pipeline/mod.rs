@@ -22,9 +22,13 @@ use fpgagdr::{
 };
 
 use crate::config::{CardChoice, Config, SourceKind};
-use crate::inference::Model;
+use crate::inference::{Model, ModelError};
 use crate::metrics::{Counters, Published, Totals};
 use queue::FrameQueue;
+
+/// Largest frame ring accepted, bytes (1 GiB): the ring is pinned memory, and an Orin
+/// shares its DRAM between CPU and GPU.
+pub const MAX_RING_BYTES: u64 = 1 << 30;
 
 /// Nanoseconds of the service's monotonic clock (since first use).
 pub(crate) fn now_ns() -> u64 {
@@ -169,7 +173,14 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
         &config.labels_path(),
         config.inference.threads,
     )
-    .map_err(|e| fail(Some("/model/path"), e))?;
+    .map_err(|e| {
+        let field = match e {
+            ModelError::Labels { .. } => "/model/labels",
+            ModelError::Runtime { .. } => "/model",
+            _ => "/model/path",
+        };
+        fail(Some(field), e)
+    })?;
     let (card, trigger): (Card, Box<dyn FrameTrigger>) = match card_choice {
         CardChoice::Sim => {
             let sim = Arc::new(SimCard::new(SimConfig {
@@ -217,6 +228,17 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
     }
     let align = status.alignment as usize;
     let entry_len = trigger.max_frame_len().div_ceil(align) * align;
+    let ring_bytes = entry_len as u64 * config.ring.entries as u64;
+    if ring_bytes > MAX_RING_BYTES {
+        return Err(fail(
+            Some("/ring/entries"),
+            format!(
+                "rule ring-memory: {} entries x {entry_len} bytes (the largest frame) = {ring_bytes} bytes \
+                 exceeds the frame ring's limit of {MAX_RING_BYTES} bytes; use fewer entries or smaller frames",
+                config.ring.entries
+            ),
+        ));
+    }
     let (memory_kind_wanted, detail) = match gpu_memory() {
         GpuMemory::Available(name) => (
             MemoryKind::CudaDevice,
@@ -356,17 +378,21 @@ impl Supervisor {
     }
 
     /// Stops the threads and waits for them (bounded by one frame's work).
+    /// A failed pipeline becomes stopped (its error is cleared): stopping is how a
+    /// user acknowledges the failure.
     pub fn stop(&mut self) {
+        let mut panicked = false;
         if let Some(r) = self.running.take() {
             r.stop.store(true, Ordering::Relaxed);
             for t in r.threads {
                 t.thread().unpark();
-                if t.join().is_err() {
-                    self.shared.fail("a pipeline thread panicked".into());
-                }
+                panicked |= t.join().is_err();
             }
         }
-        if self.shared.state() == State::Running {
+        if panicked {
+            self.shared.fail("a pipeline thread panicked".into());
+        } else {
+            *self.shared.fault.lock().expect("fault poisoned") = None;
             self.shared.set_state(State::Stopped);
         }
     }
