@@ -561,6 +561,38 @@ mod tests {
     }
 
     #[test]
+    fn fps_is_zero_or_a_usable_rate() {
+        for ok in ["0", "-0.0", "0.01", "1000"] {
+            let c =
+                Config::from_json(format!(r#"{{"source": {{"fps": {ok}}}}}"#).as_bytes()).unwrap();
+            assert!(
+                c.source.fps.is_sign_positive(),
+                "{ok} saved as {}",
+                c.source.fps
+            );
+        }
+        for bad in ["1e-30", "0.009", "1000.0001", "-1"] {
+            let e = Config::from_json(format!(r#"{{"source": {{"fps": {bad}}}}}"#).as_bytes())
+                .unwrap_err();
+            assert_eq!(e.fields()[0].field, "/source/fps", "{bad}");
+        }
+    }
+
+    #[test]
+    fn arrays_are_not_objects() {
+        let f = &Config::from_json(b"[true]").unwrap_err().fields()[0];
+        assert_eq!((f.field.as_str(), f.rule), ("", "type"));
+        let f = &Config::from_json(br#"{"ring": [4, "wait"]}"#)
+            .unwrap_err()
+            .fields()[0];
+        assert_eq!((f.field.as_str(), f.rule), ("/ring", "type"));
+        let f = &Config::from_json(br#"{"model": {"labels": ["a"]}}"#)
+            .unwrap_err()
+            .fields()[0];
+        assert_eq!((f.field.as_str(), f.rule), ("/model/labels", "type"));
+    }
+
+    #[test]
     fn malformed_json_is_a_syntax_error() {
         let f = &Config::from_json(b"{\"ring\": ").unwrap_err().fields()[0];
         assert_eq!(f.rule, "json-syntax");

@@ -442,7 +442,7 @@ fn a_missing_model_at_startup_leaves_the_api_up() {
         "{p}"
     );
 
-    // Fix the config, then start.
+    // Fixing the config starts the failed pipeline: the change is the fix.
     let r = svc.request(
         "PATCH",
         "/api/v1/config",
@@ -450,12 +450,122 @@ fn a_missing_model_at_startup_leaves_the_api_up() {
         &[],
     );
     assert_eq!(r.status, 200, "{}", r.body);
-    let r = svc.request("POST", "/api/v1/pipeline/start", None, &[]);
-    assert_eq!(r.status, 200, "{}", r.body);
-    let s = r.json();
+    let s = svc.status();
     assert_eq!(s["pipeline"]["state"], "running", "{s}");
     assert_eq!(s["pipeline"]["error"], Value::Null, "{s}");
     svc.wait_frames_above(0);
+    // Start on a running pipeline is a no-op.
+    let r = svc.request("POST", "/api/v1/pipeline/start", None, &[]);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["pipeline"]["state"], "running");
+}
+
+fn test_model(name: &str) -> String {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name);
+    p.to_str().unwrap().to_string()
+}
+
+#[test]
+fn models_that_load_but_cannot_serve_are_refused() {
+    let svc = Service::start(&replay("chelsea.png"));
+    let n = svc.wait_frames_above(0);
+    for (model, expect) in [
+        ("int-output.onnx", "expected float32"),
+        ("reshape-fails.onnx", "trial run"),
+    ] {
+        let body = json!({"model": {"path": test_model(model)}}).to_string();
+        let r = svc.request("PATCH", "/api/v1/config", Some(body.as_bytes()), &[]);
+        let p = r.problem(422, "config-apply");
+        assert_eq!(
+            r.field_errors(),
+            [("/model/path".into(), "apply".into())],
+            "{p}"
+        );
+        assert!(
+            p["detail"].as_str().unwrap().contains(expect),
+            "{model}: {p}"
+        );
+    }
+    let s = svc.status();
+    assert_eq!(s["pipeline"]["state"], "running", "{s}");
+    assert_eq!(s["pipeline"]["model"], "efficientnet-lite0.onnx", "{s}");
+    svc.wait_frames_above(n);
+}
+
+#[test]
+fn limits_content_type_and_shape_are_enforced() {
+    let svc = Service::start(&replay("chelsea.png"));
+    let before = std::fs::read(&svc.config_path).unwrap();
+    let patch = |body: &str, headers: &[(&str, &str)]| {
+        svc.request("PATCH", "/api/v1/config", Some(body.as_bytes()), headers)
+    };
+    // 64 entries of an 8192x8192 rgb8 frame would pin 12 GiB.
+    let r = patch(
+        r#"{"source": {"kind": "test_pattern", "width": 8192, "height": 8192, "format": "rgb8"},
+            "ring": {"entries": 64}}"#,
+        &[],
+    );
+    let p = r.problem(422, "config-apply");
+    assert_eq!(
+        r.field_errors(),
+        [("/ring/entries".into(), "apply".into())],
+        "{p}"
+    );
+    assert!(p["detail"].as_str().unwrap().contains("ring-memory"), "{p}");
+    // A frame rate too slow to express as a period.
+    let r = patch(r#"{"source": {"fps": 1e-30}}"#, &[]);
+    r.problem(422, "config-range");
+    assert_eq!(r.field_errors(), [("/source/fps".into(), "range".into())]);
+    // Arrays are not objects, even though serde would take them positionally.
+    let r = svc.request("PUT", "/api/v1/config", Some(br#"[true, ["replay"]]"#), &[]);
+    r.problem(422, "config-schema");
+    let r = patch(r#"{"card": [1, 1000, "off"]}"#, &[]);
+    r.problem(422, "config-schema");
+    assert_eq!(r.field_errors(), [("/card".into(), "type".into())]);
+    // Not JSON by its own account.
+    patch(
+        r#"{"ring": {"entries": 5}}"#,
+        &[("content-type", "text/plain")],
+    )
+    .problem(415, "content-type");
+    let r = patch(
+        r#"{"ring": {"entries": 5}}"#,
+        &[("content-type", "application/merge-patch+json")],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_ne!(std::fs::read(&svc.config_path).unwrap(), before);
+}
+
+#[test]
+fn a_slow_sensor_is_not_an_error_and_stop_does_not_wait_for_it() {
+    // One frame every 500 ms with a 100 ms timeout: waits time out, transfers do not fail.
+    let mut config = replay("chelsea.png");
+    config["source"]["fps"] = json!(2);
+    config["card"] = json!({"timeout_ms": 100});
+    let svc = Service::start(&config);
+    wait_for("frame_wait_timeouts to count", || {
+        let c = svc.status()["counters"].clone();
+        if c["frame_wait_timeouts"].as_u64() > Some(0) && c["frames_inferred"].as_u64() > Some(0) {
+            Ok(c)
+        } else {
+            Err(c.to_string())
+        }
+    });
+    assert_eq!(svc.status()["counters"]["transfer_errors"], 0);
+    // One frame every 50 s with a 60 s timeout: stop must not wait for the sensor (the
+    // client's own 30 s timeout would fail this request if it did).
+    let r = svc.request(
+        "PATCH",
+        "/api/v1/config",
+        Some(br#"{"source": {"fps": 0.02}, "card": {"timeout_ms": 60000}}"#),
+        &[],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = svc.request("POST", "/api/v1/pipeline/stop", None, &[]);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["pipeline"]["state"], "stopped");
 }
 
 #[test]
@@ -489,6 +599,26 @@ struct SseEvent {
     event: String,
     id: Option<u64>,
     data: String,
+}
+
+#[test]
+fn sigterm_ends_the_service_even_with_a_dashboard_stream_open() {
+    let mut svc = Service::start(&replay("chelsea.png"));
+    let resp = svc
+        .agent()
+        .get(svc.url("/api/v1/stream"))
+        .call()
+        .expect("GET /api/v1/stream");
+    let mut lines = std::io::BufReader::new(resp.into_body().into_reader()).lines();
+    let first = lines.next().expect("a first line").expect("readable");
+    assert!(
+        first.starts_with("event:") || first.starts_with(':'),
+        "{first}"
+    );
+    let status = svc
+        .terminate()
+        .expect("fpgagdrd still running after SIGTERM");
+    assert!(status.success(), "{status:?}");
 }
 
 #[test]

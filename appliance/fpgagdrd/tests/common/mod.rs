@@ -273,6 +273,25 @@ impl Service {
     }
 
     /// The HTTP client (errors are not turned into `Err`; timeouts are bounded).
+    /// Sends SIGTERM and waits (bounded by [`PATIENCE`]) for the process to exit.
+    /// Returns its exit status, or `None` if it was still running at the deadline.
+    pub(crate) fn terminate(&mut self) -> Option<ExitStatus> {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -TERM {pid} failed");
+        let deadline = Instant::now() + PATIENCE;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
     pub(crate) fn agent(&self) -> &ureq::Agent {
         &self.agent
     }
