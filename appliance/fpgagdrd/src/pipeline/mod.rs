@@ -389,6 +389,12 @@ impl Supervisor {
                 panicked |= t.join().is_err();
             }
         }
+        // The latency window describes a running pipeline; the latest result stays.
+        self.shared
+            .published
+            .lock()
+            .expect("published poisoned")
+            .window = None;
         if panicked {
             self.shared.fail("a pipeline thread panicked".into());
         } else {
