@@ -7,12 +7,17 @@ use std::sync::Arc;
 
 use crate::card::{Backend, Handle};
 use crate::error::Result;
-use crate::memory::{DmaMemory, MemoryKind};
+use crate::memory::{DmaMemory, DmaRegion, MemoryKind};
 
 /// Memory pinned for DMA by one card. Pin once at start, reuse for every transfer;
 /// dropping it unpins (errors on drop are logged; call [`PinnedBuffer::unpin`] to see
-/// them). While pinned the CPU may read the bytes ([`PinnedBuffer::memory`]) but not
-/// write them: the card owns the writes.
+/// them).
+///
+/// While pinned, the card writes the bytes behind Rust's back (a C2H DMA), so reading
+/// them is `unsafe` ([`PinnedBuffer::host_bytes`], [`PinnedBuffer::copy_to_host`]): the
+/// caller promises that no C2H into the buffer runs meanwhile, which is what a frame
+/// ring's entry states are for. [`PinnedBuffer::unpin`] gives the memory back for safe
+/// use.
 #[derive(Debug)]
 pub struct PinnedBuffer {
     backend: Arc<dyn Backend>,
@@ -60,8 +65,34 @@ impl PinnedBuffer {
         self.memory().kind()
     }
 
-    /// The pinned memory, for reading what the card wrote.
-    pub fn memory(&self) -> &DmaMemory {
+    /// The pinned memory's description (address, length, kind).
+    pub fn region(&self) -> DmaRegion {
+        self.memory().region()
+    }
+
+    /// The bytes, in place, when the CPU can address them (host memory; `None` for CUDA
+    /// device memory).
+    ///
+    /// # Safety
+    /// No C2H transfer into this buffer may run while the returned slice lives (the card
+    /// would write bytes that Rust assumes unchanging).
+    #[allow(unsafe_code)]
+    pub unsafe fn host_bytes(&self) -> Option<&[u8]> {
+        self.memory().as_slice()
+    }
+
+    /// Copies `dst.len()` bytes from `offset` into host memory (a device-to-host copy
+    /// for CUDA device memory). Errors: [`crate::Error::BufferBounds`],
+    /// [`crate::Error::Cuda`].
+    ///
+    /// # Safety
+    /// No C2H transfer into this buffer may run during the copy.
+    #[allow(unsafe_code)]
+    pub unsafe fn copy_to_host(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
+        self.memory().copy_to_host(offset, dst)
+    }
+
+    pub(crate) fn memory(&self) -> &DmaMemory {
         self.memory.as_ref().expect("memory is present until unpin")
     }
 

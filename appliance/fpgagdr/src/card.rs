@@ -196,7 +196,8 @@ pub trait Backend: Send + Sync + fmt::Debug {
 /// card.write_h2c_from_host(0, 0x1000, &[0xab; 4096], Duration::from_millis(100))?;
 /// let t = card.read_c2h(0, &buf, 0x1000, 4096, Duration::from_millis(100))?;
 /// assert_eq!(t.bytes, 4096);
-/// assert_eq!(buf.memory().as_slice().unwrap()[..4096], [0xab; 4096]);
+/// // SAFETY: no C2H into `buf` runs while the slice lives.
+/// assert_eq!(unsafe { buf.host_bytes() }.unwrap()[..4096], [0xab; 4096]);
 /// # Ok::<(), fpgagdr::Error>(())
 /// ```
 #[derive(Debug)]

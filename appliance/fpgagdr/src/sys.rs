@@ -51,9 +51,9 @@ impl HostAlloc {
     pub(crate) fn as_slice(&self) -> &[u8] {
         // SAFETY: ptr is valid for `len` initialised (zeroed) bytes for as long as self
         // lives. While the buffer is pinned the card may also write these bytes (a C2H
-        // DMA); callers must not hold this slice across a C2H into the same bytes. The
-        // type system does not enforce this yet: the service's frame ring does, through
-        // its entry states (docs/decisions.md, "Known limits").
+        // DMA); callers must not hold this slice across a C2H into the same bytes, which
+        // is why `PinnedBuffer::host_bytes` is an `unsafe fn` (unpinned memory is only
+        // reachable through `&DmaMemory`, where no DMA can reach it).
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.layout.size()) }
     }
 

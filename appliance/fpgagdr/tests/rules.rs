@@ -443,7 +443,7 @@ fn no_overlap_distinct_buffers_register_and_release_cleanly() {
     let card = sim(LinkPreset::Off);
     let a = pinned(&card, 64 * KIB);
     let b = pinned(&card, 128 * KIB);
-    let (ra, rb) = (a.memory().region(), b.memory().region());
+    let (ra, rb) = (a.region(), b.region());
     assert!(!ra.overlaps(&rb) && !rb.overlaps(&ra));
     let addr_a = card.register_buffer(a).unwrap();
     let addr_b = card.register_buffer(b).unwrap();
@@ -461,7 +461,7 @@ fn no_overlap_distinct_buffers_register_and_release_cleanly() {
 fn no_overlap_predicate_on_real_regions() {
     let card = sim(LinkPreset::Off);
     let a = pinned(&card, 64 * KIB);
-    let r = a.memory().region();
+    let r = a.region();
     let at = |addr: u64, len: u64| DmaRegion {
         addr,
         len,

@@ -66,13 +66,21 @@ pub(crate) fn run(
             continue;
         };
         let t_take = now_ns();
-        let memory = ring.buffers[k].memory();
+        let buffer = &ring.buffers[k];
         let len = meta.bytes as usize;
-        let bytes: &[u8] = match memory.as_slice() {
+        // SAFETY (both blocks): entry k is InUse. Capture claims only Free entries, or
+        // under drop-oldest a Ready one, never an InUse one, so no C2H into this buffer
+        // runs until `queue.release(k)` below, which comes after the last use of these
+        // bytes (the preprocessed tensor is a separate buffer).
+        #[allow(unsafe_code)]
+        let in_place = unsafe { buffer.host_bytes() };
+        let bytes: &[u8] = match in_place {
             Some(s) => &s[..len],
             None => {
                 staging.resize(len, 0);
-                if let Err(e) = memory.copy_to_host(0, &mut staging) {
+                #[allow(unsafe_code)]
+                let copied = unsafe { buffer.copy_to_host(0, &mut staging) };
+                if let Err(e) = copied {
                     queue.release(k);
                     shared.fail(format!("device-to-host copy of a frame: {e}"));
                     stop.store(true, Ordering::Relaxed);
@@ -116,7 +124,7 @@ pub(crate) fn run(
         }
         let t_inf = now_ns();
         Counters::bump(&c.frames_inferred);
-        let d2h = if memory.kind().host_accessible() {
+        let d2h = if buffer.kind().host_accessible() {
             None
         } else {
             Some(t_d2h - t_take)
