@@ -33,6 +33,8 @@ shellcheck run.sh test.sh .ci/run appliance/scripts/*.sh
 
 say "Rust tests"
 cargo test --locked --workspace
+# The GPU tests pass by skipping where no CUDA driver loads; show why they skipped.
+cargo test --locked -q -p fpgagdrd --test gpu -- --nocapture 2>&1 | grep -E '^skipped|test result'
 
 say "dashboard in headless Chromium"
 (cd webui && npm ci --no-audit --no-fund --silent)

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# GPU check of the service, run on a machine with an NVIDIA GPU and no Rust: fpgagdrd
-# with the simulated card and a CUDA frame ring, then the pipeline benchmark with the
-# ring in CUDA memory and in host memory. Prepare on the build machine:
+# GPU check, run on a machine with an NVIDIA GPU and no Rust: the GPU tests (also under
+# compute-sanitizer), the GPU benchmark (host-to-device hop, GPU preprocessing), fpgagdrd
+# with the simulated card and a CUDA frame ring, and the pipeline benchmark with the ring
+# in CUDA memory and in host memory. Prepare on the build machine:
 #   appliance/scripts/fetch-deps.sh
 #   cargo build --release -p fpgagdrd --bins --benches
-#   mkdir -p .deps/device && cp target/release/fpgagdrd .deps/device/ &&
-#     cp "$(ls -t target/release/deps/pipeline_fps-* | grep -v '\.d$' | head -1)" .deps/device/pipeline_fps &&
-#     strip .deps/device/*
+#   cargo test --release -p fpgagdrd --test gpu --no-run
+#   mkdir -p .deps/device && cp target/release/fpgagdrd .deps/device/
+#   for b in target/release/deps/{pipeline_fps,gpu}-*; do case $b in *.d) continue;; esac
+#     case $("$b" --list 2>&1) in *"gpu: bench"*) n=gpu_bench;; *"pipeline_fps: bench"*) n=pipeline_fps;;
+#       *preprocessing*) n=gpu_tests;; *) continue;; esac; cp "$b" ".deps/device/$n"; done
+#   strip .deps/device/*
 # then copy the tree with .deps/{onnxruntime,device,share} to the GPU machine and run
 #   OUT=<results dir> appliance/scripts/gpu-check.sh
 # Figures from 2026-11-29 on an H200 are in docs/benchmarks.md.
@@ -15,6 +19,10 @@ set -u
 mkdir -p "$OUT"
 export ORT_DYLIB_PATH=$PWD/.deps/onnxruntime/libonnxruntime.so FPGAGDR_DATA_DIR=$PWD/.deps/share
 nvidia-smi -L; nproc
+.deps/device/gpu_tests --nocapture 2>&1 | tee "$OUT/gpu_tests.txt"
+/usr/local/cuda/bin/compute-sanitizer --tool memcheck --error-exitcode 9 \
+  .deps/device/gpu_tests --test-threads 1 2>&1 | tee "$OUT/sanitizer.txt" | tail -3
+.deps/device/gpu_bench | tee "$OUT/gpu_bench.md"
 .deps/device/fpgagdrd --listen 127.0.0.1:18080 --config /tmp/fg/config.json >"$OUT/svc.out" 2>"$OUT/svc.err" &
 pid=$!
 sleep 8

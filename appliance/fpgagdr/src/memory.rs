@@ -66,6 +66,15 @@ pub fn gpu_memory() -> GpuMemory {
     }
 }
 
+/// The CUDA context this process's DMA memory lives in (device 0), if a driver loaded.
+/// GPU stages (preprocessing kernels) must use this context to touch ring entries.
+pub fn cuda_context() -> Option<std::sync::Arc<cudarc::driver::CudaContext>> {
+    match sys::cuda() {
+        CudaProbe::Ready(ctx) => Some(ctx.clone()),
+        CudaProbe::Absent(_) => None,
+    }
+}
+
 /// The description of a DMA buffer that a back-end pins and copies into: start address
 /// in the owner's address space (host VA or CUDA device pointer), length in bytes, kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

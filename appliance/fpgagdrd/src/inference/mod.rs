@@ -4,6 +4,7 @@
 //! (frame → model input tensor). Must not: know about the frame ring or threads; the
 //! inference thread (`pipeline/infer.rs`) drives both.
 
+pub mod gpu;
 mod model;
 mod preprocess;
 
