@@ -186,7 +186,13 @@ impl FrameQueue {
             if stop.load(Ordering::Relaxed) {
                 return None;
             }
-            if let Some((index, s)) = self.oldest_ready() {
+            // One scan is not a snapshot: an older frame can be published into an entry
+            // the scan already passed, and a newer one into an entry it has yet to read.
+            // But every frame older than a Ready one was published before it, so once a
+            // first scan has seen a Ready frame, a second scan sees all older ones.
+            if self.oldest_ready().is_some()
+                && let Some((index, s)) = self.oldest_ready()
+            {
                 let e = &self.entries[index];
                 if e.state
                     .compare_exchange(s, word(IN_USE, s >> 2), Ordering::AcqRel, Ordering::Acquire)
@@ -302,6 +308,12 @@ mod tests {
 
     #[test]
     fn concurrent_producer_and_consumer_lose_nothing_in_wait_mode() {
+        for _ in 0..5 {
+            wait_mode_round();
+        }
+    }
+
+    fn wait_mode_round() {
         let q = Arc::new(FrameQueue::new(3, WhenFull::Wait));
         let stop = Arc::new(AtomicBool::new(false));
         let (qp, sp) = (q.clone(), stop.clone());
