@@ -164,6 +164,21 @@ impl CudaAlloc {
     }
 }
 
+impl CudaAlloc {
+    /// The bytes of a page-locked host allocation (`host == true`); `None` for device
+    /// memory.
+    pub(crate) fn host_slice_mut(&mut self) -> Option<&mut [u8]> {
+        if !self.host {
+            return None;
+        }
+        // SAFETY: `cuMemHostAlloc` returned `len` bytes of host memory, live until Drop;
+        // `&mut self` makes this the only reference. The memory is uninitialised but
+        // any byte pattern is a valid u8 and page-locked memory reads as whatever was
+        // written (callers write before they read).
+        Some(unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut u8, self.len) })
+    }
+}
+
 impl Drop for CudaAlloc {
     fn drop(&mut self) {
         if self.ctx.bind_to_thread().is_err() {

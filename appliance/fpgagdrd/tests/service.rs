@@ -89,9 +89,20 @@ fn frames_flow_through_the_simulated_card() {
     // Where the ring lives follows the CUDA probe, and the detail says why.
     let memory = &s["memory"];
     let detail = memory["detail"].as_str().unwrap_or("");
+    let path = memory["data_path"].as_str().unwrap_or("");
     match memory["kind"].as_str() {
-        Some("host") => assert!(detail.starts_with("page-aligned host memory"), "{s}"),
-        Some("cuda_device") => assert!(detail.starts_with("CUDA device memory"), "{s}"),
+        Some("host") => {
+            assert!(detail.starts_with("page-aligned host memory"), "{s}");
+            assert!(path.starts_with("simulated card"), "{s}");
+        }
+        Some("cuda_device") => {
+            // Honest about the CPU hop: the simulated card is path B, not GPUDirect.
+            assert!(
+                detail.starts_with("CUDA device memory") && detail.contains("path B"),
+                "{s}"
+            );
+            assert!(path.starts_with("B:"), "{s}");
+        }
         _ => panic!("unexpected frame memory: {s}"),
     }
     assert_eq!(memory["ring_entries"], 4, "{s}");

@@ -25,6 +25,7 @@ use crate::card::{
 };
 use crate::error::{Error, Result};
 use crate::memory::{DmaRegion, read_region, write_region};
+use crate::sys::{self, CudaAlloc, CudaProbe};
 use card_memory::CardMemory;
 
 /// Settings of a simulated card.
@@ -62,8 +63,37 @@ struct Pin {
 /// One DMA engine: transfers on a channel are serialised, as on the hardware.
 #[derive(Debug, Default)]
 struct Engine {
-    /// Staging for copies into memory the CPU cannot address (CUDA device memory).
+    /// Staging for H2C, and for C2H into CUDA memory when no CUDA context exists.
     staging: Vec<u8>,
+    /// Page-locked staging for C2H into CUDA device memory: the simulated card's path B
+    /// (card → host → GPU), the fastest host-to-device copy there is.
+    pinned: Option<CudaAlloc>,
+}
+
+impl Engine {
+    /// A page-locked staging buffer of at least `len` bytes, grown as needed.
+    fn pinned_staging(&mut self, len: usize) -> Result<&mut [u8]> {
+        if self.pinned.as_ref().is_none_or(|p| p.len() < len) {
+            let CudaProbe::Ready(ctx) = sys::cuda() else {
+                return Err(Error::Cuda(
+                    "CUDA device memory without a CUDA context".into(),
+                ));
+            };
+            self.pinned = None; // free the old one first
+            let alloc = CudaAlloc::new(ctx, len, true).map_err(|reason| Error::Alloc {
+                len: len as u64,
+                kind: "pinned host staging",
+                reason,
+            })?;
+            self.pinned = Some(alloc);
+        }
+        let all = self
+            .pinned
+            .as_mut()
+            .and_then(CudaAlloc::host_slice_mut)
+            .expect("host allocation");
+        Ok(&mut all[..len])
+    }
 }
 
 /// The simulated XDMA card. Clearly a simulation: see [`CardStatus::simulated`].
@@ -295,9 +325,9 @@ impl Backend for SimCard {
                 result?;
             }
             Direction::C2H => {
-                engine.staging.resize(len, 0);
-                self.memory.read(req.card_addr, &mut engine.staging);
-                write_region(&region, req.offset, &engine.staging)?;
+                let staging = engine.pinned_staging(len)?;
+                self.memory.read(req.card_addr, staging);
+                write_region(&region, req.offset, staging)?;
             }
             Direction::H2C => {
                 engine.staging.resize(len, 0);

@@ -116,7 +116,7 @@ async fn status_json(s: &AppState) -> Value {
     };
     let memory = match &info {
         Some(i) => {
-            json!({"kind": i.memory, "detail": i.memory_detail, "ring_entries": i.ring.0, "entry_bytes": i.ring.1})
+            json!({"kind": i.memory, "detail": i.memory_detail, "data_path": i.data_path, "ring_entries": i.ring.0, "entry_bytes": i.ring.1})
         }
         None => json!({"kind": null, "detail": "no frame ring allocated yet"}),
     };

@@ -115,6 +115,8 @@ pub struct PipelineInfo {
     pub memory: MemoryKind,
     /// Why that memory (e.g. "no CUDA driver found").
     pub memory_detail: String,
+    /// Which of the seed report's data paths the frames take (A, B or C) and how.
+    pub data_path: &'static str,
     /// Model file name.
     pub model: String,
     /// Frame source description.
@@ -239,14 +241,28 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
             ),
         ));
     }
-    let (memory_kind_wanted, detail) = match gpu_memory() {
+    let simulated = status.simulated;
+    let (memory_kind_wanted, detail, data_path) = match gpu_memory() {
+        GpuMemory::Available(name) if simulated => (
+            MemoryKind::CudaDevice,
+            format!(
+                "CUDA device memory on {name}; the simulated card fills it through pinned host staging (path B), not GPUDirect"
+            ),
+            "B: simulated card -> pinned host staging -> GPU copy",
+        ),
         GpuMemory::Available(name) => (
             MemoryKind::CudaDevice,
             format!("CUDA device memory on {name}"),
+            "C: card -> GPU memory (GPUDirect)",
         ),
         GpuMemory::Absent(why) => (
             MemoryKind::Host,
             format!("page-aligned host memory ({why})"),
+            if simulated {
+                "simulated card -> pinned host memory (no GPU)"
+            } else {
+                "card -> pinned host memory (no GPU)"
+            },
         ),
     };
     let mut buffers = Vec::with_capacity(config.ring.entries);
@@ -260,6 +276,7 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
         card: status,
         memory,
         memory_detail: detail,
+        data_path,
         model: model.name(),
         source: trigger.describe(),
         ring: (config.ring.entries, entry_len),
