@@ -7,9 +7,11 @@
 #   cargo build --release -p fpgagdrd --bins --benches
 #   cargo test --release -p fpgagdrd --test gpu --no-run
 #   mkdir -p .deps/device && cp target/release/fpgagdrd .deps/device/
-#   for b in target/release/deps/{pipeline_fps,gpu}-*; do case $b in *.d) continue;; esac
+#   for b in $(ls -t target/release/deps/{pipeline_fps,gpu}-*); do   # newest first
+#     case $b in *.d) continue;; esac
 #     case $("$b" --list 2>&1) in *"gpu: bench"*) n=gpu_bench;; *"pipeline_fps: bench"*) n=pipeline_fps;;
-#       *preprocessing*) n=gpu_tests;; *) continue;; esac; cp "$b" ".deps/device/$n"; done
+#       *preprocessing*) n=gpu_tests;; *) continue;; esac
+#     [ -e ".deps/device/$n" ] || cp "$b" ".deps/device/$n"; done
 #   strip .deps/device/*
 # then copy the tree with .deps/{onnxruntime,device,share} to the GPU machine and run
 #   OUT=<results dir> appliance/scripts/gpu-check.sh
