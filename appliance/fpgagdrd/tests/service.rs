@@ -65,6 +65,19 @@ fn check_geometry(result: &Value, image: &str) {
     assert!(f["bytes"].as_u64().is_some_and(|b| b > payload), "{result}");
 }
 
+/// PATCHes `body` and checks that it is refused as `config-apply`, blaming `field`, with
+/// `detail` in the problem's detail; returns the problem.
+fn refused_apply(svc: &Service, body: &str, field: &str, detail: &str) -> Value {
+    let r = svc.request("PATCH", "/api/v1/config", Some(body.as_bytes()), &[]);
+    let p = r.problem(422, "config-apply");
+    assert_eq!(r.field_errors(), [(field.into(), "apply".into())], "{p}");
+    assert!(
+        p["detail"].as_str().unwrap().contains(detail),
+        "{body}: {p}"
+    );
+    p
+}
+
 #[test]
 fn frames_flow_through_the_simulated_card() {
     let svc = Service::start(&replay("chelsea.png"));
@@ -259,21 +272,11 @@ fn a_config_that_cannot_be_applied_leaves_the_pipeline_running() {
     let before = svc.get("/api/v1/config");
     let n = svc.wait_frames_above(0);
 
-    let r = svc.request(
-        "PATCH",
-        "/api/v1/config",
-        Some(br#"{"model": {"path": "/nonexistent.onnx"}}"#),
-        &[],
-    );
-    let p = r.problem(422, "config-apply");
-    assert_eq!(
-        r.field_errors(),
-        [("/model/path".into(), "apply".into())],
-        "{p}"
-    );
-    assert!(
-        p["detail"].as_str().unwrap().contains("/nonexistent.onnx"),
-        "{p}"
+    refused_apply(
+        &svc,
+        r#"{"model": {"path": "/nonexistent.onnx"}}"#,
+        "/model/path",
+        "/nonexistent.onnx",
     );
 
     let after = svc.get("/api/v1/config");
@@ -303,15 +306,8 @@ fn unreadable_frames_are_refused_and_the_pipeline_keeps_running() {
         (dir.path(), "frame-000.png"),
         (empty.path(), "holds no image"),
     ] {
-        let body = serde_json::json!({"source": {"path": path}}).to_string();
-        let r = svc.request("PATCH", "/api/v1/config", Some(body.as_bytes()), &[]);
-        let p = r.problem(422, "config-apply");
-        assert_eq!(
-            r.field_errors(),
-            [("/source/path".into(), "apply".into())],
-            "{p}"
-        );
-        assert!(p["detail"].as_str().unwrap().contains(expect), "{p}");
+        let body = json!({"source": {"path": path}}).to_string();
+        refused_apply(&svc, &body, "/source/path", expect);
     }
     assert_eq!(std::fs::read(&svc.config_path).unwrap(), file_before);
     let s = svc.status();
@@ -487,17 +483,7 @@ fn models_that_load_but_cannot_serve_are_refused() {
         ("reshape-fails.onnx", "trial run"),
     ] {
         let body = json!({"model": {"path": test_model(model)}}).to_string();
-        let r = svc.request("PATCH", "/api/v1/config", Some(body.as_bytes()), &[]);
-        let p = r.problem(422, "config-apply");
-        assert_eq!(
-            r.field_errors(),
-            [("/model/path".into(), "apply".into())],
-            "{p}"
-        );
-        assert!(
-            p["detail"].as_str().unwrap().contains(expect),
-            "{model}: {p}"
-        );
+        refused_apply(&svc, &body, "/model/path", expect);
     }
     let s = svc.status();
     assert_eq!(s["pipeline"]["state"], "running", "{s}");
@@ -513,18 +499,13 @@ fn limits_content_type_and_shape_are_enforced() {
         svc.request("PATCH", "/api/v1/config", Some(body.as_bytes()), headers)
     };
     // 64 entries of an 8192x8192 rgb8 frame would pin 12 GiB.
-    let r = patch(
+    refused_apply(
+        &svc,
         r#"{"source": {"kind": "test_pattern", "width": 8192, "height": 8192, "format": "rgb8"},
             "ring": {"entries": 64}}"#,
-        &[],
+        "/ring/entries",
+        "ring-memory",
     );
-    let p = r.problem(422, "config-apply");
-    assert_eq!(
-        r.field_errors(),
-        [("/ring/entries".into(), "apply".into())],
-        "{p}"
-    );
-    assert!(p["detail"].as_str().unwrap().contains("ring-memory"), "{p}");
     // A frame rate too slow to express as a period.
     let r = patch(r#"{"source": {"fps": 1e-30}}"#, &[]);
     r.problem(422, "config-range");
