@@ -84,15 +84,21 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// Runs blocking pipeline work (building a pipeline, joining its threads) off the async
+/// workers; a panic there becomes a 500 problem.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, Problem> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Problem::internal(e.to_string()))
+}
+
 async fn status_json(s: &AppState) -> Value {
     let shared = s.shared.clone();
     let sup = s.supervisor.clone();
-    let info = tokio::task::spawn_blocking(move || {
-        sup.lock().expect("supervisor poisoned").info().cloned()
-    })
-    .await
-    .ok()
-    .flatten();
+    let info = blocking(move || sup.lock().expect("supervisor poisoned").info().cloned())
+        .await
+        .ok()
+        .flatten();
     let c = shared.counters.read();
     let card = match &info {
         Some(i) => json!({
@@ -278,25 +284,22 @@ async fn apply_config(
     // A running pipeline is replaced; a failed one is started, since the change may be
     // the fix; a stopped one stays stopped.
     let restart = s.shared.state() != PipelineState::Stopped;
-    let prepared = tokio::task::spawn_blocking(move || prepare(&cfg, &card))
-        .await
-        .map_err(|e| Problem::internal(e.to_string()))?
-        .map_err(|e| {
-            let mut p = Problem::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "config-apply",
-                "Config cannot be applied",
-                e.message.clone(),
-            );
-            if let Some(field) = e.field {
-                p.errors.push(crate::config::FieldError {
-                    field: field.into(),
-                    rule: "apply",
-                    message: e.message,
-                });
-            }
-            p
-        })?;
+    let prepared = blocking(move || prepare(&cfg, &card)).await?.map_err(|e| {
+        let mut p = Problem::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "config-apply",
+            "Config cannot be applied",
+            e.message.clone(),
+        );
+        if let Some(field) = e.field {
+            p.errors.push(crate::config::FieldError {
+                field: field.into(),
+                rule: "apply",
+                message: e.message,
+            });
+        }
+        p
+    })?;
     store.save(new.clone()).map_err(|e| {
         Problem::internal(format!(
             "saving {}: {e}; nothing changed",
@@ -304,11 +307,7 @@ async fn apply_config(
         ))
     })?;
     if restart {
-        tokio::task::spawn_blocking(move || {
-            sup.lock().expect("supervisor poisoned").start(prepared)
-        })
-        .await
-        .map_err(|e| Problem::internal(e.to_string()))?;
+        blocking(move || sup.lock().expect("supervisor poisoned").start(prepared)).await?;
     }
     tracing::info!("config changed and saved to {}", store.path().display());
     Ok(with_etag(&new))
@@ -320,7 +319,7 @@ async fn start(State(s): State<AppState>) -> Result<Json<Value>, Problem> {
     if s.shared.state() != PipelineState::Running {
         let config = store.current().clone();
         let (sup, card) = (s.supervisor.clone(), s.card.clone());
-        let result = tokio::task::spawn_blocking(move || {
+        let result = blocking(move || {
             let prepared = prepare(&config, &card);
             let mut sup = sup.lock().expect("supervisor poisoned");
             match prepared {
@@ -334,8 +333,7 @@ async fn start(State(s): State<AppState>) -> Result<Json<Value>, Problem> {
                 }
             }
         })
-        .await
-        .map_err(|e| Problem::internal(e.to_string()))?;
+        .await?;
         if let Err(e) = result {
             return Err(Problem::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
@@ -352,9 +350,7 @@ async fn start(State(s): State<AppState>) -> Result<Json<Value>, Problem> {
 async fn stop(State(s): State<AppState>) -> Result<Json<Value>, Problem> {
     let store = s.config.lock().await;
     let sup = s.supervisor.clone();
-    tokio::task::spawn_blocking(move || sup.lock().expect("supervisor poisoned").stop())
-        .await
-        .map_err(|e| Problem::internal(e.to_string()))?;
+    blocking(move || sup.lock().expect("supervisor poisoned").stop()).await?;
     drop(store);
     Ok(Json(status_json(&s).await))
 }

@@ -59,7 +59,7 @@ pub enum ModelError {
 }
 
 /// The ONNX Runtime library path the service will load.
-pub fn runtime_path() -> String {
+fn runtime_path() -> String {
     std::env::var("ORT_DYLIB_PATH").unwrap_or_else(|_| "libonnxruntime.so".into())
 }
 

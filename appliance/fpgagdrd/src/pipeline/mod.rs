@@ -143,13 +143,6 @@ impl std::fmt::Debug for Prepared {
     }
 }
 
-impl Prepared {
-    /// Facts about this pipeline.
-    pub fn info(&self) -> &PipelineInfo {
-        &self.info
-    }
-}
-
 /// Why a pipeline could not be prepared; `field` names the config field at fault.
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
@@ -338,11 +331,6 @@ impl Supervisor {
             running: None,
             info: None,
         }
-    }
-
-    /// Shared state.
-    pub fn shared(&self) -> &Arc<Shared> {
-        &self.shared
     }
 
     /// Facts about the current (or last) pipeline.
