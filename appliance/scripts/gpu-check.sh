@@ -6,7 +6,7 @@
 #   appliance/scripts/fetch-deps.sh
 #   cargo build --release -p fpgagdrd --bins --benches
 #   cargo test --release -p fpgagdrd --test gpu --no-run
-#   mkdir -p .deps/device && cp target/release/fpgagdrd .deps/device/
+#   rm -rf .deps/device && mkdir -p .deps/device && cp target/release/fpgagdrd .deps/device/
 #   for b in $(ls -t target/release/deps/{pipeline_fps,gpu}-*); do   # newest first
 #     case $b in *.d) continue;; esac
 #     case $("$b" --list 2>&1) in *"gpu: bench"*) n=gpu_bench;; *"pipeline_fps: bench"*) n=pipeline_fps;;
@@ -15,6 +15,8 @@
 #   strip .deps/device/*
 # then copy the tree with .deps/{onnxruntime,device,share} to the GPU machine and run
 #   OUT=<results dir> appliance/scripts/gpu-check.sh
+# With ORT_GPU_DIR set (ONNX Runtime with its CUDA provider: appliance/scripts/ort-gpu.sh),
+# the GPU tests and the pipeline benchmark run once more with inference on the GPU.
 # Figures from 2026-11-29 on an H200 are in docs/benchmarks.md.
 set -u
 : "${OUT:=$PWD/target/gpu-check}"
@@ -38,8 +40,16 @@ req = u.Request(B + "/api/v1/config", data=json.dumps({"source": {"path": "frame
 print(u.urlopen(req).status)
 time.sleep(4)
 r = get("/api/v1/results/latest"); print(json.dumps(r, indent=1))
+print("CHECK preprocess =", s["pipeline"]["preprocess"])
 print("CHECK memory.kind =", s["memory"]["kind"], "; top1 on chelsea =", r["top5"][0]["label"], "; d2h in stages:", "d2h" in r["latency_us"])
 PY
 kill "$pid"; wait "$pid"
 FPGAGDR_BENCH_SECS=8 .deps/device/pipeline_fps | tee "$OUT/bench_cuda.md"
 FPGAGDR_NO_CUDA=1 FPGAGDR_BENCH_SECS=8 .deps/device/pipeline_fps | tee "$OUT/bench_host.md"
+if [ -n "${ORT_GPU_DIR:-}" ]; then
+  # The CUDA provider's cuBLAS 13 / cuDNN 9: PyTorch's nvidia-* wheels on that machine.
+  nv=$(find /opt/torch/.venv/lib -maxdepth 3 -type d -path '*site-packages/nvidia' -print -quit 2>/dev/null)
+  export LD_LIBRARY_PATH="$nv/cu13/lib:$nv/cudnn/lib:${LD_LIBRARY_PATH:-}"
+  ORT_DYLIB_PATH=$ORT_GPU_DIR/libonnxruntime.so .deps/device/gpu_tests --nocapture 2>&1 | tee "$OUT/gpu_tests_ort_cuda.txt"
+  ORT_DYLIB_PATH=$ORT_GPU_DIR/libonnxruntime.so FPGAGDR_BENCH_SECS=8 .deps/device/pipeline_fps | tee "$OUT/bench_cuda_ep.md"
+fi

@@ -177,6 +177,15 @@ describe('dashboard', { timeout: 180_000, skip: !BIN && 'FPGAGDRD_BIN is not set
     );
   });
 
+  it('says where frames are preprocessed and which provider runs the model', async () => {
+    await page.waitForFunction(
+      () => ['preprocess', 'inference'].every((f) =>
+        /(CPU|GPU)/.test(document.querySelector(`[data-field="${f}"]`)?.textContent ?? '')),
+      null,
+      { timeout: UI_MS },
+    );
+  });
+
   it('counts inferred frames upwards', async () => {
     const inferred = page.locator('[data-metric="frames_inferred"]');
     await page.waitForFunction(

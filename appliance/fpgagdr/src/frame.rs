@@ -244,8 +244,17 @@ impl FrameHeader {
     }
 
     /// Checks the payload against the header's CRC.
+    ///
+    /// Errors: [`FrameError::PayloadCrc`] when they differ.
     pub fn verify(&self, payload: &[u8]) -> Result<(), FrameError> {
-        let computed = crc32fast::hash(payload);
+        self.verify_crc(crc32fast::hash(payload))
+    }
+
+    /// Checks a payload CRC computed elsewhere (e.g. on the GPU, where the payload lies)
+    /// against the header's.
+    ///
+    /// Errors: [`FrameError::PayloadCrc`] when they differ.
+    pub fn verify_crc(&self, computed: u32) -> Result<(), FrameError> {
         if computed == self.payload_crc {
             Ok(())
         } else {

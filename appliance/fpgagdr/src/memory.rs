@@ -138,7 +138,9 @@ impl DmaMemory {
         })
     }
 
-    /// Allocates `len` bytes of CUDA memory of `kind` (`CudaDevice` or `CudaHost`).
+    /// Allocates `len` bytes of CUDA memory of `kind` (`CudaDevice` or `CudaHost`),
+    /// aligned to 64 KiB (the GPU page `nvidia_p2p` pins; a multiple of every platform's
+    /// pin alignment), whatever else the process has allocated.
     ///
     /// Errors: [`Error::Alloc`] when no CUDA driver is present or the driver refuses.
     pub fn cuda(len: usize, kind: MemoryKind) -> Result<Self> {

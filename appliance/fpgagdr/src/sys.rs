@@ -123,11 +123,19 @@ pub(crate) fn cuda() -> &'static CudaProbe {
     })
 }
 
+/// Alignment of every CUDA allocation here: 64 KiB, the GPU page that `nvidia_p2p` pins
+/// (and a multiple of Tegra's 4 KiB). `cuMemAlloc` sub-allocates small requests at
+/// 512 B granularity, so allocations are padded and the address rounded up.
+pub(crate) const CUDA_ALIGN: usize = 64 << 10;
+
 /// Device memory from `cuMemAlloc`, or page-locked host memory from `cuMemHostAlloc`
-/// (the allocation Tegra's pinning path needs), freed on drop.
+/// (the allocation Tegra's pinning path needs), aligned to [`CUDA_ALIGN`], freed on drop.
 #[derive(Debug)]
 pub(crate) struct CudaAlloc {
     ctx: Arc<CudaContext>,
+    /// What the driver returned (freed in Drop).
+    base: u64,
+    /// `base` rounded up to [`CUDA_ALIGN`]; `ptr + len ≤ base + len + CUDA_ALIGN`.
     ptr: u64,
     len: usize,
     host: bool,
@@ -138,17 +146,22 @@ impl CudaAlloc {
     /// device-mapped host memory (`host == true`).
     pub(crate) fn new(ctx: &Arc<CudaContext>, len: usize, host: bool) -> Result<Self, String> {
         ctx.bind_to_thread().map_err(|e| e.to_string())?;
-        let ptr = if host {
+        let padded = len
+            .checked_add(CUDA_ALIGN)
+            .ok_or_else(|| format!("{len} bytes plus alignment overflows"))?;
+        let base = if host {
             // SAFETY: a context is bound; the pointer is freed with free_host in Drop.
-            let p = unsafe { result::malloc_host(len, cu::CU_MEMHOSTALLOC_DEVICEMAP) }
+            let p = unsafe { result::malloc_host(padded, cu::CU_MEMHOSTALLOC_DEVICEMAP) }
                 .map_err(|e| e.to_string())?;
             p as u64
         } else {
             // SAFETY: a context is bound; the pointer is freed with free_sync in Drop.
-            unsafe { result::malloc_sync(len) }.map_err(|e| e.to_string())?
+            unsafe { result::malloc_sync(padded) }.map_err(|e| e.to_string())?
         };
+        let ptr = base.next_multiple_of(CUDA_ALIGN as u64);
         Ok(CudaAlloc {
             ctx: ctx.clone(),
+            base,
             ptr,
             len,
             host,
@@ -171,7 +184,8 @@ impl CudaAlloc {
         if !self.host {
             return None;
         }
-        // SAFETY: `cuMemHostAlloc` returned `len` bytes of host memory, live until Drop;
+        // SAFETY: `cuMemHostAlloc` returned `len + CUDA_ALIGN` bytes of host memory at
+        // `base`, live until Drop, so `ptr .. ptr + len` lies inside it;
         // `&mut self` makes this the only reference. The memory is uninitialised but
         // any byte pattern is a valid u8 and page-locked memory reads as whatever was
         // written (callers write before they read).
@@ -184,12 +198,12 @@ impl Drop for CudaAlloc {
         if self.ctx.bind_to_thread().is_err() {
             return;
         }
-        // SAFETY: ptr came from the matching allocation call in `new`, freed once.
+        // SAFETY: base came from the matching allocation call in `new`, freed once.
         let r = unsafe {
             if self.host {
-                result::free_host(self.ptr as *mut std::ffi::c_void)
+                result::free_host(self.base as *mut std::ffi::c_void)
             } else {
-                result::free_sync(self.ptr)
+                result::free_sync(self.base)
             }
         };
         if let Err(e) = r {

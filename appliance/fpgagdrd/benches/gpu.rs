@@ -3,7 +3,9 @@
 //! 1. the host-to-device hop that GPUDirect removes, per transfer, from pinned
 //!    (`cuMemHostAlloc`) and from pageable host memory, at 4 KiB … 8 MiB;
 //! 2. GPU preprocessing per frame (kernel time) at 640×480 mono8 and 1920×1080 RGB8,
-//!    with the CPU reference's time beside it.
+//!    with the CPU reference's time beside it;
+//! 3. the frame payload's CRC-32 on the GPU (both kernels, CUDA events) beside
+//!    `crc32fast` on one CPU core, at the payload sizes of those frames and 1 MiB.
 //!
 //! Prints Markdown tables. Without a CUDA driver it prints why and exits 0.
 //!
@@ -16,7 +18,7 @@ use std::time::Instant;
 
 use cudarc::driver::{CudaSlice, sys};
 use fpgagdr::PixelFormat;
-use fpgagdrd::inference::gpu::{GpuError, GpuPreprocessor};
+use fpgagdrd::inference::gpu::{EventTimer, GpuCrc32, GpuError, GpuPreprocessor};
 use fpgagdrd::inference::{FrameView, Preprocessor};
 
 const SIZES_KIB: [usize; 6] = [4, 64, 512, 1024, 4096, 8192];
@@ -131,6 +133,55 @@ fn main() {
         println!(
             "| {w}×{h} {} | {:.1} / {:.1} / {:.1} | {:.0} |",
             format.as_str(),
+            quantile(&gpu_us, 0.5),
+            quantile(&gpu_us, 0.99),
+            gpu_us[gpu_us.len() - 1],
+            quantile(&cpu_us, 0.5)
+        );
+    }
+
+    println!("\n## Payload CRC-32 on the GPU ({ITERS} runs each)\n");
+    let mut crc = GpuCrc32::on_stream(g.stream()).expect("CRC kernels");
+    let timer = EventTimer::new(g.kernels()).expect("events");
+    println!("| payload | GPU p50 / p99 / max µs | CPU crc32fast p50 µs (1 core) |");
+    println!("|---|---|---|");
+    for (name, len) in [
+        ("640×480 mono8", 640 * 480),
+        ("1 MiB", 1 << 20),
+        ("1920×1080 RGB8", 1920 * 1080 * 3),
+    ] {
+        let data: Vec<u8> = (0..len).map(|i| (i * 13 % 251) as u8).collect();
+        let want = crc32fast::hash(&data);
+        assert_eq!(crc.of_host(&data).unwrap(), want, "GPU CRC of {name}");
+        let mut dev = g.stream().clone_htod(&data).expect("copy to device");
+        let ptr = {
+            use cudarc::driver::DevicePtrMut;
+            let (p, _sync) = dev.device_ptr_mut(g.stream());
+            p
+        };
+        let mut gpu_us: Vec<f64> = (0..ITERS)
+            .map(|_| {
+                timer.start(g.stream()).unwrap();
+                // SAFETY: `ptr .. ptr + len` is `dev`, alive and unwritten until the end
+                // of this loop; `result` waits for the kernels.
+                #[allow(unsafe_code)]
+                unsafe { crc.launch(ptr, len) }.unwrap();
+                timer.stop(g.stream()).unwrap();
+                assert_eq!(crc.result().unwrap(), want);
+                timer.elapsed_us().unwrap()
+            })
+            .collect();
+        gpu_us.sort_by(f64::total_cmp);
+        let mut cpu_us: Vec<f64> = (0..ITERS)
+            .map(|_| {
+                let t = Instant::now();
+                std::hint::black_box(crc32fast::hash(std::hint::black_box(&data)));
+                t.elapsed().as_secs_f64() * 1e6
+            })
+            .collect();
+        cpu_us.sort_by(f64::total_cmp);
+        println!(
+            "| {name} ({len} B) | {:.1} / {:.1} / {:.1} | {:.0} |",
             quantile(&gpu_us, 0.5),
             quantile(&gpu_us, 0.99),
             gpu_us[gpu_us.len() - 1],

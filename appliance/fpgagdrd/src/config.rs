@@ -15,6 +15,7 @@ use fpgagdr::{LinkPreset, PixelFormat};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::inference::Provider;
 use crate::pipeline::queue::WhenFull;
 
 /// Slowest sensor rate accepted, frames/s (one frame per 100 s).
@@ -139,6 +140,10 @@ pub struct InferenceConfig {
     /// ONNX Runtime intra-op threads; 0 = its default. Range 0..=64.
     #[schemars(range(max = 64))]
     pub threads: usize,
+    /// ONNX Runtime execution provider: `auto` (CUDA when the loaded ONNX Runtime has
+    /// it and a CUDA driver is present, else the CPU), `cpu`, or `cuda` (refused with
+    /// `rule execution-provider` where it cannot run).
+    pub provider: Provider,
 }
 
 impl Default for InferenceConfig {
@@ -146,6 +151,7 @@ impl Default for InferenceConfig {
         InferenceConfig {
             verify_checksum: true,
             threads: 0,
+            provider: Provider::Auto,
         }
     }
 }

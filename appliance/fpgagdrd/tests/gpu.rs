@@ -10,11 +10,14 @@ use std::time::Duration;
 
 use fpgagdr::frame::{FrameHeader, HEADER_LEN};
 use fpgagdr::{
-    Card, DmaMemory, FrameSource, FrameTrigger, LinkPreset, MemoryKind, PixelFormat, SimCard,
-    SimConfig, SimSensor, TestPattern,
+    Card, DmaMemory, FrameSource, FrameTrigger, LinkPreset, MemoryKind, PixelFormat, Replay,
+    SimCard, SimConfig, SimSensor, TestPattern,
 };
-use fpgagdrd::inference::gpu::{GpuError, GpuPreprocessor, TOLERANCE};
-use fpgagdrd::inference::{FrameView, Preprocessor};
+use fpgagdrd::config::{CardChoice, Config, SourceKind};
+use fpgagdrd::inference::gpu::{GpuCrc32, GpuError, GpuPreprocessor, TOLERANCE, crc32_chunked};
+use fpgagdrd::inference::{FrameView, Model, ModelError, Preprocessor, Provider};
+use fpgagdrd::metrics::Stage;
+use fpgagdrd::pipeline::{Shared, Supervisor, prepare};
 
 /// The GPU preprocessor, or `None` after printing why the test is skipped.
 fn gpu(w: usize, h: usize) -> Option<GpuPreprocessor> {
@@ -153,8 +156,21 @@ fn frame_ring_entry_in_cuda_memory_is_preprocessed_where_it_lies() {
             slot.seq
         );
         let pixels = buf.region().addr + HEADER_LEN as u64;
-        g.run_device(format, w, h, header.stride, pixels, buf.len() - HEADER_LEN)
+        // SAFETY: `pixels .. + len − 64` lies in the pinned ring entry `buf`, device
+        // memory that lives until the end of the test; no C2H into it runs meanwhile.
+        #[allow(unsafe_code)]
+        unsafe { g.run_device(format, w, h, header.stride, pixels, buf.len() - HEADER_LEN) }
             .expect("GPU preprocessing");
+        let mut crc = GpuCrc32::on_stream(g.stream()).expect("CRC kernels");
+        // SAFETY: as above, the payload inside the ring entry.
+        #[allow(unsafe_code)]
+        unsafe { crc.launch(pixels, header.frame_len() - HEADER_LEN) }.expect("CRC launch");
+        assert_eq!(
+            crc.result().expect("CRC"),
+            header.payload_crc,
+            "frame {}: the GPU CRC of the payload in the ring differs from the header's",
+            slot.seq
+        );
         let mut out = vec![0f32; g.output_len()];
         g.tensor_to_host(&mut out).unwrap();
         let view = FrameView {
@@ -170,5 +186,174 @@ fn frame_ring_entry_in_cuda_memory_is_preprocessed_where_it_lies() {
             "frame {}: GPU differs from CPU by {d}",
             slot.seq
         );
+    }
+}
+
+#[test]
+fn gpu_crc32_equals_the_plain_crc_and_sees_one_flipped_bit() {
+    let Some(g) = gpu(8, 8) else { return };
+    let mut crc = GpuCrc32::on_stream(g.stream()).expect("CRC kernels");
+    // Around the chunk (64 B), block (16 KiB) and 1024-block boundaries, odd tails, and
+    // the frame sizes of the benchmarks.
+    let lens = [
+        1usize,
+        63,
+        64,
+        65,
+        16_383,
+        16_384,
+        16_385,
+        307_200,
+        1 << 20,
+        6_220_800,
+        (16 << 20) + 7,
+        (40 << 20) + 1,
+    ];
+    for (i, len) in lens.into_iter().enumerate() {
+        let mut data = noise(len, 100 + i as u64);
+        let want = crc32fast::hash(&data);
+        assert_eq!(crc.of_host(&data).expect("GPU CRC"), want, "{len} bytes");
+        assert_eq!(
+            crc32_chunked(&data),
+            want,
+            "{len} bytes, CPU model of the kernels"
+        );
+        data[len / 3] ^= 0x10;
+        assert_ne!(
+            crc.of_host(&data).expect("GPU CRC"),
+            want,
+            "{len} bytes, one bit flipped"
+        );
+    }
+}
+
+/// The service's pipeline, in process: a CUDA frame ring, GPU checksum and
+/// preprocessing, a real frame and the real model. Needs `ORT_DYLIB_PATH` and
+/// `FPGAGDR_DATA_DIR` (set by appliance/scripts/gpu-check.sh).
+#[test]
+fn the_pipeline_on_a_cuda_ring_checks_and_preprocesses_frames_on_the_gpu() {
+    if gpu(8, 8).is_none() {
+        return;
+    }
+    let mut config = Config::default();
+    config.source.kind = SourceKind::Replay;
+    config.source.path = "frames/chelsea.png".into();
+    config.source.fps = 60.0;
+    let prepared = prepare(&config, &CardChoice::Sim)
+        .unwrap_or_else(|e| panic!("{e} (set ORT_DYLIB_PATH and FPGAGDR_DATA_DIR)"));
+    let shared = std::sync::Arc::new(Shared::default());
+    let mut sup = Supervisor::new(shared.clone());
+    sup.start(prepared);
+    let info = sup.info().expect("info").clone();
+    assert_eq!(info.memory, MemoryKind::CudaDevice);
+    assert!(info.preprocess.starts_with("GPU"), "{}", info.preprocess);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while shared.counters.read().frames_inferred < 30 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(300)); // one more publish
+    sup.stop();
+    let c = shared.counters.read();
+    assert!(
+        c.frames_inferred >= 30,
+        "only {} frames inferred: {:?}",
+        c.frames_inferred,
+        shared.fault()
+    );
+    assert_eq!(c.checksum_errors, 0, "frames failed the GPU CRC check");
+    let latest = shared
+        .published
+        .lock()
+        .unwrap()
+        .latest
+        .clone()
+        .expect("a result");
+    assert_eq!(latest.top5[0].label, "tiger cat", "{:?}", latest.top5);
+    assert!(latest.frame.checksum_ok);
+    let totals = shared.totals.lock().unwrap();
+    for stage in [Stage::D2h, Stage::Preprocess] {
+        let i = Stage::ALL.iter().position(|s| *s == stage).unwrap();
+        assert!(
+            totals.stages[i].len() >= 30,
+            "{} recorded {} times",
+            stage.as_str(),
+            totals.stages[i].len()
+        );
+    }
+}
+
+/// ONNX Runtime's CUDA provider reading the tensor where GPU preprocessing left it, with
+/// the same answer as the CPU provider on the host copy. Skips with the reason when the
+/// loaded ONNX Runtime has no CUDA provider (the CPU-only build that CI fetches).
+#[test]
+fn the_cuda_provider_reads_the_tensor_in_gpu_memory_and_agrees_with_the_cpu() {
+    let Some(mut g) = gpu(224, 224) else { return };
+    let data = std::path::PathBuf::from(
+        std::env::var_os("FPGAGDR_DATA_DIR").expect("FPGAGDR_DATA_DIR (see gpu-check.sh)"),
+    );
+    let (model, labels) = (
+        data.join("models/efficientnet-lite0.onnx"),
+        data.join("models/efficientnet-lite0.labels.txt"),
+    );
+    let mut on_gpu = match Model::load(&model, &labels, 0, Provider::Cuda) {
+        Ok(m) => m,
+        Err(ModelError::Provider(why)) => {
+            eprintln!("skipped: no GPU inference here ({why})");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    assert!(on_gpu.takes_device_input(), "{}", on_gpu.provider());
+    let mut on_cpu = Model::load(&model, &labels, 0, Provider::Cpu).expect("CPU model");
+    let mut replay = Replay::load(&data.join("frames/chelsea.png")).expect("frame");
+    let mut frame = Vec::new();
+    let header = replay.render(0, &mut frame);
+    let view = FrameView {
+        format: header.format,
+        width: header.width,
+        height: header.height,
+        stride: header.stride,
+        pixels: &frame[HEADER_LEN..header.frame_len()],
+    };
+    g.run_host(&view).expect("GPU preprocessing");
+    let mut host = vec![0f32; g.output_len()];
+    g.tensor_to_host(&mut host).expect("tensor to host"); // also synchronises the stream
+    let ptr = {
+        use cudarc::driver::DevicePtr;
+        let (p, _sync) = g.tensor().device_ptr(g.stream());
+        p
+    };
+    let (mut top_gpu, mut top_cpu) = ([(0u32, 0f32); 5], [(0u32, 0f32); 5]);
+    // SAFETY: `ptr` is the preprocessor's output tensor (3 × 224 × 224 f32, device 0),
+    // its stream synchronised above; nothing runs on it until the call returns.
+    #[allow(unsafe_code)]
+    unsafe { on_gpu.classify_device(ptr, &mut top_gpu) }.expect("inference on the GPU");
+    on_cpu
+        .classify(&host, &mut top_cpu)
+        .expect("inference on the CPU");
+    assert_eq!(on_gpu.label(top_gpu[0].0), "tiger cat", "{top_gpu:?}");
+    for (a, b) in top_gpu.iter().zip(&top_cpu) {
+        assert_eq!(a.0, b.0, "top-5 order: GPU {top_gpu:?} CPU {top_cpu:?}");
+        assert!((a.1 - b.1).abs() < 0.01, "GPU {top_gpu:?} CPU {top_cpu:?}");
+    }
+}
+
+#[test]
+fn cuda_ring_memory_is_aligned_to_the_64_kib_gpu_page_whatever_came_before() {
+    if gpu(8, 8).is_none() {
+        return;
+    }
+    // Small allocations first: the driver sub-allocates them at 512 B granularity, which
+    // is what a ring entry allocated after an ONNX Runtime session met on the H200.
+    let mut keep = Vec::new();
+    for i in 0..16usize {
+        let m = DmaMemory::cuda(4096 + i * 512, MemoryKind::CudaDevice).expect("CUDA memory");
+        assert_eq!(
+            m.addr() % (64 << 10),
+            0,
+            "allocation {i} at {:#x}",
+            m.addr()
+        );
+        keep.push(m);
     }
 }

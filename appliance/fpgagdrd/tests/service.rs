@@ -107,6 +107,16 @@ fn frames_flow_through_the_simulated_card() {
         Some("host") => {
             assert!(detail.starts_with("page-aligned host memory"), "{s}");
             assert!(path.starts_with("simulated card"), "{s}");
+            // No GPU: the CPU does everything, and status says where and why.
+            assert_eq!(
+                s["pipeline"]["preprocess"], "CPU, reading the frame in place",
+                "{s}"
+            );
+            let inference = s["pipeline"]["inference"].as_str().unwrap_or("");
+            assert!(
+                inference.starts_with("ONNX Runtime CPU provider (no CUDA"),
+                "{s}"
+            );
         }
         Some("cuda_device") => {
             // Honest about the CPU hop: the simulated card is path B, not GPUDirect.
@@ -288,6 +298,33 @@ fn a_config_that_cannot_be_applied_leaves_the_pipeline_running() {
     assert_eq!(s["pipeline"]["model"], "efficientnet-lite0.onnx", "{s}");
     let m = svc.wait_frames_above(n);
     svc.wait_frames_above(m);
+}
+
+#[test]
+fn the_cuda_provider_is_refused_where_it_cannot_run() {
+    let svc = Service::start(&replay("chelsea.png"));
+    if svc.status()["memory"]["kind"] != "host" {
+        eprintln!("skipped: a CUDA driver is present here; gpu.rs covers this machine");
+        return;
+    }
+    let before = svc.get("/api/v1/config");
+    refused_apply(
+        &svc,
+        r#"{"inference": {"provider": "cuda"}}"#,
+        "/inference/provider",
+        "rule execution-provider: no CUDA",
+    );
+    assert_eq!(svc.get("/api/v1/config").body, before.body);
+    assert_eq!(svc.status()["pipeline"]["state"], "running");
+    // An unknown provider is a schema error, not an apply error.
+    let r = svc.request(
+        "PATCH",
+        "/api/v1/config",
+        Some(br#"{"inference": {"provider": "tpu"}}"#),
+        &[],
+    );
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(r.body.contains("/inference/provider"), "{}", r.body);
 }
 
 #[test]

@@ -168,6 +168,8 @@ export class StatusView {
 
     this.setField('model', text(pipeline.model));
     this.setField('source', text(pipeline.source));
+    this.setField('preprocess', text(pipeline.preprocess));
+    this.setField('inference', text(pipeline.inference));
     const err = this.el('[data-field="pipeline_error"]');
     err.hidden = !(pipeline.state === 'failed' && pipeline.error);
     err.textContent = pipeline.error ? `Pipeline failed: ${pipeline.error}` : '';

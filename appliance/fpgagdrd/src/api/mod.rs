@@ -133,6 +133,8 @@ async fn status_json(s: &AppState) -> Value {
             "state": shared.state().as_str(),
             "error": shared.fault(),
             "model": info.as_ref().map(|i| i.model.clone()),
+            "preprocess": info.as_ref().map(|i| i.preprocess.clone()),
+            "inference": info.as_ref().map(|i| i.inference.clone()),
             "source": info.as_ref().map(|i| i.source.clone()),
         },
         "counters": c,

@@ -8,5 +8,5 @@ pub mod gpu;
 mod model;
 mod preprocess;
 
-pub use model::{Classification, Model, ModelError, TOP_K};
+pub use model::{Classification, Model, ModelError, Provider, TOP_K};
 pub use preprocess::{CROP_FRACTION, FrameView, MEAN, Preprocessor, SCALE};

@@ -2,16 +2,35 @@
 //! one input tensor, and turning logits into a top-5 with labels.
 //!
 //! The ONNX Runtime library is found at `ORT_DYLIB_PATH` (the `ort` crate's own
-//! variable), else `libonnxruntime.so` through the system loader. CPU execution here;
-//! the seam for the CUDA/TensorRT execution providers is [`Model::load`]'s session
-//! builder (see `docs/decisions.md`).
+//! variable), else `libonnxruntime.so` through the system loader. [`Provider`] picks
+//! ONNX Runtime's CUDA execution provider when the loaded library has it and a CUDA
+//! driver is present (then [`Model::classify_device`] takes the input tensor where it
+//! lies in GPU memory), its CPU provider otherwise.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use ort::environment::Environment;
+use ort::ep::ExecutionProvider;
+use ort::memory::{AllocationDevice, AllocatorType, MemoryInfo, MemoryType};
 use ort::session::Session;
-use ort::value::{TensorRef, ValueType};
+use ort::value::{Shape, TensorRef, TensorRefMut, ValueType};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Which ONNX Runtime execution provider runs the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Provider {
+    /// CUDA when the loaded ONNX Runtime has its CUDA provider and a CUDA driver is
+    /// present, the CPU otherwise (the reason is shown in status).
+    #[default]
+    Auto,
+    /// The CPU provider.
+    Cpu,
+    /// The CUDA provider, or the model is refused (`rule execution-provider`).
+    Cuda,
+}
 
 /// Results kept per frame.
 pub const TOP_K: usize = 5;
@@ -53,6 +72,9 @@ pub enum ModelError {
         /// Why.
         reason: String,
     },
+    /// The CUDA execution provider was asked for and cannot run here.
+    #[error("rule execution-provider: {0}")]
+    Provider(String),
     /// ONNX Runtime failed while running the model.
     #[error("rule inference: {0}")]
     Run(String),
@@ -96,6 +118,8 @@ pub struct Model {
     height: usize,
     labels: Vec<String>,
     path: PathBuf,
+    cuda_input: Option<MemoryInfo<'static>>,
+    provider_note: String,
 }
 
 impl std::fmt::Debug for Model {
@@ -110,8 +134,18 @@ impl std::fmt::Debug for Model {
 impl Model {
     /// Loads `path` with its labels file (one label per line, class 0 first).
     ///
-    /// `threads` bounds ONNX Runtime's intra-op threads (0 = its default).
-    pub fn load(path: &Path, labels: &Path, threads: usize) -> Result<Model, ModelError> {
+    /// `threads` bounds ONNX Runtime's intra-op threads (0 = its default); `provider`
+    /// picks the execution provider.
+    ///
+    /// Errors: [`ModelError::Runtime`], [`ModelError::File`], [`ModelError::Shape`]
+    /// (including a failed trial run), [`ModelError::Labels`], and
+    /// [`ModelError::Provider`] when `provider` is [`Provider::Cuda`] and CUDA cannot run.
+    pub fn load(
+        path: &Path,
+        labels: &Path,
+        threads: usize,
+        provider: Provider,
+    ) -> Result<Model, ModelError> {
         let env = environment()?;
         let file_err = |reason: String| ModelError::File {
             path: path.to_path_buf(),
@@ -138,6 +172,14 @@ impl Model {
                 .with_intra_threads(threads)
                 .map_err(|e| file_err(e.to_string()))?;
         }
+        let (on_cuda, provider_note) = match provider {
+            Provider::Cpu => (false, "ONNX Runtime CPU provider (configured)".to_string()),
+            Provider::Auto | Provider::Cuda => match register_cuda(&mut builder) {
+                Ok(()) => (true, "ONNX Runtime CUDA provider on GPU 0".to_string()),
+                Err(why) if provider == Provider::Cuda => return Err(ModelError::Provider(why)),
+                Err(why) => (false, format!("ONNX Runtime CPU provider ({why})")),
+            },
+        };
         let session = builder
             .commit_from_file(path)
             .map_err(|e| file_err(e.to_string()))?;
@@ -193,6 +235,8 @@ impl Model {
             height,
             labels,
             path: path.to_path_buf(),
+            cuda_input: None,
+            provider_note,
         };
         // A model can load and still fail when run (a bad Reshape, an output that is not
         // what its declaration says): one trial run on a grey frame finds out now, before
@@ -205,6 +249,17 @@ impl Model {
                 path: path.to_path_buf(),
                 reason: format!("failed a trial run on a grey frame: {e}"),
             })?;
+        if on_cuda {
+            model.cuda_input = Some(
+                MemoryInfo::new(
+                    AllocationDevice::CUDA,
+                    0,
+                    AllocatorType::Device,
+                    MemoryType::Default,
+                )
+                .map_err(|e| ModelError::Provider(e.to_string()))?,
+            );
+        }
         Ok(model)
     }
 
@@ -242,6 +297,55 @@ impl Model {
         Ok(())
     }
 
+    /// True when the model runs on ONNX Runtime's CUDA provider and takes its input from
+    /// GPU memory ([`Self::classify_device`]).
+    pub fn takes_device_input(&self) -> bool {
+        self.cuda_input.is_some()
+    }
+
+    /// Which execution provider runs the model, and why, for status pages.
+    pub fn provider(&self) -> &str {
+        &self.provider_note
+    }
+
+    /// As [`Self::classify`], with the input tensor in CUDA device memory at `tensor`
+    /// (device 0): ONNX Runtime's CUDA provider reads it there, no host copy.
+    ///
+    /// Errors: [`ModelError::Provider`] when the model is not on the CUDA provider;
+    /// [`ModelError::Run`].
+    ///
+    /// # Safety
+    /// `tensor` must point at 3 × H × W f32 of device memory of device 0's primary
+    /// context, fully written (the writing stream synchronised), and not written again
+    /// until this returns.
+    #[allow(unsafe_code)]
+    pub unsafe fn classify_device(
+        &mut self,
+        tensor: u64,
+        top: &mut [(u32, f32); TOP_K],
+    ) -> Result<(), ModelError> {
+        let info = self.cuda_input.as_ref().ok_or_else(|| {
+            ModelError::Provider("the model does not run on the CUDA provider".into())
+        })?;
+        let shape = Shape::new([1i64, 3, self.height as i64, self.width as i64]);
+        // SAFETY: the caller's contract: `tensor` holds the 3 × H × W floats `shape`
+        // describes, in device memory `info` describes, and outlives this call, which
+        // is as long as the tensor value lives.
+        let input = unsafe {
+            TensorRefMut::<f32>::from_raw(info.clone(), tensor as *mut std::ffi::c_void, shape)
+        }
+        .map_err(|e| ModelError::Run(e.to_string()))?;
+        let outputs = self
+            .session
+            .run(ort::inputs![self.input.as_str() => input])
+            .map_err(|e| ModelError::Run(e.to_string()))?;
+        let (_, logits) = outputs[0]
+            .try_extract_tensor::<f32>()
+            .map_err(|e| ModelError::Run(e.to_string()))?;
+        top_k(logits, top);
+        Ok(())
+    }
+
     /// The display label of class `index`.
     pub fn label(&self, index: u32) -> &str {
         self.labels
@@ -249,6 +353,26 @@ impl Model {
             .map(String::as_str)
             .unwrap_or("?")
     }
+}
+
+/// Registers ONNX Runtime's CUDA provider on `builder`, or says why it cannot run.
+fn register_cuda(builder: &mut ort::session::builder::SessionBuilder) -> Result<(), String> {
+    if let fpgagdr::GpuMemory::Absent(why) = fpgagdr::gpu_memory() {
+        return Err(format!("no CUDA: {why}"));
+    }
+    let cuda = ort::ep::CUDA::default().with_device_id(0);
+    match ort::ep::CUDA::is_available() {
+        Ok(true) => {}
+        Ok(false) => {
+            return Err(format!(
+                "the ONNX Runtime at {} has no CUDA execution provider",
+                runtime_path()
+            ));
+        }
+        Err(e) => return Err(e.to_string()),
+    }
+    cuda.register(builder)
+        .map_err(|e| format!("the CUDA execution provider failed to start: {e}"))
 }
 
 /// Softmax over `logits`, keeping the best [`TOP_K`] without allocating.

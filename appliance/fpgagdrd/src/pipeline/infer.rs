@@ -1,6 +1,7 @@
-//! The inference thread: takes the oldest ready frame, checks its header and CRC,
-//! preprocesses it where it lies (or after a counted device-to-host copy), releases the
-//! ring entry, runs the model, and records every stage.
+//! The inference thread: takes the oldest ready frame, checks and preprocesses it where
+//! it lies (`prep.rs`: CUDA kernels for a GPU ring, the CPU otherwise; every
+//! device-to-host copy counted), releases the ring entry, runs the model, and records
+//! every stage.
 //!
 //! Next hop: `metrics.rs` (histograms, published a few times a second).
 //! The entry is released as soon as the input tensor is built, before the model runs,
@@ -11,10 +12,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use fpgagdr::frame::{FrameHeader, HEADER_LEN};
+use fpgagdr::frame::FrameHeader;
 
+use super::prep::{FramePrep, PrepError, Tensor};
 use super::{Ring, Shared, now_ns};
-use crate::inference::{Classification, FrameView, Model, Preprocessor, TOP_K};
+use crate::inference::{Classification, Model, TOP_K};
 use crate::metrics::{Counters, FrameInfo, FrameResult, Published, Stage, StageRecorder};
 
 /// How often the thread publishes its window and latest result.
@@ -39,6 +41,7 @@ struct Latest {
 pub(crate) fn run(
     ring: Arc<Ring>,
     mut model: Model,
+    mut prep: FramePrep,
     params: InferParams,
     shared: Arc<Shared>,
     stop: Arc<AtomicBool>,
@@ -46,10 +49,6 @@ pub(crate) fn run(
     let queue = &ring.queue;
     queue.register_consumer();
     let c = &shared.counters;
-    let (w, h) = model.input_size();
-    let mut pre = Preprocessor::new(w, h);
-    let mut tensor = vec![0f32; pre.output_len()];
-    let mut staging: Vec<u8> = Vec::new();
     let mut recorder = StageRecorder::default();
     let mut latest: Option<Latest> = None;
     let mut next_publish = Instant::now() + PUBLISH_EVERY;
@@ -66,84 +65,64 @@ pub(crate) fn run(
             continue;
         };
         let t_take = now_ns();
-        let buffer = &ring.buffers[k];
-        let len = meta.bytes as usize;
-        // SAFETY (both blocks): entry k is InUse. Capture claims only Free entries, or
-        // under drop-oldest a Ready one, never an InUse one, so no C2H into this buffer
-        // runs until `queue.release(k)` below, which comes after the last use of these
-        // bytes (the preprocessed tensor is a separate buffer).
+        // SAFETY: entry k is InUse. Capture claims only Free entries, or under
+        // drop-oldest a Ready one, never an InUse one, so no C2H into this buffer runs
+        // until `queue.release(k)` below, which comes after `prep.run` has returned (the
+        // tensor it hands back lives in prep's own buffers).
         #[allow(unsafe_code)]
-        let in_place = unsafe { buffer.host_bytes() };
-        let bytes: &[u8] = match in_place {
-            Some(s) => &s[..len],
-            None => {
-                staging.resize(len, 0);
-                #[allow(unsafe_code)]
-                let copied = unsafe { buffer.copy_to_host(0, &mut staging) };
-                if let Err(e) = copied {
-                    queue.release(k);
-                    shared.fail(format!("device-to-host copy of a frame: {e}"));
-                    stop.store(true, Ordering::Relaxed);
-                    break;
-                }
-                &staging
-            }
+        let prepared = unsafe {
+            prep.run(
+                &ring.buffers[k],
+                meta.bytes as usize,
+                params.verify_checksum,
+            )
         };
-        let t_d2h = now_ns();
-        let checked = FrameHeader::parse(bytes, len).and_then(|hd| {
-            let payload = &bytes[HEADER_LEN..hd.frame_len()];
-            if params.verify_checksum {
-                hd.verify(payload)?;
-            }
-            Ok((hd, payload))
-        });
-        let (header, payload) = match checked {
+        queue.release(k);
+        let (p, tensor) = match prepared {
             Ok(v) => v,
-            Err(e) => {
-                queue.release(k);
+            Err(PrepError::Frame(e)) => {
                 Counters::bump(&c.checksum_errors);
                 Counters::bump(&c.frames_dropped);
                 tracing::debug!("frame {} rejected: {e}", meta.seq);
                 continue;
             }
+            Err(PrepError::Path(why)) => {
+                shared.fail(format!("frame preprocessing: {why}"));
+                stop.store(true, Ordering::Relaxed);
+                break;
+            }
         };
-        let view = FrameView {
-            format: header.format,
-            width: header.width,
-            height: header.height,
-            stride: header.stride,
-            pixels: payload,
-        };
-        pre.run(&view, &mut tensor);
-        queue.release(k);
         let t_pre = now_ns();
-        if let Err(e) = model.classify(&tensor, &mut top) {
+        let classified = match tensor {
+            Tensor::Host(t) => model.classify(t, &mut top),
+            // SAFETY: `p` is prep's own tensor in device memory, written by kernels on a
+            // stream that `prep.run` synchronised; nothing writes it again before the next
+            // `prep.run`, after this call.
+            #[allow(unsafe_code)]
+            Tensor::Device(p) => unsafe { model.classify_device(p, &mut top) },
+        };
+        if let Err(e) = classified {
             shared.fail(e.to_string());
             stop.store(true, Ordering::Relaxed);
             break;
         }
         let t_inf = now_ns();
         Counters::bump(&c.frames_inferred);
-        let d2h = if buffer.kind().host_accessible() {
-            None
-        } else {
-            Some(t_d2h - t_take)
-        };
         let stages = [
             (Stage::Dma, meta.t_done - meta.t_submit),
             (Stage::Queue, t_take - meta.t_done),
-            (Stage::D2h, d2h.unwrap_or(0)),
-            (Stage::Preprocess, t_pre - t_d2h),
+            (Stage::D2h, p.d2h_ns.unwrap_or(0)),
+            (Stage::Preprocess, p.preprocess_ns),
             (Stage::Inference, t_inf - t_pre),
             (Stage::EndToEnd, t_inf - meta.t_submit),
         ];
         for (stage, ns) in stages {
-            if stage != Stage::D2h || d2h.is_some() {
+            if stage != Stage::D2h || p.d2h_ns.is_some() {
                 recorder.record(stage, ns);
             }
         }
         latest = Some(Latest {
-            header,
+            header: p.header,
             bytes: meta.bytes,
             checked: params.verify_checksum,
             top,

@@ -9,6 +9,7 @@
 
 mod capture;
 mod infer;
+mod prep;
 pub mod queue;
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -119,6 +120,10 @@ pub struct PipelineInfo {
     pub data_path: &'static str,
     /// Model file name.
     pub model: String,
+    /// Where frames are checked and preprocessed (GPU or CPU) and why.
+    pub preprocess: String,
+    /// Which ONNX Runtime execution provider runs the model, and why.
+    pub inference: String,
     /// Frame source description.
     pub source: String,
     /// Ring entries × bytes each.
@@ -130,6 +135,7 @@ pub struct Prepared {
     ring: Ring,
     trigger: Box<dyn FrameTrigger>,
     model: Model,
+    prep: prep::FramePrep,
     capture: capture::CaptureParams,
     infer: infer::InferParams,
     info: PipelineInfo,
@@ -167,11 +173,13 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
         &config.model_path(),
         &config.labels_path(),
         config.inference.threads,
+        config.inference.provider,
     )
     .map_err(|e| {
         let field = match e {
             ModelError::Labels { .. } => "/model/labels",
             ModelError::Runtime { .. } => "/model",
+            ModelError::Provider(_) => "/inference/provider",
             _ => "/model/path",
         };
         fail(Some(field), e)
@@ -265,23 +273,29 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
         buffers.push(card.pin(mem).map_err(|e| fail(Some("/ring/entries"), e))?);
     }
     let memory = buffers[0].kind();
+    let (w, h) = model.input_size();
+    let (prep, preprocess) = prep::FramePrep::new(memory, w, h, model.takes_device_input());
     let info = PipelineInfo {
         card: status,
         memory,
         memory_detail: detail,
         data_path,
         model: model.name(),
+        preprocess,
+        inference: model.provider().to_string(),
         source: trigger.describe(),
         ring: (config.ring.entries, entry_len),
     };
     tracing::info!(
-        "pipeline prepared: {} ; frame ring {} x {} bytes in {} ; source {} ; model {}",
+        "pipeline prepared: {} ; frame ring {} x {} bytes in {} ; source {} ; model {} on {} ; preprocessing on {}",
         info.card.name,
         info.ring.0,
         info.ring.1,
         info.memory_detail,
         info.source,
-        info.model
+        info.model,
+        info.inference,
+        info.preprocess
     );
     Ok(Prepared {
         ring: Ring {
@@ -291,6 +305,7 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
         },
         trigger,
         model,
+        prep,
         capture: capture::CaptureParams {
             channel: config.card.channel,
             timeout: Duration::from_millis(config.card.timeout_ms),
@@ -345,6 +360,7 @@ impl Supervisor {
             ring,
             trigger,
             model,
+            prep,
             capture,
             infer,
             info,
@@ -367,7 +383,7 @@ impl Supervisor {
         let (r, s, st) = (ring, self.shared.clone(), stop.clone());
         let t_infer = spawn(
             "fpgagdr-infer",
-            Box::new(move || infer::run(r, model, infer, s, st)),
+            Box::new(move || infer::run(r, model, prep, infer, s, st)),
         );
         self.running = Some(Running {
             stop,
