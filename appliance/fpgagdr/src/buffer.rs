@@ -45,6 +45,12 @@ impl PinnedBuffer {
         self.handle
     }
 
+    /// The address a CUDA kernel reads the buffer at (see [`DmaMemory::device_addr`]);
+    /// `None` for plain host memory.
+    pub fn device_addr(&self) -> Option<u64> {
+        self.memory().device_addr()
+    }
+
     /// Start address of the pinned memory (host VA or CUDA device pointer).
     pub fn addr(&self) -> u64 {
         self.memory().addr()

@@ -54,7 +54,9 @@ pub use card::{
 };
 pub use error::{Error, Result};
 pub use frame::{FrameError, FrameHeader, PixelFormat};
-pub use memory::{DmaMemory, DmaRegion, GpuMemory, MemoryKind, cuda_context, gpu_memory};
+pub use memory::{
+    DmaMemory, DmaRegion, GpuMemory, MemoryKind, cuda_context, frame_ring_kind, gpu_memory,
+};
 pub use sim::{LinkPreset, SimCard, SimConfig, SimSensor};
 pub use source::{FrameSource, Replay, TestPattern};
 pub use transfer::TransferMode;

@@ -66,6 +66,31 @@ pub fn gpu_memory() -> GpuMemory {
     }
 }
 
+/// The frame-ring memory this platform wants, and why: `CudaHost` (`cuMemHostAlloc`,
+/// page-locked and GPU-mapped: what Tegra's pinning path pins, DESIGN §4) on an
+/// integrated GPU, `CudaDevice` on a discrete one, `Host` without CUDA.
+pub fn frame_ring_kind() -> (MemoryKind, String) {
+    match sys::cuda() {
+        CudaProbe::Ready(ctx) => {
+            let name = ctx.name().unwrap_or_else(|_| "CUDA device 0".into());
+            match sys::cuda_integrated(ctx) {
+                Ok(true) => (
+                    MemoryKind::CudaHost,
+                    format!(
+                        "{name} is integrated (Tegra): page-locked host memory from cuMemHostAlloc"
+                    ),
+                ),
+                Ok(false) => (MemoryKind::CudaDevice, format!("{name} is a discrete GPU")),
+                Err(e) => (
+                    MemoryKind::CudaDevice,
+                    format!("{name}: integrated-GPU query failed ({e}); using device memory"),
+                ),
+            }
+        }
+        CudaProbe::Absent(why) => (MemoryKind::Host, why.clone()),
+    }
+}
+
 /// The CUDA context this process's DMA memory lives in (device 0), if a driver loaded.
 /// GPU stages (preprocessing kernels) must use this context to touch ring entries.
 pub fn cuda_context() -> Option<std::sync::Arc<cudarc::driver::CudaContext>> {
@@ -174,6 +199,16 @@ impl DmaMemory {
         match gpu_memory() {
             GpuMemory::Available(_) if gpu_kind != MemoryKind::Host => Self::cuda(len, gpu_kind),
             _ => Self::host(len, align),
+        }
+    }
+
+    /// The address a CUDA kernel reads these bytes at: the device pointer for
+    /// `CudaDevice`, the GPU mapping of page-locked host memory for `CudaHost`; `None` for
+    /// plain host memory (not mapped for the GPU).
+    pub fn device_addr(&self) -> Option<u64> {
+        match &self.backing {
+            Backing::Cuda(a) => Some(a.device_addr()),
+            Backing::Host(_) => None,
         }
     }
 

@@ -137,6 +137,9 @@ pub(crate) struct CudaAlloc {
     base: u64,
     /// `base` rounded up to [`CUDA_ALIGN`]; `ptr + len ≤ base + len + CUDA_ALIGN`.
     ptr: u64,
+    /// The address kernels use: `ptr` for device memory; for page-locked host memory
+    /// the device-side mapping of `ptr` (`cuMemHostGetDevicePointer`).
+    device_ptr: u64,
     len: usize,
     host: bool,
 }
@@ -159,13 +162,32 @@ impl CudaAlloc {
             unsafe { result::malloc_sync(padded) }.map_err(|e| e.to_string())?
         };
         let ptr = base.next_multiple_of(CUDA_ALIGN as u64);
+        let mut device_ptr = ptr;
+        if host {
+            // SAFETY: `ptr` lies in memory just allocated with CU_MEMHOSTALLOC_DEVICEMAP
+            // in the bound context; the call only writes `device_ptr`.
+            let r = unsafe {
+                cu::cuMemHostGetDevicePointer_v2(&mut device_ptr, ptr as *mut std::ffi::c_void, 0)
+            };
+            if r != cu::CUresult::CUDA_SUCCESS {
+                // SAFETY: base came from malloc_host above and is freed once, here.
+                let _ = unsafe { result::free_host(base as *mut std::ffi::c_void) };
+                return Err(format!("cuMemHostGetDevicePointer: {r:?}"));
+            }
+        }
         Ok(CudaAlloc {
             ctx: ctx.clone(),
             base,
             ptr,
+            device_ptr,
             len,
             host,
         })
+    }
+
+    /// The address CUDA kernels use for these bytes (see the field).
+    pub(crate) fn device_addr(&self) -> u64 {
+        self.device_ptr
     }
 
     pub(crate) fn addr(&self) -> u64 {
@@ -210,6 +232,14 @@ impl Drop for CudaAlloc {
             tracing::warn!("freeing CUDA memory at {:#x}: {e}", self.ptr);
         }
     }
+}
+
+/// True when CUDA device 0 is integrated with the CPU (Tegra: Jetson Orin), where the
+/// frame ring must be `cuMemHostAlloc` memory for the kernel's user-page pinning.
+pub(crate) fn cuda_integrated(ctx: &CudaContext) -> Result<bool, String> {
+    ctx.attribute(cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_INTEGRATED)
+        .map(|v| v != 0)
+        .map_err(|e| e.to_string())
 }
 
 /// Copies host bytes to device address `dst` (synchronous `cuMemcpyHtoD`).

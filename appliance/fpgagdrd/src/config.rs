@@ -99,6 +99,8 @@ pub struct RingConfig {
     pub entries: usize,
     /// Back-pressure when inference falls behind.
     pub when_full: WhenFull,
+    /// Where the ring lives.
+    pub memory: RingMemory,
 }
 
 impl Default for RingConfig {
@@ -106,8 +108,25 @@ impl Default for RingConfig {
         RingConfig {
             entries: 4,
             when_full: WhenFull::DropOldest,
+            memory: RingMemory::Auto,
         }
     }
+}
+
+/// `ring.memory`: where the frame ring is allocated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RingMemory {
+    /// What the platform wants: `cuda_host` on an integrated GPU (Jetson Orin),
+    /// `cuda_device` on a discrete GPU, `host` without CUDA.
+    Auto,
+    /// Page-aligned host memory (no GPU stages).
+    Host,
+    /// CUDA device memory (`cuMemAlloc`); refused without CUDA.
+    CudaDevice,
+    /// Page-locked, GPU-mapped host memory (`cuMemHostAlloc`, what Tegra's pinning path
+    /// pins); refused without CUDA.
+    CudaHost,
 }
 
 /// `model`: the ONNX image classifier.

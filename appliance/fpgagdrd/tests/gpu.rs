@@ -13,7 +13,7 @@ use fpgagdr::{
     Card, DmaMemory, FrameSource, FrameTrigger, LinkPreset, MemoryKind, PixelFormat, Replay,
     SimCard, SimConfig, SimSensor, TestPattern,
 };
-use fpgagdrd::config::{CardChoice, Config, SourceKind};
+use fpgagdrd::config::{CardChoice, Config, RingMemory, SourceKind};
 use fpgagdrd::inference::gpu::{GpuCrc32, GpuError, GpuPreprocessor, TOLERANCE, crc32_chunked};
 use fpgagdrd::inference::{FrameView, Model, ModelError, Preprocessor, Provider};
 use fpgagdrd::metrics::Stage;
@@ -235,50 +235,65 @@ fn the_pipeline_on_a_cuda_ring_checks_and_preprocesses_frames_on_the_gpu() {
     if gpu(8, 8).is_none() {
         return;
     }
-    let mut config = Config::default();
-    config.source.kind = SourceKind::Replay;
-    config.source.path = "frames/chelsea.png".into();
-    config.source.fps = 60.0;
-    let prepared = prepare(&config, &CardChoice::Sim)
-        .unwrap_or_else(|e| panic!("{e} (set ORT_DYLIB_PATH and FPGAGDR_DATA_DIR)"));
-    let shared = std::sync::Arc::new(Shared::default());
-    let mut sup = Supervisor::new(shared.clone());
-    sup.start(prepared);
-    let info = sup.info().expect("info").clone();
-    assert_eq!(info.memory, MemoryKind::CudaDevice);
-    assert!(info.preprocess.starts_with("GPU"), "{}", info.preprocess);
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while shared.counters.read().frames_inferred < 30 && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::sleep(Duration::from_millis(300)); // one more publish
-    sup.stop();
-    let c = shared.counters.read();
-    assert!(
-        c.frames_inferred >= 30,
-        "only {} frames inferred: {:?}",
-        c.frames_inferred,
-        shared.fault()
-    );
-    assert_eq!(c.checksum_errors, 0, "frames failed the GPU CRC check");
-    let latest = shared
-        .published
-        .lock()
-        .unwrap()
-        .latest
-        .clone()
-        .expect("a result");
-    assert_eq!(latest.top5[0].label, "tiger cat", "{:?}", latest.top5);
-    assert!(latest.frame.checksum_ok);
-    let totals = shared.totals.lock().unwrap();
-    for stage in [Stage::D2h, Stage::Preprocess] {
-        let i = Stage::ALL.iter().position(|s| *s == stage).unwrap();
+    // Device memory (a discrete GPU's ring) and GPU-mapped page-locked host memory
+    // (what an Orin's ring is; here it runs over PCIe).
+    for (memory, kind) in [
+        (RingMemory::CudaDevice, MemoryKind::CudaDevice),
+        (RingMemory::CudaHost, MemoryKind::CudaHost),
+    ] {
+        let mut config = Config::default();
+        config.source.kind = SourceKind::Replay;
+        config.source.path = "frames/chelsea.png".into();
+        config.source.fps = 60.0;
+        config.ring.memory = memory;
+        let prepared = prepare(&config, &CardChoice::Sim)
+            .unwrap_or_else(|e| panic!("{e} (set ORT_DYLIB_PATH and FPGAGDR_DATA_DIR)"));
+        let shared = std::sync::Arc::new(Shared::default());
+        let mut sup = Supervisor::new(shared.clone());
+        sup.start(prepared);
+        let info = sup.info().expect("info").clone();
+        assert_eq!(info.memory, kind);
+        assert!(info.preprocess.starts_with("GPU"), "{}", info.preprocess);
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while shared.counters.read().frames_inferred < 30 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        std::thread::sleep(Duration::from_millis(300)); // one more publish
+        sup.stop();
+        let c = shared.counters.read();
         assert!(
-            totals.stages[i].len() >= 30,
-            "{} recorded {} times",
-            stage.as_str(),
-            totals.stages[i].len()
+            c.frames_inferred >= 30,
+            "{kind:?}: only {} frames inferred: {:?}",
+            c.frames_inferred,
+            shared.fault()
         );
+        assert_eq!(
+            c.checksum_errors, 0,
+            "{kind:?}: frames failed the GPU CRC check"
+        );
+        let latest = shared
+            .published
+            .lock()
+            .unwrap()
+            .latest
+            .clone()
+            .expect("a result");
+        assert_eq!(
+            latest.top5[0].label, "tiger cat",
+            "{kind:?}: {:?}",
+            latest.top5
+        );
+        assert!(latest.frame.checksum_ok);
+        let totals = shared.totals.lock().unwrap();
+        for stage in [Stage::D2h, Stage::Preprocess] {
+            let i = Stage::ALL.iter().position(|s| *s == stage).unwrap();
+            assert!(
+                totals.stages[i].len() >= 30,
+                "{kind:?}: {} recorded {} times",
+                stage.as_str(),
+                totals.stages[i].len()
+            );
+        }
     }
 }
 

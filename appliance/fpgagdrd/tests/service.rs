@@ -126,6 +126,11 @@ fn frames_flow_through_the_simulated_card() {
             );
             assert!(path.starts_with("B:"), "{s}");
         }
+        Some("cuda_host") => {
+            // An integrated GPU (Orin): the ring is cuMemHostAlloc memory.
+            assert!(detail.contains("cuMemHostAlloc"), "{s}");
+            assert!(path.starts_with("C on Orin"), "{s}");
+        }
         _ => panic!("unexpected frame memory: {s}"),
     }
     assert_eq!(memory["ring_entries"], 4, "{s}");
@@ -301,7 +306,7 @@ fn a_config_that_cannot_be_applied_leaves_the_pipeline_running() {
 }
 
 #[test]
-fn the_cuda_provider_is_refused_where_it_cannot_run() {
+fn cuda_provider_and_cuda_ring_are_refused_where_cuda_cannot_run() {
     let svc = Service::start(&replay("chelsea.png"));
     if svc.status()["memory"]["kind"] != "host" {
         eprintln!("skipped: a CUDA driver is present here; gpu.rs covers this machine");
@@ -314,6 +319,14 @@ fn the_cuda_provider_is_refused_where_it_cannot_run() {
         "/inference/provider",
         "rule execution-provider: no CUDA",
     );
+    for kind in ["cuda_device", "cuda_host"] {
+        refused_apply(
+            &svc,
+            &format!(r#"{{"ring": {{"memory": "{kind}"}}}}"#),
+            "/ring/memory",
+            "rule ring-memory-kind: a CUDA frame ring needs a CUDA driver",
+        );
+    }
     assert_eq!(svc.get("/api/v1/config").body, before.body);
     assert_eq!(svc.status()["pipeline"]["state"], "running");
     // An unknown provider is a schema error, not an apply error.

@@ -18,11 +18,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use fpgagdr::{
-    Card, CardStatus, DmaMemory, FrameTrigger, GpuMemory, MemoryKind, PinnedBuffer, Replay,
-    SimCard, SimConfig, SimSensor, TestPattern, gpu_memory,
+    Card, CardStatus, DmaMemory, FrameTrigger, MemoryKind, PinnedBuffer, Replay, SimCard,
+    SimConfig, SimSensor, TestPattern, frame_ring_kind,
 };
 
-use crate::config::{CardChoice, Config, SourceKind};
+use crate::config::{CardChoice, Config, RingMemory, SourceKind};
 use crate::inference::{Model, ModelError};
 use crate::metrics::{Counters, Published, Totals};
 use queue::FrameQueue;
@@ -166,6 +166,68 @@ fn fail(field: Option<&'static str>, e: impl std::fmt::Display) -> PrepareError 
     }
 }
 
+/// Where the frame ring goes for `wanted`, why, and which of the seed report's data paths
+/// frames take (A: card → host → GPU by the CPU; B: card → pinned host → GPU copy; C:
+/// card → GPU memory).
+fn ring_memory(
+    wanted: RingMemory,
+    simulated: bool,
+) -> Result<(MemoryKind, String, &'static str), PrepareError> {
+    let (platform, why) = frame_ring_kind();
+    let kind = match wanted {
+        RingMemory::Auto => platform,
+        RingMemory::Host => MemoryKind::Host,
+        RingMemory::CudaDevice | RingMemory::CudaHost if platform == MemoryKind::Host => {
+            return Err(fail(
+                Some("/ring/memory"),
+                format!("rule ring-memory-kind: a CUDA frame ring needs a CUDA driver ({why})"),
+            ));
+        }
+        RingMemory::CudaDevice => MemoryKind::CudaDevice,
+        RingMemory::CudaHost => MemoryKind::CudaHost,
+    };
+    let why = if wanted == RingMemory::Auto {
+        why
+    } else {
+        "configured in ring.memory".to_string()
+    };
+    Ok(match (kind, simulated) {
+        (MemoryKind::CudaDevice, true) => (
+            kind,
+            format!(
+                "CUDA device memory ({why}); the simulated card fills it through pinned host staging (path B), not GPUDirect"
+            ),
+            "B: simulated card -> pinned host staging -> GPU copy",
+        ),
+        (MemoryKind::CudaDevice, false) => (
+            kind,
+            format!("CUDA device memory ({why})"),
+            "C: card -> GPU memory (GPUDirect)",
+        ),
+        (MemoryKind::CudaHost, true) => (
+            kind,
+            format!(
+                "page-locked GPU-mapped host memory from cuMemHostAlloc ({why}); the simulated card writes it, the GPU reads it in place"
+            ),
+            "C on Orin: simulated card -> cuMemHostAlloc memory the GPU reads in place",
+        ),
+        (MemoryKind::CudaHost, false) => (
+            kind,
+            format!("page-locked GPU-mapped host memory from cuMemHostAlloc ({why})"),
+            "C: card -> cuMemHostAlloc memory (Orin unified memory, GPUDirect)",
+        ),
+        (MemoryKind::Host, sim) => (
+            kind,
+            format!("page-aligned host memory ({why})"),
+            if sim {
+                "simulated card -> pinned host memory (no GPU)"
+            } else {
+                "card -> pinned host memory (no GPU)"
+            },
+        ),
+    })
+}
+
 /// Builds a pipeline from `config`: opens the card, loads the frames and the model,
 /// allocates and pins the ring. Slow (hundreds of ms: model load), never partial.
 pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, PrepareError> {
@@ -243,32 +305,10 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
         ));
     }
     let simulated = status.simulated;
-    let (memory_kind_wanted, detail, data_path) = match gpu_memory() {
-        GpuMemory::Available(name) if simulated => (
-            MemoryKind::CudaDevice,
-            format!(
-                "CUDA device memory on {name}; the simulated card fills it through pinned host staging (path B), not GPUDirect"
-            ),
-            "B: simulated card -> pinned host staging -> GPU copy",
-        ),
-        GpuMemory::Available(name) => (
-            MemoryKind::CudaDevice,
-            format!("CUDA device memory on {name}"),
-            "C: card -> GPU memory (GPUDirect)",
-        ),
-        GpuMemory::Absent(why) => (
-            MemoryKind::Host,
-            format!("page-aligned host memory ({why})"),
-            if simulated {
-                "simulated card -> pinned host memory (no GPU)"
-            } else {
-                "card -> pinned host memory (no GPU)"
-            },
-        ),
-    };
+    let (kind, detail, data_path) = ring_memory(config.ring.memory, simulated)?;
     let mut buffers = Vec::with_capacity(config.ring.entries);
     for _ in 0..config.ring.entries {
-        let mem = DmaMemory::for_frames(entry_len, align, memory_kind_wanted)
+        let mem = DmaMemory::for_frames(entry_len, align, kind)
             .map_err(|e| fail(Some("/ring/entries"), e))?;
         buffers.push(card.pin(mem).map_err(|e| fail(Some("/ring/entries"), e))?);
     }

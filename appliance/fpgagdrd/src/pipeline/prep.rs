@@ -1,8 +1,8 @@
 //! Frame → model input tensor, where the frame lies: the step of the inference thread
 //! between taking a ring entry and releasing it.
 //!
-//! Owns: [`FramePrep`]: on the GPU when the ring is CUDA device memory and the kernels
-//! compile (header copied to the host, 64 B; payload CRC and preprocessing by CUDA
+//! Owns: [`FramePrep`]: on the GPU when the ring is CUDA memory (device memory, or
+//! GPU-mapped host memory on Tegra) and the kernels compile (header copied to the host, 64 B; payload CRC and preprocessing by CUDA
 //! kernels reading the ring entry in place; the tensor left in GPU memory for ONNX
 //! Runtime's CUDA provider, or copied to pinned host memory for its CPU provider),
 //! otherwise on the CPU (reading host memory in place, or
@@ -88,7 +88,8 @@ pub(crate) struct GpuPrep {
 }
 
 impl FramePrep {
-    /// GPU preprocessing for a ring of `kind` CUDA device memory when the kernels
+    /// GPU preprocessing for a ring of `kind` CUDA memory (device, or GPU-mapped host
+    /// memory on Tegra) when the kernels
     /// compile, CPU preprocessing otherwise; the second value says which, for status.
     /// `device_input`: the model reads its input from GPU memory (ONNX Runtime's CUDA
     /// provider), so a GPU-built tensor stays there.
@@ -98,7 +99,7 @@ impl FramePrep {
         h: usize,
         device_input: bool,
     ) -> (FramePrep, String) {
-        if kind == MemoryKind::CudaDevice {
+        if matches!(kind, MemoryKind::CudaDevice | MemoryKind::CudaHost) {
             match GpuPrep::new(w, h, device_input) {
                 Ok(g) => {
                     let tensor = if device_input {
@@ -248,7 +249,9 @@ impl GpuPrep {
         verify: bool,
     ) -> Result<(Prepped, Tensor<'_>), PrepError> {
         let stream = self.stream.clone();
-        let base = buffer.addr();
+        let base = buffer.device_addr().ok_or_else(|| {
+            PrepError::Path("GPU preprocessing of a ring entry the GPU cannot address".into())
+        })?;
         if len < HEADER_LEN || len > buffer.len() {
             return Err(PrepError::Frame(FrameError::Geometry(format!(
                 "{len} bytes received into a {} byte ring entry",
