@@ -2,7 +2,9 @@
 # Every test of the project, as CI runs it (.ci/run calls exactly this):
 # formatting, lints (clippy -D warnings, rustdoc -D warnings, shellcheck), the Rust unit, integration and
 # doc tests (library rules, SimCard, pipeline, the service over HTTP with the real model
-# and real frames), and the dashboard in headless Chromium.
+# and real frames), the dashboard in headless Chromium, and the kernel module (built
+# against Debian's kernel headers with W=1 and sparse, checkpatch --strict, the user-space
+# unit tests of its descriptor, SG and pin arithmetic).
 # Installs what it needs from Debian and npm when missing (needs root for apt-get).
 set -euo pipefail
 root=$(cd "$(dirname "$0")" && pwd)
@@ -35,6 +37,9 @@ say "Rust tests"
 cargo test --locked --workspace
 # The GPU tests pass by skipping where no CUDA driver loads; show why they skipped.
 cargo test --locked -q -p fpgagdrd --test gpu -- --nocapture 2>&1 | grep -E '^skipped|test result'
+
+say "kernel module"
+kmod/scripts/check.sh
 
 say "dashboard in headless Chromium"
 (cd webui && npm ci --no-audit --no-fund --silent)

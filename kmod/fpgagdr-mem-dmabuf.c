@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dma-buf back-end: import a dma-buf (for example CUDA memory exported
+ * with cuMemGetHandleForAddressRange() by the open GPU kernel modules),
+ * attach the card to it and map it once.  The attachment is static: the
+ * exporter keeps the buffer in place while it is mapped.
+ */
+#include <linux/dma-buf.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+
+#include "compat.h"
+#include "fpgagdr-core.h"
+
+/**
+ * struct fpgagdr_dmabuf - an imported, mapped dma-buf
+ * @buf: the dma-buf, referenced
+ * @attach: the card's attachment
+ * @sgt: the mapping
+ */
+struct fpgagdr_dmabuf {
+	struct dma_buf *buf;
+	struct dma_buf_attachment *attach;
+	struct sg_table *sgt;
+};
+
+static int fpgagdr_dmabuf_segs(struct fpgagdr_pinned *pin,
+			       struct sg_table *sgt)
+{
+	struct scatterlist *sg;
+	u32 i, n = 0;
+
+	pin->segs = kvmalloc_array(sgt->nents, sizeof(*pin->segs), GFP_KERNEL);
+	if (!pin->segs)
+		return -ENOMEM;
+	for_each_sgtable_dma_sg(sgt, sg, i) {
+		pin->segs[n].addr = sg_dma_address(sg);
+		pin->segs[n].len = sg_dma_len(sg);
+		n++;
+	}
+	pin->nsegs = n;
+	return 0;
+}
+
+static int fpgagdr_dmabuf_pin(struct fpgagdr_pinned *pin,
+			      const struct fpgagdr_pin *args,
+			      const struct fpgagdr_span *span)
+{
+	struct fpgagdr_dmabuf *d;
+	u64 end;
+	int ret;
+
+	d = kzalloc(sizeof(*d), GFP_KERNEL);
+	if (!d)
+		return -ENOMEM;
+	d->buf = dma_buf_get(args->dmabuf_fd);
+	if (IS_ERR(d->buf)) {
+		ret = PTR_ERR(d->buf);
+		goto free_d;
+	}
+	if (check_add_overflow(args->addr, args->length, &end) ||
+	    end > d->buf->size) {
+		ret = -EOVERFLOW;
+		goto put_buf;
+	}
+	d->attach = dma_buf_attach(d->buf, pin->fdev->dev);
+	if (IS_ERR(d->attach)) {
+		ret = PTR_ERR(d->attach);
+		goto put_buf;
+	}
+	d->sgt = fpgagdr_dma_buf_map(d->attach, DMA_BIDIRECTIONAL);
+	if (IS_ERR(d->sgt)) {
+		ret = PTR_ERR(d->sgt);
+		goto detach;
+	}
+	ret = fpgagdr_dmabuf_segs(pin, d->sgt);
+	if (ret)
+		goto unmap;
+	/* the segments start at offset 0 of the dma-buf */
+	pin->head = args->addr;
+	pin->mem_priv = d;
+	return 0;
+
+unmap:
+	fpgagdr_dma_buf_unmap(d->attach, d->sgt, DMA_BIDIRECTIONAL);
+detach:
+	dma_buf_detach(d->buf, d->attach);
+put_buf:
+	dma_buf_put(d->buf);
+free_d:
+	kfree(d);
+	return ret;
+}
+
+static void fpgagdr_dmabuf_unpin(struct fpgagdr_pinned *pin)
+{
+	struct fpgagdr_dmabuf *d = pin->mem_priv;
+
+	fpgagdr_dma_buf_unmap(d->attach, d->sgt, DMA_BIDIRECTIONAL);
+	dma_buf_detach(d->buf, d->attach);
+	dma_buf_put(d->buf);
+	kfree(d);
+	pin->mem_priv = NULL;
+}
+
+const struct fpgagdr_mem_ops fpgagdr_mem_dmabuf_ops = {
+	.kind = FPGAGDR_MEM_DMABUF,
+	.name = "dma-buf",
+	.page_size = PAGE_SIZE,
+	.pin = fpgagdr_dmabuf_pin,
+	.unpin = fpgagdr_dmabuf_unpin,
+};

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The PCI driver for XDMA cards.  More device IDs can be bound at run time
+ * through /sys/bus/pci/drivers/fpgagdr/new_id.
+ */
+#include <linux/interrupt.h>
+#include <linux/module.h>
+#include <linux/pci.h>
+#include <linux/slab.h>
+
+#include "compat.h"
+#include "fpgagdr-xdma.h"
+
+static bool fpgagdr_poll_mode;
+module_param_named(poll_mode, fpgagdr_poll_mode, bool, 0444);
+MODULE_PARM_DESC(poll_mode, "Find completions by polling status registers, no interrupts (default off)");
+
+/**
+ * struct fpgagdr_pci - driver data of one XDMA function
+ * @x: the XDMA core
+ * @fdev: the card
+ * @bar: the config BAR's number
+ * @irq: whether the interrupt was requested
+ */
+struct fpgagdr_pci {
+	struct fpgagdr_xdma x;
+	struct fpgagdr_dev *fdev;
+	int bar;
+	bool irq;
+};
+
+/* Map each memory BAR big enough in turn; keep the one with XDMA's IDs. */
+static int fpgagdr_pci_find_bar(struct pci_dev *pdev, void __iomem **regs)
+{
+	void __iomem *base;
+	int bar;
+
+	for (bar = 0; bar < PCI_STD_NUM_BARS; bar++) {
+		if (!(pci_resource_flags(pdev, bar) & IORESOURCE_MEM) ||
+		    pci_resource_len(pdev, bar) < XDMA_REG_SPACE_LEN)
+			continue;
+		base = pci_iomap_range(pdev, bar, 0, XDMA_REG_SPACE_LEN);
+		if (!base)
+			continue;
+		if (fpgagdr_xdma_is_config_bar(base)) {
+			*regs = base;
+			return bar;
+		}
+		pci_iounmap(pdev, base);
+	}
+	return -ENODEV;
+}
+
+static int fpgagdr_pci_irq_init(struct pci_dev *pdev, struct fpgagdr_pci *fp)
+{
+	int ret;
+
+	ret = pci_alloc_irq_vectors(pdev, 1, 1, PCI_IRQ_MSIX | PCI_IRQ_MSI |
+				    FPGAGDR_PCI_IRQ_INTX);
+	if (ret < 0)
+		return ret;
+	fpgagdr_xdma_irq_setup(&fp->x);
+	ret = request_irq(pci_irq_vector(pdev, 0), fpgagdr_xdma_irq,
+			  IRQF_SHARED, "fpgagdr", &fp->x);
+	if (ret) {
+		pci_free_irq_vectors(pdev);
+		return ret;
+	}
+	fp->irq = true;
+	dev_dbg(&pdev->dev, "interrupt %s\n", pdev->msix_enabled ? "MSI-X" :
+		pdev->msi_enabled ? "MSI" : "INTx");
+	return 0;
+}
+
+static void fpgagdr_pci_irq_exit(struct pci_dev *pdev, struct fpgagdr_pci *fp)
+{
+	if (!fp->irq)
+		return;
+	fpgagdr_xdma_irq_teardown(&fp->x);
+	free_irq(pci_irq_vector(pdev, 0), &fp->x);
+	pci_free_irq_vectors(pdev);
+	fp->irq = false;
+}
+
+static int fpgagdr_pci_probe(struct pci_dev *pdev,
+			     const struct pci_device_id *id)
+{
+	struct fpgagdr_pci *fp;
+	int ret;
+
+	fp = kzalloc(sizeof(*fp), GFP_KERNEL);
+	if (!fp)
+		return -ENOMEM;
+	ret = pci_enable_device_mem(pdev);
+	if (ret)
+		goto free_fp;
+	pci_set_master(pdev);
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (ret)
+		ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(32));
+	if (ret)
+		goto disable;
+
+	fp->bar = fpgagdr_pci_find_bar(pdev, &fp->x.regs);
+	if (fp->bar < 0) {
+		ret = fp->bar;
+		dev_err(&pdev->dev, "no BAR with the XDMA register identifiers\n");
+		goto disable;
+	}
+	ret = pci_request_region(pdev, fp->bar, "fpgagdr");
+	if (ret)
+		goto unmap;
+
+	fp->fdev = fpgagdr_dev_alloc(&pdev->dev);
+	if (!fp->fdev) {
+		ret = -ENOMEM;
+		goto release_region;
+	}
+	fp->x.fdev = fp->fdev;
+	ret = fpgagdr_xdma_add_engines(&fp->x, !fpgagdr_poll_mode);
+	if (ret)
+		goto put_fdev;
+	if (!fpgagdr_poll_mode) {
+		ret = fpgagdr_pci_irq_init(pdev, fp);
+		if (ret)
+			goto put_fdev;
+	}
+	ret = fpgagdr_dev_register(fp->fdev);
+	if (ret)
+		goto irq_exit;
+	pci_set_drvdata(pdev, fp);
+	return 0;
+
+irq_exit:
+	fpgagdr_pci_irq_exit(pdev, fp);
+put_fdev:
+	fpgagdr_dev_put(fp->fdev);
+release_region:
+	pci_release_region(pdev, fp->bar);
+unmap:
+	pci_iounmap(pdev, fp->x.regs);
+disable:
+	pci_disable_device(pdev);
+free_fp:
+	kfree(fp);
+	return ret;
+}
+
+static void fpgagdr_pci_remove(struct pci_dev *pdev)
+{
+	struct fpgagdr_pci *fp = pci_get_drvdata(pdev);
+
+	/* after this no engine op runs: safe to unmap the registers */
+	fpgagdr_dev_unregister(fp->fdev);
+	fpgagdr_pci_irq_exit(pdev, fp);
+	fpgagdr_dev_put(fp->fdev);
+	pci_release_region(pdev, fp->bar);
+	pci_iounmap(pdev, fp->x.regs);
+	pci_disable_device(pdev);
+	kfree(fp);
+}
+
+/*
+ * Xilinx's default XDMA IDs (0x7xxx 7-series, 0x8xxx UltraScale, 0x9xxx
+ * UltraScale+; the low digits give PCIe generation and lanes), and the
+ * card of the seed design (reported as vendor 0x0b03, device 0x1004).
+ */
+static const struct pci_device_id fpgagdr_pci_ids[] = {
+	{ PCI_DEVICE(0x10ee, 0x7011) }, { PCI_DEVICE(0x10ee, 0x7012) },
+	{ PCI_DEVICE(0x10ee, 0x7014) }, { PCI_DEVICE(0x10ee, 0x7018) },
+	{ PCI_DEVICE(0x10ee, 0x7021) }, { PCI_DEVICE(0x10ee, 0x7022) },
+	{ PCI_DEVICE(0x10ee, 0x7024) }, { PCI_DEVICE(0x10ee, 0x7028) },
+	{ PCI_DEVICE(0x10ee, 0x8011) }, { PCI_DEVICE(0x10ee, 0x8012) },
+	{ PCI_DEVICE(0x10ee, 0x8014) }, { PCI_DEVICE(0x10ee, 0x8018) },
+	{ PCI_DEVICE(0x10ee, 0x8021) }, { PCI_DEVICE(0x10ee, 0x8022) },
+	{ PCI_DEVICE(0x10ee, 0x8024) }, { PCI_DEVICE(0x10ee, 0x8028) },
+	{ PCI_DEVICE(0x10ee, 0x8031) }, { PCI_DEVICE(0x10ee, 0x8032) },
+	{ PCI_DEVICE(0x10ee, 0x8034) }, { PCI_DEVICE(0x10ee, 0x8038) },
+	{ PCI_DEVICE(0x10ee, 0x9011) }, { PCI_DEVICE(0x10ee, 0x9012) },
+	{ PCI_DEVICE(0x10ee, 0x9014) }, { PCI_DEVICE(0x10ee, 0x9018) },
+	{ PCI_DEVICE(0x10ee, 0x9021) }, { PCI_DEVICE(0x10ee, 0x9022) },
+	{ PCI_DEVICE(0x10ee, 0x9024) }, { PCI_DEVICE(0x10ee, 0x9028) },
+	{ PCI_DEVICE(0x10ee, 0x9031) }, { PCI_DEVICE(0x10ee, 0x9032) },
+	{ PCI_DEVICE(0x10ee, 0x9034) }, { PCI_DEVICE(0x10ee, 0x9038) },
+	{ PCI_DEVICE(0x0b03, 0x1004) },
+	{ }
+};
+MODULE_DEVICE_TABLE(pci, fpgagdr_pci_ids);
+
+static struct pci_driver fpgagdr_pci_driver = {
+	.name = "fpgagdr",
+	.id_table = fpgagdr_pci_ids,
+	.probe = fpgagdr_pci_probe,
+	.remove = fpgagdr_pci_remove,
+};
+
+/**
+ * fpgagdr_pci_register() - register the PCI driver
+ *
+ * Context: module init.
+ * Return: 0 or the driver core's error.
+ */
+int fpgagdr_pci_register(void)
+{
+	return pci_register_driver(&fpgagdr_pci_driver);
+}
+
+/**
+ * fpgagdr_pci_unregister() - unregister the PCI driver (removes all cards)
+ *
+ * Context: module exit.
+ */
+void fpgagdr_pci_unregister(void)
+{
+	pci_unregister_driver(&fpgagdr_pci_driver);
+}

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Checks for kmod/: build against Debian's kernel headers with W=1 and
+# sparse (C=2) and fail on any warning, build the nvidia_p2p back-end
+# against our compat header, run checkpatch.pl --strict on our C, run
+# and the shell scripts through shellcheck; then run the unit tests.
+#
+# As root, missing Debian packages are installed (linux-headers-amd64,
+# sparse, linux-source for checkpatch.pl).  checkpatch.pl and its data
+# files are extracted from the linux-source tarball into kmod/.cache/.
+#
+# Environment: KDIR (headers to build against; default the newest
+# /usr/src/linux-headers-*-amd64), FPGAGDR_CHECK_JOBS (make -j).
+set -euo pipefail
+
+kmod=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cache=$kmod/.cache
+jobs=${FPGAGDR_CHECK_JOBS:-$(nproc)}
+failed=0
+
+say() { printf '== %s\n' "$*"; }
+fail() {
+	printf 'FAIL: %s\n' "$*" >&2
+	failed=1
+}
+
+ensure_packages() {
+	local missing=() pkg
+	for pkg in linux-headers-amd64 sparse linux-source; do
+		if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null |
+			grep -q 'install ok installed'; then
+			missing+=("$pkg")
+		fi
+	done
+	if ((${#missing[@]} == 0)); then
+		return
+	fi
+	if ((EUID != 0)); then
+		echo "missing packages: ${missing[*]} (run as root to install)" >&2
+		exit 1
+	fi
+	say "installing ${missing[*]}"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+find_kdir() {
+	if [[ -n ${KDIR:-} ]]; then
+		echo "$KDIR"
+		return
+	fi
+	local d
+	d=$(find /usr/src -maxdepth 1 -name 'linux-headers-*-amd64' -type d |
+		sort -V | tail -n 1)
+	if [[ -z $d ]]; then
+		echo "no /usr/src/linux-headers-*-amd64" >&2
+		exit 1
+	fi
+	echo "$d"
+}
+
+ensure_checkpatch() {
+	local dir=$cache/scripts tarball
+	if [[ -f $dir/checkpatch.pl && -f $dir/spelling.txt &&
+		-f $dir/const_structs.checkpatch ]]; then
+		return
+	fi
+	tarball=$(find /usr/src -maxdepth 1 -name 'linux-source-*.tar.xz' |
+		sort -V | tail -n 1)
+	if [[ -z $tarball ]]; then
+		echo "no /usr/src/linux-source-*.tar.xz" >&2
+		exit 1
+	fi
+	say "extracting checkpatch.pl from $tarball"
+	mkdir -p "$cache"
+	tar -xJf "$tarball" -C "$cache" --strip-components=1 --wildcards \
+		'*/scripts/checkpatch.pl' '*/scripts/spelling.txt' \
+		'*/scripts/const_structs.checkpatch'
+}
+
+# Build with W=1 C=2; print the log; return 1 on any unexpected warning.
+build() {
+	local name=$1 allow=$2 log=$cache/build-$1.log
+	shift 2
+	say "build ($name): make W=1 C=2 $*"
+	make -s -C "$KDIR" M="$kmod" clean >/dev/null
+	if ! make -C "$kmod" -j"$jobs" KDIR="$KDIR" W=1 C=2 "$@" \
+		>"$log" 2>&1; then
+		cat "$log"
+		fail "build ($name) failed"
+		return
+	fi
+	if grep -iE 'warning|error' "$log" | grep -vE "$allow" >"$log.bad"; then
+		cat "$log.bad"
+		fail "build ($name) has warnings"
+	fi
+	if [[ ! -f $kmod/fpgagdr.ko ]]; then
+		fail "build ($name) made no fpgagdr.ko"
+	fi
+}
+
+ensure_packages
+KDIR=$(find_kdir)
+ensure_checkpatch
+mkdir -p "$cache"
+say "kernel headers: $KDIR"
+
+# 1. the module as shipped without NVIDIA: host + dma-buf back-ends
+build default '^$' FPGAGDR_NVP2P=n
+# 2. with the nvidia_p2p back-end against our compat header; nvidia.ko is
+#    not here, so its symbols are the only thing modpost may not resolve
+build nvp2p-compat 'modpost: "nvidia_p2p_[a-z_]+" .* undefined!$' \
+	FPGAGDR_NVP2P=compat KBUILD_MODPOST_WARN=1
+make -s -C "$KDIR" M="$kmod" clean >/dev/null
+
+say "checkpatch --strict"
+mapfile -t sources < <(cd "$kmod" && find . -path ./.cache -prune -o \
+	\( -name '*.c' -o -name '*.h' \) -print | sed 's|^\./||' |
+	grep -vE '^fpgagdr-features\.h$|\.mod\.c$' | sort)
+if ! (cd "$kmod" && perl "$cache/scripts/checkpatch.pl" --strict --no-tree \
+	--terse --show-types -f "${sources[@]}") >"$cache/checkpatch.log" 2>&1; then
+	grep -v 'total: 0 errors, 0 warnings, 0 checks' "$cache/checkpatch.log" || true
+	fail "checkpatch"
+else
+	echo "${#sources[@]} files: 0 errors, 0 warnings, 0 checks"
+fi
+
+if command -v shellcheck >/dev/null; then
+	say "shellcheck"
+	if ! shellcheck "$kmod"/scripts/*.sh "$kmod"/tests/run.sh; then
+		fail "shellcheck"
+	fi
+fi
+
+say "unit tests"
+if ! FPGAGDR_TEST_OUT=$cache/tests "$kmod/tests/run.sh"; then
+	fail "unit tests"
+fi
+
+if ((failed)); then
+	say "kmod checks FAILED"
+	exit 1
+fi
+say "kmod checks passed"
