@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use crate::buffer::PinnedBuffer;
 use crate::error::{Error, Result};
+use crate::kernel::KernelCard;
 use crate::memory::{DmaMemory, DmaRegion};
 use crate::sim::{SimCard, SimConfig};
 use crate::transfer::Legacy;
@@ -88,7 +89,9 @@ pub struct CardStatus {
     pub c2h_channels: u32,
     /// Number of H2C channels (engines), at most 4 on XDMA (PG195).
     pub h2c_channels: u32,
-    /// Size of the card's memory (card address space), bytes.
+    /// Size of the card's memory (card address space), bytes. `u64::MAX` when the kernel
+    /// module does not know it (its `card_size` parameter is 0): then only wrap-around is
+    /// checked.
     pub card_memory_bytes: u64,
     /// What the card can do.
     pub capabilities: Capabilities,
@@ -146,7 +149,7 @@ pub struct TransferRequest {
 
 /// What a card back-end does. [`Card`] validates arguments before calling it.
 ///
-/// Implemented by [`SimCard`] now and by the kernel module's ioctl back-end later;
+/// Implemented by [`SimCard`] and by [`KernelCard`] (the kernel module's ioctls);
 /// `Arc<dyn Backend>` is the seam between the library and the hardware.
 pub trait Backend: Send + Sync + fmt::Debug {
     /// The card's identity and limits.
@@ -208,30 +211,27 @@ pub struct Card {
 }
 
 impl Card {
-    /// Opens card `index`: the kernel module's node `/dev/fpgagdr<index>`.
+    /// Opens card `index`: the kernel module's node `/dev/fpgagdr<index>`, driven by
+    /// [`KernelCard`].
     ///
-    /// Errors: [`Error::NoCard`] when the node is absent or cannot be opened. The kernel
-    /// back-end arrives with the kernel module; until then this names what is missing.
+    /// Errors: as [`Card::open_path`].
     pub fn open(index: u32) -> Result<Card> {
         Self::open_path(format!("/dev/fpgagdr{index}"))
     }
 
     /// Opens a card by path: `"sim"` for [`SimCard`] with default settings, or a control
-    /// node such as `/dev/fpgagdr0`.
+    /// node such as `/dev/fpgagdr0` of the kernel module ([`KernelCard`]).
+    ///
+    /// Errors: [`Error::NoCard`] when the node does not exist ("no such device node"),
+    /// may not be opened (the message says to add the user to the `fpgagdr` group), has
+    /// no card behind it, or is not an fpgagdr control node; [`Error::Kernel`] (rule
+    /// `abi-version`) when the module speaks another ABI version than this library.
     pub fn open_path(path: impl AsRef<Path>) -> Result<Card> {
         let path = path.as_ref();
         if path == Path::new("sim") {
             return Ok(Self::open_sim(SimConfig::default()));
         }
-        let reason = if path.exists() {
-            "the kernel ioctl back-end is not built into this library version".to_string()
-        } else {
-            "no such device node (is the fpgagdr module loaded?)".to_string()
-        };
-        Err(Error::NoCard {
-            path: path.to_path_buf(),
-            reason,
-        })
+        Ok(Self::from_backend(Arc::new(KernelCard::open(path)?)))
     }
 
     /// Opens a simulated card.
@@ -292,9 +292,12 @@ impl Card {
     }
 
     fn alignment_platform(&self) -> &'static str {
-        match self.status.alignment {
-            4096 => "tegra",
-            _ => "desktop",
+        match (self.status.platform, self.status.alignment) {
+            (Platform::Tegra, _) => "tegra",
+            (Platform::Desktop, _) => "desktop",
+            // The simulated card names the platform its link preset emulates.
+            (Platform::Sim, 4096) => "tegra",
+            (Platform::Sim, _) => "desktop",
         }
     }
 

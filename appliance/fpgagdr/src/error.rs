@@ -166,13 +166,48 @@ pub enum Error {
     /// A frame could not be read, decoded or validated.
     #[error(transparent)]
     Frame(#[from] crate::frame::FrameError),
+    /// The kernel module refused a request for a reason none of the variants above
+    /// describes (the other rules of its header's error table map to the variants above;
+    /// see `kernel` module docs for the whole table).
+    ///
+    /// `rule` is one of: `"abi"` (ENOTTY: not an fpgagdr control node, or a request the
+    /// module lacks), `"abi-version"` (EPROTO), `"user-memory"` (EFAULT),
+    /// `"argument-valid"` (EINVAL), `"file-descriptor"` (EBADF), `"pin-size"` (E2BIG;
+    /// EOVERFLOW on PIN), `"handle-valid"` (EALREADY), `"pin-limit"` (ENOSPC),
+    /// `"handle-busy"` (EBUSY), `"gpu-memory-freed"` (ESTALE), `"interrupted"` (EINTR),
+    /// `"aborted"` (ECANCELED), `"engine"` (EIO or a short transfer), `"alignment"` and
+    /// `"timeout-range"` (the module's transfer alignment and 60 s timeout limit, checked
+    /// before the call with the errno the module would answer), or `"kernel"` (an errno
+    /// outside the header's table).
+    #[error("rule {rule}: {op} failed with {}: {detail}", errno_name(*errno))]
+    Kernel {
+        /// The rule's stable name (one of the list above).
+        rule: &'static str,
+        /// The request: `"open"`, `"GET_STATUS"`, `"PIN"`, `"UNPIN"`, `"TRANSFER"`,
+        /// `"ABORT"`, or `"read"` / `"write"` on a channel node.
+        op: &'static str,
+        /// The errno the module answered (or would answer, for the checks made before
+        /// the call), as a raw `errno` value.
+        errno: i32,
+        /// What went wrong for this request, with the offending values.
+        detail: String,
+    },
+}
+
+/// `EBUSY` for a known errno, `errno 1234` otherwise.
+pub(crate) fn errno_name(errno: i32) -> String {
+    match nix::errno::Errno::from_raw(errno) {
+        nix::errno::Errno::UnknownErrno => format!("errno {errno}"),
+        e => format!("{e:?}"),
+    }
 }
 
 impl Error {
     /// The stable name of the rule this error broke (`"alignment"`, `"card-bounds"`,
     /// `"buffer-bounds"`, `"length-nonzero"`, `"handle-valid"`, `"channel-range"`,
     /// `"timeout"`, `"timeout-nonzero"`, `"no-overlap"`, `"registered-buffer"`,
-    /// `"capability"`, `"card-present"`, `"memory"`, `"cuda"`, `"frame"`).
+    /// `"capability"`, `"card-present"`, `"memory"`, `"cuda"`, `"frame"`, and for
+    /// [`Error::Kernel`] the rule it carries).
     pub fn rule(&self) -> &'static str {
         match self {
             Error::Alignment { .. } => "alignment",
@@ -190,6 +225,7 @@ impl Error {
             Error::Alloc { .. } => "memory",
             Error::Cuda(_) => "cuda",
             Error::Frame(_) => "frame",
+            Error::Kernel { rule, .. } => rule,
         }
     }
 }

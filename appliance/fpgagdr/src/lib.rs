@@ -5,8 +5,9 @@
 //! against; the `fpgagdrd` service is built on it.
 //!
 //! ## Main types
-//! - [`Card`]: an open card (`Card::open(0)` for `/dev/fpgagdr0`, `Card::open_sim` for
-//!   the simulated card). [`Card::status`] gives the platform, pin alignment, channel
+//! - [`Card`]: an open card (`Card::open(0)` for `/dev/fpgagdr0`, driven by
+//!   [`KernelCard`] over the kernel module's ioctls; `Card::open_sim` for the simulated
+//!   card). [`Card::status`] gives the platform, pin alignment, channel
 //!   counts and capabilities.
 //! - [`DmaMemory`]: memory to pin — CUDA memory when a CUDA driver loads, otherwise
 //!   page-aligned host memory ([`DmaMemory::for_frames`] picks and says which).
@@ -41,6 +42,7 @@ mod buffer;
 mod card;
 mod error;
 pub mod frame;
+pub mod kernel;
 mod memory;
 pub mod sim;
 pub mod source;
@@ -54,6 +56,7 @@ pub use card::{
 };
 pub use error::{Error, Result};
 pub use frame::{FrameError, FrameHeader, PixelFormat};
+pub use kernel::{KernelCard, KernelCounters};
 pub use memory::{
     DmaMemory, DmaRegion, GpuMemory, MemoryKind, cuda_context, frame_ring_kind, gpu_memory,
 };
