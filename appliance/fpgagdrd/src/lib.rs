@@ -15,3 +15,4 @@ pub mod config;
 pub mod inference;
 pub mod metrics;
 pub mod pipeline;
+pub mod telemetry;

@@ -32,6 +32,25 @@ struct Cli {
     /// ~/.local/state/fpgagdr/config.json.
     #[arg(long)]
     config: Option<PathBuf>,
+    /// Root that sysfs telemetry paths are read under (`/`; a fixture tree in tests).
+    #[arg(long, default_value = "/")]
+    sysfs_root: PathBuf,
+    /// Telemetry sampling rate, Hz (0.5 to 50).
+    #[arg(long, default_value_t = fpgagdrd::telemetry::DEFAULT_HZ, value_parser = parse_hz)]
+    telemetry_hz: f64,
+}
+
+fn parse_hz(s: &str) -> Result<f64, String> {
+    let hz: f64 = s.parse().map_err(|e| format!("{s}: {e}"))?;
+    if fpgagdrd::telemetry::HZ_RANGE.contains(&hz) {
+        Ok(hz)
+    } else {
+        Err(format!(
+            "rule telemetry-rate: {hz} Hz is outside {}..={} Hz",
+            fpgagdrd::telemetry::HZ_RANGE.start(),
+            fpgagdrd::telemetry::HZ_RANGE.end()
+        ))
+    }
 }
 
 fn parse_listen(s: &str) -> Result<SocketAddr, String> {
@@ -96,7 +115,20 @@ fn run() -> Result<(), String> {
         .build()
         .map_err(|e| format!("starting the HTTP runtime: {e}"))?;
     let supervisor = Arc::new(Mutex::new(supervisor));
-    let result = runtime.block_on(serve(cli.listen, card, store, shared, supervisor.clone()));
+    let telemetry = fpgagdrd::telemetry::spawn(
+        cli.sysfs_root,
+        std::time::Duration::from_secs_f64(1.0 / cli.telemetry_hz),
+        shared.clone(),
+    );
+    let result = runtime.block_on(serve(
+        cli.listen,
+        card,
+        store,
+        shared,
+        supervisor.clone(),
+        telemetry.clone(),
+    ));
+    telemetry.stop();
     supervisor
         .lock()
         .map_err(|_| "supervisor poisoned".to_string())?
@@ -110,9 +142,10 @@ async fn serve(
     store: ConfigStore,
     shared: Arc<Shared>,
     supervisor: Arc<Mutex<Supervisor>>,
+    telemetry: Arc<fpgagdrd::telemetry::Telemetry>,
 ) -> Result<(), String> {
     let live = api::live::Live::new();
-    api::live::spawn_sampler(shared.clone(), live.clone());
+    api::live::spawn_sampler(shared.clone(), telemetry.clone(), live.clone());
     let state = api::AppState {
         supervisor,
         config: Arc::new(tokio::sync::Mutex::new(store)),
@@ -120,6 +153,7 @@ async fn serve(
         card,
         live: live.clone(),
         started: Instant::now(),
+        telemetry,
     };
     let listener = tokio::net::TcpListener::bind(listen)
         .await

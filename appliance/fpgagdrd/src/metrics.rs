@@ -279,6 +279,8 @@ pub struct Snapshot {
     pub latency_us: std::collections::BTreeMap<&'static str, Quantiles>,
     /// Latest result (sequence number and top-5), if any.
     pub latest: Option<LatestBrief>,
+    /// Latest telemetry point (power, loads, temperature, energy per frame), if any.
+    pub telemetry: Option<crate::telemetry::Point>,
 }
 
 /// The part of the latest result carried in every snapshot.

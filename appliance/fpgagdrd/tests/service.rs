@@ -9,11 +9,11 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::io::BufRead;
 use std::time::{Duration, Instant};
 
-use common::{PATIENCE, Service, frame, replay, run_to_exit, wait_for};
+use common::{PATIENCE, Service, frame, parse_prometheus, replay, run_to_exit, wait_for};
 use serde_json::{Value, json};
 
 /// ImageNet classes that are domestic cats (what `chelsea.png` shows).
@@ -751,100 +751,6 @@ fn stream_sends_batches_of_snapshots() {
             }
         }
     }
-}
-
-/// One sample line of the Prometheus text format.
-#[derive(Debug)]
-struct Sample {
-    name: String,
-    labels: BTreeMap<String, String>,
-    value: f64,
-}
-
-/// Parses the Prometheus text exposition format (0.0.4) strictly enough to catch a
-/// malformed line; every sample's family must have a `# TYPE` line before it.
-fn parse_prometheus(text: &str) -> Vec<Sample> {
-    let mut types: BTreeMap<String, String> = BTreeMap::new();
-    let mut samples = Vec::new();
-    let is_name = |n: &str| {
-        !n.is_empty()
-            && !n.starts_with(|c: char| c.is_ascii_digit())
-            && n.chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
-    };
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        if let Some(comment) = line.strip_prefix('#') {
-            let mut parts = comment.split_whitespace();
-            match parts.next() {
-                Some("TYPE") => {
-                    let name = parts.next().expect("TYPE names a metric");
-                    let kind = parts.next().expect("TYPE names a kind");
-                    assert!(is_name(name), "{line}");
-                    assert!(
-                        ["counter", "gauge", "summary", "histogram", "untyped"].contains(&kind),
-                        "{line}"
-                    );
-                    assert!(
-                        types.insert(name.into(), kind.into()).is_none(),
-                        "twice: {line}"
-                    );
-                }
-                Some("HELP") => assert!(parts.next().is_some_and(is_name), "{line}"),
-                _ => {}
-            }
-            continue;
-        }
-        let name_end = line
-            .find(['{', ' '])
-            .unwrap_or_else(|| panic!("no value: {line}"));
-        let name = &line[..name_end];
-        assert!(is_name(name), "bad metric name in {line:?}");
-        let mut rest = &line[name_end..];
-        let mut labels = BTreeMap::new();
-        if let Some(after) = rest.strip_prefix('{') {
-            let close = after
-                .find('}')
-                .unwrap_or_else(|| panic!("unclosed labels: {line}"));
-            for pair in after[..close].split(',').filter(|p| !p.is_empty()) {
-                let (k, v) = pair
-                    .split_once('=')
-                    .unwrap_or_else(|| panic!("label: {line}"));
-                assert!(is_name(k), "bad label name in {line:?}");
-                let v = v
-                    .strip_prefix('"')
-                    .and_then(|v| v.strip_suffix('"'))
-                    .unwrap_or_else(|| panic!("unquoted label value in {line:?}"));
-                labels.insert(k.to_string(), v.to_string());
-            }
-            rest = &after[close + 1..];
-        }
-        let mut fields = rest.split_whitespace();
-        let value: f64 = fields
-            .next()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("value is not a float: {line:?}"));
-        if let Some(ts) = fields.next() {
-            assert!(ts.parse::<i64>().is_ok(), "bad timestamp in {line:?}");
-        }
-        assert!(fields.next().is_none(), "trailing text in {line:?}");
-        let family = [
-            name,
-            name.trim_end_matches("_sum"),
-            name.trim_end_matches("_count"),
-        ]
-        .into_iter()
-        .find(|f| types.contains_key(*f))
-        .unwrap_or_else(|| panic!("no # TYPE before {line:?}"));
-        if family != name {
-            assert_eq!(types[family], "summary", "{line}");
-        }
-        samples.push(Sample {
-            name: name.into(),
-            labels,
-            value,
-        });
-    }
-    samples
 }
 
 #[test]

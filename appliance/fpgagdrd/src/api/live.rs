@@ -19,6 +19,7 @@ use tokio_stream::wrappers::BroadcastStream;
 
 use crate::metrics::{CounterValues, LatestBrief, Snapshot};
 use crate::pipeline::Shared;
+use crate::telemetry::Telemetry;
 
 /// Sampling period of snapshots.
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(100);
@@ -75,7 +76,11 @@ pub const RATE_SAMPLES: usize = 10;
 
 /// Takes one snapshot; `history` keeps the last [`RATE_SAMPLES`] counter readings, so
 /// frames/s and GB/s are averaged over about one second.
-pub fn snapshot(shared: &Shared, history: &mut VecDeque<(Instant, CounterValues)>) -> Snapshot {
+pub fn snapshot(
+    shared: &Shared,
+    telemetry: &Telemetry,
+    history: &mut VecDeque<(Instant, CounterValues)>,
+) -> Snapshot {
     let now = Instant::now();
     let counters = shared.counters.read();
     let (fps, gbps) = match history.front() {
@@ -113,11 +118,12 @@ pub fn snapshot(shared: &Shared, history: &mut VecDeque<(Instant, CounterValues)
             seq: l.seq,
             top5: l.top5,
         }),
+        telemetry: telemetry.latest_point(),
     }
 }
 
 /// Starts the sampler task. Rates are over one sampling period.
-pub fn spawn_sampler(shared: Arc<Shared>, live: Live) {
+pub fn spawn_sampler(shared: Arc<Shared>, telemetry: Arc<Telemetry>, live: Live) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(SAMPLE_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -126,7 +132,7 @@ pub fn spawn_sampler(shared: Arc<Shared>, live: Live) {
         let mut id = 0u64;
         loop {
             tick.tick().await;
-            batch.push(snapshot(&shared, &mut history));
+            batch.push(snapshot(&shared, &telemetry, &mut history));
             if batch.len() >= BATCH {
                 id += 1;
                 let json = serde_json::json!({ "batch": batch }).to_string();

@@ -46,6 +46,8 @@ pub struct AppState {
     pub live: Live,
     /// Service start.
     pub started: Instant,
+    /// Power, thermal and load telemetry.
+    pub telemetry: Arc<crate::telemetry::Telemetry>,
 }
 
 impl FromRef<AppState> for Live {
@@ -67,6 +69,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/pipeline/stop", post(stop))
         .route("/api/v1/results/latest", get(latest))
         .route("/api/v1/stream", get(live::stream))
+        .route("/api/v1/telemetry", get(telemetry_latest))
+        .route("/api/v1/telemetry/history", get(telemetry_history))
         .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi))
         .route("/api/v1/openapi.json", get(openapi))
@@ -374,9 +378,59 @@ async fn latest(State(s): State<AppState>) -> Result<Response, Problem> {
     }
 }
 
+/// `GET /api/v1/telemetry`: the latest full sample (204 before the first one).
+async fn telemetry_latest(State(s): State<AppState>) -> Response {
+    match s.telemetry.latest() {
+        Some(t) => Json(&*t).into_response(),
+        None => StatusCode::NO_CONTENT.into_response(),
+    }
+}
+
+/// Query of `GET /api/v1/telemetry/history`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HistoryQuery {
+    /// `60s` (full rate, default) or `1h` (1 point per second).
+    span: Option<String>,
+}
+
+/// `GET /api/v1/telemetry/history?span=60s|1h`.
+async fn telemetry_history(
+    State(s): State<AppState>,
+    query: Result<axum::extract::Query<HistoryQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let span = match query {
+        Ok(q) => q.0.span,
+        Err(e) => {
+            return Problem::new(StatusCode::BAD_REQUEST, "query", "Bad query", e.body_text())
+                .into_response();
+        }
+    };
+    let coarse = match span.as_deref() {
+        None | Some("60s") => false,
+        Some("1h") => true,
+        Some(other) => {
+            return Problem::new(
+                StatusCode::BAD_REQUEST,
+                "history-span",
+                "Bad history span",
+                format!("rule history-span: span must be 60s or 1h, not {other:?}"),
+            )
+            .into_response();
+        }
+    };
+    Json(s.telemetry.history(coarse)).into_response()
+}
+
 async fn metrics(State(s): State<AppState>) -> Response {
     let simulated = s.card == CardChoice::Sim;
-    let body = prometheus::render(&s.shared, simulated, s.started.elapsed().as_secs_f64());
+    let latest = s.telemetry.latest();
+    let body = prometheus::render(
+        &s.shared,
+        simulated,
+        s.started.elapsed().as_secs_f64(),
+        latest.as_deref(),
+    );
     (
         [(
             header::CONTENT_TYPE,

@@ -10,9 +10,16 @@ use std::fmt::Write;
 
 use crate::metrics::{Stage, Totals};
 use crate::pipeline::{Shared, State};
+use crate::telemetry::Sample;
 
-/// Renders every metric.
-pub fn render(shared: &Shared, simulated: bool, uptime_s: f64) -> String {
+/// Renders every metric; `telemetry` adds the power, thermal and load gauges (a series
+/// whose source is unavailable is absent, never a sentinel value).
+pub fn render(
+    shared: &Shared,
+    simulated: bool,
+    uptime_s: f64,
+    telemetry: Option<&Sample>,
+) -> String {
     let c = shared.counters.read();
     let mut out = String::with_capacity(4096);
     let mut counter = |name: &str, help: &str, v: u64| {
@@ -88,6 +95,159 @@ pub fn render(shared: &Shared, simulated: bool, uptime_s: f64) -> String {
         .map(|t| summaries(&t))
         .unwrap_or_default();
     out.push_str(&totals);
+    if let Some(t) = telemetry {
+        out.push_str(&telemetry_gauges(t));
+    }
+    out
+}
+
+/// Escapes a label value (backslash, double quote, newline).
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// One gauge family: HELP/TYPE once, then one line per `(labels, value)`; nothing at
+/// all when there are no values.
+fn gauge(out: &mut String, name: &str, help: &str, values: &[(String, f64)]) {
+    if values.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "# HELP fpgagdr_{name} {help}\n# TYPE fpgagdr_{name} gauge"
+    );
+    for (labels, v) in values {
+        let _ = writeln!(out, "fpgagdr_{name}{labels} {v}");
+    }
+}
+
+fn telemetry_gauges(t: &Sample) -> String {
+    let mut out = String::new();
+    let rail = |r: &fpgagdr_telemetry::Rail| {
+        format!(
+            "{{rail=\"{}\",chip=\"{}\"}}",
+            label(&r.name),
+            label(&r.chip)
+        )
+    };
+    let one = |v: Option<f64>| v.map(|v| vec![(String::new(), v)]).unwrap_or_default();
+    gauge(
+        &mut out,
+        "rail_power_milliwatts",
+        "INA3221 rail power (bus voltage x current).",
+        &t.rails
+            .iter()
+            .map(|r| (rail(r), r.power_mw))
+            .collect::<Vec<_>>(),
+    );
+    gauge(
+        &mut out,
+        "rail_voltage_millivolts",
+        "INA3221 rail bus voltage.",
+        &t.rails
+            .iter()
+            .map(|r| (rail(r), r.voltage_mv))
+            .collect::<Vec<_>>(),
+    );
+    gauge(
+        &mut out,
+        "rail_current_milliamperes",
+        "INA3221 rail current.",
+        &t.rails
+            .iter()
+            .map(|r| (rail(r), r.current_ma))
+            .collect::<Vec<_>>(),
+    );
+    gauge(
+        &mut out,
+        "power_watts",
+        "Total power by the board's power tree (Jetson) or RAPL + NVML (x86); see /api/v1/telemetry for what it covers.",
+        &t.power
+            .as_ref()
+            .map(|p| vec![(format!("{{source=\"{}\"}}", p.source), p.watts)])
+            .unwrap_or_default(),
+    );
+    gauge(
+        &mut out,
+        "cpu_package_power_watts",
+        "RAPL CPU package power.",
+        &t.rapl
+            .iter()
+            .map(|p| (format!("{{package=\"{}\"}}", label(&p.name)), p.power_w))
+            .collect::<Vec<_>>(),
+    );
+    gauge(
+        &mut out,
+        "gpu_power_watts",
+        "NVML GPU board power.",
+        &t.gpus
+            .iter()
+            .filter_map(|g| g.power_w.map(|w| (format!("{{gpu=\"{}\"}}", g.index), w)))
+            .collect::<Vec<_>>(),
+    );
+    gauge(
+        &mut out,
+        "gpu_utilization_ratio",
+        "GPU busy share (Jetson devfreq load, or NVML), 0..1.",
+        &t.gpu_load
+            .as_ref()
+            .and_then(|g| g.load_pct)
+            .map(|p| vec![("{gpu=\"soc\"}".to_string(), p / 100.0)])
+            .unwrap_or_else(|| {
+                t.gpus
+                    .iter()
+                    .filter_map(|g| {
+                        g.load_pct
+                            .map(|p| (format!("{{gpu=\"{}\"}}", g.index), p / 100.0))
+                    })
+                    .collect()
+            }),
+    );
+    gauge(
+        &mut out,
+        "gpu_frequency_hertz",
+        "Jetson GPU clock (devfreq).",
+        &one(t
+            .gpu_load
+            .as_ref()
+            .and_then(|g| g.freq_hz)
+            .map(|f| f as f64)),
+    );
+    gauge(
+        &mut out,
+        "thermal_zone_celsius",
+        "Thermal zone temperature.",
+        &t.zones
+            .iter()
+            .map(|z| (format!("{{zone=\"{}\"}}", label(&z.name)), z.celsius))
+            .collect::<Vec<_>>(),
+    );
+    gauge(
+        &mut out,
+        "cpu_utilization_ratio",
+        "All CPUs' busy share, 0..1.",
+        &one(t.cpu_pct.map(|p| p / 100.0)),
+    );
+    gauge(
+        &mut out,
+        "memory_used_bytes",
+        "Memory in use.",
+        &one(t.mem_used_bytes.map(|b| b as f64)),
+    );
+    gauge(
+        &mut out,
+        "energy_per_frame_joules",
+        "Energy per inferred frame over the last second.",
+        &one(t.energy_per_frame_mj.map(|mj| mj / 1000.0)),
+    );
+    gauge(
+        &mut out,
+        "frames_per_joule",
+        "Inferred frames per joule over the last second.",
+        &one(t.frames_per_joule),
+    );
     out
 }
 

@@ -4,6 +4,7 @@
 //! Not every test uses every helper, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -222,12 +223,18 @@ impl Service {
     /// Starts the service with a config file holding `text`, or with no file (defaults)
     /// when `None`. Waits (bounded) for the `dashboard at` line on stdout.
     pub(crate) fn start_with_file(text: Option<&str>) -> Service {
+        Self::start_with_args(text, &[])
+    }
+
+    /// As [`Service::start_with_file`], with extra command-line arguments.
+    pub(crate) fn start_with_args(text: Option<&str>, args: &[&str]) -> Service {
         let dir = tempfile::tempdir().expect("temp dir");
         let (config_path, log_path) = (dir.path().join("config.json"), dir.path().join("log"));
         if let Some(text) = text {
             std::fs::write(&config_path, text).expect("write config");
         }
         let mut child = command(&config_path, &log_path)
+            .args(args)
             .spawn()
             .expect("spawn fpgagdrd");
         let stdout = child.stdout.take().expect("piped stdout");
@@ -413,4 +420,98 @@ impl Drop for Service {
             );
         }
     }
+}
+
+/// One sample line of the Prometheus text format.
+#[derive(Debug)]
+pub(crate) struct Sample {
+    pub(crate) name: String,
+    pub(crate) labels: BTreeMap<String, String>,
+    pub(crate) value: f64,
+}
+
+/// Parses the Prometheus text exposition format (0.0.4) strictly enough to catch a
+/// malformed line; every sample's family must have a `# TYPE` line before it.
+pub(crate) fn parse_prometheus(text: &str) -> Vec<Sample> {
+    let mut types: BTreeMap<String, String> = BTreeMap::new();
+    let mut samples = Vec::new();
+    let is_name = |n: &str| {
+        !n.is_empty()
+            && !n.starts_with(|c: char| c.is_ascii_digit())
+            && n.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+    };
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        if let Some(comment) = line.strip_prefix('#') {
+            let mut parts = comment.split_whitespace();
+            match parts.next() {
+                Some("TYPE") => {
+                    let name = parts.next().expect("TYPE names a metric");
+                    let kind = parts.next().expect("TYPE names a kind");
+                    assert!(is_name(name), "{line}");
+                    assert!(
+                        ["counter", "gauge", "summary", "histogram", "untyped"].contains(&kind),
+                        "{line}"
+                    );
+                    assert!(
+                        types.insert(name.into(), kind.into()).is_none(),
+                        "twice: {line}"
+                    );
+                }
+                Some("HELP") => assert!(parts.next().is_some_and(is_name), "{line}"),
+                _ => {}
+            }
+            continue;
+        }
+        let name_end = line
+            .find(['{', ' '])
+            .unwrap_or_else(|| panic!("no value: {line}"));
+        let name = &line[..name_end];
+        assert!(is_name(name), "bad metric name in {line:?}");
+        let mut rest = &line[name_end..];
+        let mut labels = BTreeMap::new();
+        if let Some(after) = rest.strip_prefix('{') {
+            let close = after
+                .find('}')
+                .unwrap_or_else(|| panic!("unclosed labels: {line}"));
+            for pair in after[..close].split(',').filter(|p| !p.is_empty()) {
+                let (k, v) = pair
+                    .split_once('=')
+                    .unwrap_or_else(|| panic!("label: {line}"));
+                assert!(is_name(k), "bad label name in {line:?}");
+                let v = v
+                    .strip_prefix('"')
+                    .and_then(|v| v.strip_suffix('"'))
+                    .unwrap_or_else(|| panic!("unquoted label value in {line:?}"));
+                labels.insert(k.to_string(), v.to_string());
+            }
+            rest = &after[close + 1..];
+        }
+        let mut fields = rest.split_whitespace();
+        let value: f64 = fields
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("value is not a float: {line:?}"));
+        if let Some(ts) = fields.next() {
+            assert!(ts.parse::<i64>().is_ok(), "bad timestamp in {line:?}");
+        }
+        assert!(fields.next().is_none(), "trailing text in {line:?}");
+        let family = [
+            name,
+            name.trim_end_matches("_sum"),
+            name.trim_end_matches("_count"),
+        ]
+        .into_iter()
+        .find(|f| types.contains_key(*f))
+        .unwrap_or_else(|| panic!("no # TYPE before {line:?}"));
+        if family != name {
+            assert_eq!(types[family], "summary", "{line}");
+        }
+        samples.push(Sample {
+            name: name.into(),
+            labels,
+            value,
+        });
+    }
+    samples
 }
