@@ -82,7 +82,7 @@ build() {
 	local name=$1 allow=$2 log=$cache/build-$1.log
 	shift 2
 	say "build ($name): make W=1 C=2 $*"
-	make -s -C "$KDIR" M="$kmod" clean >/dev/null
+	make -s -C "$kmod" KDIR="$KDIR" clean >/dev/null
 	if ! make -C "$kmod" -j"$jobs" KDIR="$KDIR" W=1 C=2 "$@" \
 		>"$log" 2>&1; then
 		cat "$log"
@@ -110,7 +110,7 @@ build default '^$' FPGAGDR_NVP2P=n
 #    not here, so its symbols are the only thing modpost may not resolve
 build nvp2p-compat 'modpost: "nvidia_p2p_[a-z_]+" .* undefined!$' \
 	FPGAGDR_NVP2P=compat KBUILD_MODPOST_WARN=1
-make -s -C "$KDIR" M="$kmod" clean >/dev/null
+make -s -C "$kmod" KDIR="$KDIR" clean >/dev/null
 
 say "checkpatch --strict"
 mapfile -t sources < <(cd "$kmod" && find . -path ./.cache -prune -o \
