@@ -1,0 +1,331 @@
+//! `sizes`: latency and bandwidth of paths A, B and C at several transfer sizes, read and
+//! write, and the speed-up of C over A and over B (seed §4.1, §4.5.2).
+//!
+//! Each (size, path, direction) cell is `--warmup` untimed transfers then
+//! `--iterations` timed ones at the same card address. GB/s = bytes / mean latency;
+//! speed-up C over A = mean(A) / mean(C), over B = mean(B) / mean(C), from the same
+//! cells.
+
+use crate::bench::{Bench, Dir, Measured, PathKind, measure_cell};
+use crate::error::Result;
+use crate::plot::{Plot, Series};
+use crate::report::{Outcome, Section, Table};
+use crate::seed::{Compare, SeedData, pick};
+use crate::units::{SizeList, fmt_addr, fmt_size, parse_addr, ratio, size_list, us};
+
+/// Arguments of `sizes`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct SizesArgs {
+    /// Transfer sizes, comma-separated; K, M, G are KiB, MiB, GiB.
+    #[arg(long, default_value = "4K,64K,512K,1M,4M,8M", value_parser = size_list)]
+    pub(crate) sizes: SizeList,
+    /// Timed transfers per cell.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) iterations: u32,
+    /// Untimed transfers before each cell.
+    #[arg(long, default_value_t = 2)]
+    pub(crate) warmup: u32,
+    /// Card address of every transfer (`0x…` or a size such as 64M).
+    #[arg(long, default_value = "0", value_parser = parse_addr)]
+    pub(crate) card_addr: u64,
+}
+
+/// One path's availability here.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct PathInfo {
+    /// The path.
+    pub(crate) path: PathKind,
+    /// What it does.
+    pub(crate) description: &'static str,
+    /// Whether it ran.
+    pub(crate) available: bool,
+    /// Why not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) reason: Option<String>,
+}
+
+/// One (size, path, direction) cell.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct Cell {
+    /// Transfer size, bytes.
+    pub(crate) size_bytes: u64,
+    /// Path.
+    pub(crate) path: PathKind,
+    /// Direction.
+    pub(crate) dir: Dir,
+    /// The figures.
+    #[serde(flatten)]
+    pub(crate) measured: Measured,
+}
+
+/// Speed-ups at one size and direction (`None` where a path is not available).
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct Speedup {
+    /// Transfer size, bytes.
+    pub(crate) size_bytes: u64,
+    /// Direction.
+    pub(crate) dir: Dir,
+    /// mean(A) / mean(C).
+    pub(crate) c_over_a: Option<f64>,
+    /// mean(B) / mean(C).
+    pub(crate) c_over_b: Option<f64>,
+}
+
+/// The result of `sizes`.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct SizesOutcome {
+    /// Timed transfers per cell.
+    pub(crate) iterations: u32,
+    /// Untimed transfers before each cell.
+    pub(crate) warmup: u32,
+    /// Card address of every transfer.
+    pub(crate) card_addr: u64,
+    /// The sizes, bytes.
+    pub(crate) sizes: Vec<u64>,
+    /// Which paths ran.
+    pub(crate) paths: Vec<PathInfo>,
+    /// Every cell, size-major, then path, then direction.
+    pub(crate) cells: Vec<Cell>,
+    /// Speed-ups per size and direction.
+    pub(crate) speedups: Vec<Speedup>,
+}
+
+/// Runs `sizes`.
+pub(crate) fn run(b: &Bench, a: &SizesArgs) -> Result<SizesOutcome> {
+    let sizes = a.sizes.0.clone();
+    let max = sizes.iter().copied().max().unwrap_or(4096);
+    let (warmup, iterations) = (a.warmup as usize, a.iterations as usize);
+    let mut runners = Vec::new();
+    let mut paths = Vec::new();
+    for p in PathKind::ALL {
+        let avail = b.availability(p);
+        paths.push(PathInfo {
+            path: p,
+            description: p.describe(),
+            available: avail.is_ok(),
+            reason: avail.clone().err(),
+        });
+        runners.push(match avail {
+            Ok(()) => Ok(b.runner(p, max)?),
+            Err(why) => Err(why),
+        });
+    }
+    let mut cells = Vec::new();
+    for &size in &sizes {
+        for (i, p) in PathKind::ALL.into_iter().enumerate() {
+            for dir in Dir::BOTH {
+                let measured =
+                    measure_cell(&mut runners[i], dir, a.card_addr, size, warmup, iterations)?;
+                cells.push(Cell {
+                    size_bytes: size,
+                    path: p,
+                    dir,
+                    measured,
+                });
+            }
+        }
+    }
+    let mut out = SizesOutcome {
+        iterations: a.iterations,
+        warmup: a.warmup,
+        card_addr: a.card_addr,
+        sizes,
+        paths,
+        cells,
+        speedups: Vec::new(),
+    };
+    for &size in &out.sizes {
+        for dir in Dir::BOTH {
+            let m = |p| out.mean(size, p, dir);
+            let c = m(PathKind::C);
+            out.speedups.push(Speedup {
+                size_bytes: size,
+                dir,
+                c_over_a: c.zip(m(PathKind::A)).map(|(c, a)| a / c),
+                c_over_b: c.zip(m(PathKind::B)).map(|(c, b)| b / c),
+            });
+        }
+    }
+    Ok(out)
+}
+
+impl SizesOutcome {
+    fn cell(&self, size: u64, p: PathKind, dir: Dir) -> Option<&Cell> {
+        self.cells
+            .iter()
+            .find(|c| c.size_bytes == size && c.path == p && c.dir == dir)
+    }
+
+    fn mean(&self, size: u64, p: PathKind, dir: Dir) -> Option<f64> {
+        self.cell(size, p, dir).and_then(|c| c.measured.mean())
+    }
+}
+
+/// A figure or `n/a`.
+pub(crate) fn fig(v: Option<f64>, f: fn(f64) -> String) -> String {
+    v.map_or_else(|| "n/a".to_string(), f)
+}
+
+/// GB/s with two decimals.
+pub(crate) fn gb(v: f64) -> String {
+    format!("{v:.2}")
+}
+
+impl Outcome for SizesOutcome {
+    fn name(&self) -> &'static str {
+        "sizes"
+    }
+
+    fn sections(&self) -> Vec<Section> {
+        let mut t = Table::new(&[
+            "size", "path", "dir", "mean µs", "p50 µs", "min µs", "max µs", "p99 µs", "GB/s",
+        ]);
+        for c in &self.cells {
+            let l = c.measured.latency;
+            t.row(vec![
+                fmt_size(c.size_bytes),
+                c.path.letter().into(),
+                c.dir.as_str().into(),
+                fig(l.map(|l| l.mean_us), us),
+                fig(l.map(|l| l.p50_us), us),
+                fig(l.map(|l| l.min_us), us),
+                fig(l.map(|l| l.max_us), us),
+                fig(l.map(|l| l.p99_us), us),
+                fig(c.measured.gbps, gb),
+            ]);
+        }
+        let mut s = Section::new("latency and bandwidth per size and path", t)
+            .note(format!(
+                "{} timed transfers per cell after {} warm-up, card address {}; GB/s = bytes / mean latency (10^9 B/s)",
+                self.iterations,
+                self.warmup,
+                fmt_addr(self.card_addr)
+            ));
+        for p in &self.paths {
+            s = s.note(match &p.reason {
+                None => format!("path {}: {}", p.path.letter(), p.description),
+                Some(r) => format!(
+                    "path {}: {} — not available: {r}",
+                    p.path.letter(),
+                    p.description
+                ),
+            });
+        }
+        let mut sp = Table::new(&["size", "C/A read", "C/A write", "C/B read", "C/B write"]);
+        for &size in &self.sizes {
+            let get = |dir: Dir| {
+                self.speedups
+                    .iter()
+                    .find(|x| x.size_bytes == size && x.dir == dir)
+            };
+            let (r, w) = (get(Dir::Read), get(Dir::Write));
+            sp.row(vec![
+                fmt_size(size),
+                fig(r.and_then(|x| x.c_over_a), ratio),
+                fig(w.and_then(|x| x.c_over_a), ratio),
+                fig(r.and_then(|x| x.c_over_b), ratio),
+                fig(w.and_then(|x| x.c_over_b), ratio),
+            ]);
+        }
+        let sp = Section::new("speed-up of C (mean latency ratio, same runs)", sp)
+            .note("C/A = mean(A) / mean(C), C/B = mean(B) / mean(C); above 1 means C is faster; n/a where a path is not available");
+        vec![s, sp]
+    }
+
+    fn plots(&self) -> Vec<Plot> {
+        let mut lat = Vec::new();
+        let mut bw = Vec::new();
+        for p in PathKind::ALL {
+            for dir in Dir::BOTH {
+                let cells: Vec<&Cell> = self
+                    .cells
+                    .iter()
+                    .filter(|c| c.path == p && c.dir == dir && c.measured.available)
+                    .collect();
+                if cells.is_empty() {
+                    continue;
+                }
+                let name = format!("{} {}", p.letter(), dir.as_str());
+                let kib = |c: &Cell| c.size_bytes as f64 / 1024.0;
+                lat.push(Series {
+                    name: name.clone(),
+                    points: cells
+                        .iter()
+                        .filter_map(|c| c.measured.mean().map(|m| (kib(c), m)))
+                        .collect(),
+                });
+                bw.push(Series {
+                    name,
+                    points: cells
+                        .iter()
+                        .filter_map(|c| c.measured.gbps.map(|g| (kib(c), g)))
+                        .collect(),
+                });
+            }
+        }
+        vec![
+            Plot {
+                file: "sizes-latency.svg".into(),
+                title: "Mean latency vs transfer size".into(),
+                x_label: "transfer size, KiB (log)".into(),
+                y_label: "mean latency, µs (log)".into(),
+                x_log: true,
+                y_log: true,
+                series: lat,
+            },
+            Plot {
+                file: "sizes-bandwidth.svg".into(),
+                title: "Bandwidth vs transfer size per path".into(),
+                x_label: "transfer size, KiB (log)".into(),
+                y_label: "bandwidth, GB/s (bytes / mean latency)".into(),
+                x_log: true,
+                y_log: false,
+                series: bw,
+            },
+        ]
+    }
+
+    fn compare(&self, seed: &SeedData, cmp: &mut Compare) {
+        for &size in &self.sizes {
+            let lat = seed.latency_at(size);
+            let bwr = seed.bandwidth_at(size);
+            for p in PathKind::ALL {
+                for dir in Dir::BOTH {
+                    let Some(c) = self.cell(size, p, dir) else {
+                        continue;
+                    };
+                    let name = format!("{} {} {}", p.letter(), dir.as_str(), fmt_size(size));
+                    if let Some(r) = lat {
+                        let s = match p {
+                            PathKind::A => r.a,
+                            PathKind::B => r.b,
+                            PathKind::C => r.c,
+                        };
+                        cmp.row(
+                            format!("{name} mean"),
+                            "µs",
+                            c.measured.mean(),
+                            pick(s, dir),
+                        );
+                    }
+                    if let Some(r) = bwr {
+                        let s = match p {
+                            PathKind::A => r.a,
+                            PathKind::B => r.b,
+                            PathKind::C => r.c,
+                        };
+                        cmp.row(
+                            format!("{name} bandwidth"),
+                            "GB/s",
+                            c.measured.gbps,
+                            pick(s, dir),
+                        );
+                    }
+                }
+            }
+        }
+        if self.sizes.iter().all(|&s| seed.latency_at(s).is_none()) {
+            cmp.note("none of these sizes is in the seed's tables (4K, 64K, 512K, 1M, 4M, 8M)");
+        }
+    }
+}

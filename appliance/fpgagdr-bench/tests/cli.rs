@@ -1,0 +1,703 @@
+//! The `fpgagdr-bench` binary run as a user runs it, on the simulated card: every
+//! subcommand's table, JSON, report (Markdown, JSON, SVG) and the soak's CSV, and the
+//! consistency of their numbers (GB/s = bytes / mean latency, ratios from the same runs,
+//! statistics from the samples, CSV rows = samples). Speed is never asserted.
+//!
+//! These tests run where CI runs: no GPU, no FPGA. Tests that must see paths B and C as
+//! not available pass `--no-gpu`, so they hold on a GPU machine too; the others accept
+//! either and check what the document says.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_fpgagdr-bench");
+
+fn bench(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+/// Runs and expects exit status 0; returns stdout.
+#[track_caller]
+fn ok(args: &[&str]) -> String {
+    let out = bench(args);
+    let stdout = String::from_utf8(out.stdout).expect("UTF-8");
+    assert!(
+        out.status.success(),
+        "{args:?} exited with {:?}\nstdout:\n{stdout}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[track_caller]
+fn json(args: &[&str]) -> Value {
+    let mut a = args.to_vec();
+    a.push("--json");
+    serde_json::from_str(&ok(&a)).expect("stdout is one JSON document")
+}
+
+#[track_caller]
+fn close(a: f64, b: f64, what: &str) {
+    assert!(
+        (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0),
+        "{what}: {a} != {b}"
+    );
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// Checks a `latency` summary against its `samples_us` and `gbps` against bytes / mean.
+#[track_caller]
+fn check_cell(cell: &Value, bytes: u64, iterations: usize) {
+    let samples: Vec<f64> = cell["samples_us"]
+        .as_array()
+        .expect("samples")
+        .iter()
+        .map(f)
+        .collect();
+    assert_eq!(samples.len(), iterations, "{cell}");
+    let lat = &cell["latency"];
+    assert_eq!(lat["n"], iterations);
+    let mean = samples.iter().sum::<f64>() / samples.len() as f64;
+    close(f(&lat["mean_us"]), mean, "mean = mean of samples");
+    close(
+        f(&lat["min_us"]),
+        samples.iter().copied().fold(f64::INFINITY, f64::min),
+        "min",
+    );
+    close(
+        f(&lat["max_us"]),
+        samples.iter().copied().fold(0.0, f64::max),
+        "max",
+    );
+    assert!(f(&lat["p99_us"]) <= f(&lat["max_us"]) && f(&lat["p99_us"]) >= f(&lat["min_us"]));
+    close(
+        f(&cell["gbps"]),
+        bytes as f64 / mean / 1e3,
+        "GB/s = bytes / mean latency",
+    );
+}
+
+/// Parses an SVG as XML; returns every text node and the number of polylines.
+#[track_caller]
+fn svg(path: &Path) -> (Vec<String>, usize) {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let doc = roxmltree::Document::parse(&text)
+        .unwrap_or_else(|e| panic!("{} is not XML: {e}", path.display()));
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    let texts = doc
+        .descendants()
+        .filter(|n| n.is_text())
+        .filter_map(|n| n.text())
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .collect();
+    let lines = doc
+        .descendants()
+        .filter(|n| n.tag_name().name() == "polyline")
+        .count();
+    (texts, lines)
+}
+
+/// Asserts that the SVG holds exactly the expected series among the candidates.
+#[track_caller]
+fn svg_series(path: &Path, present: &[&str], absent: &[&str]) {
+    let (texts, lines) = svg(path);
+    for s in present {
+        assert!(
+            texts.iter().any(|t| t == s),
+            "{}: no series {s:?} in {texts:?}",
+            path.display()
+        );
+    }
+    for s in absent {
+        assert!(
+            !texts.iter().any(|t| t == s),
+            "{}: unexpected series {s:?}",
+            path.display()
+        );
+    }
+    // One line per series plus its legend sample.
+    assert!(
+        lines >= present.len(),
+        "{}: {lines} polylines",
+        path.display()
+    );
+}
+
+/// The report's JSON file is the document `--json` printed (same result).
+#[track_caller]
+fn report_matches(dir: &Path, name: &str, doc: &Value) {
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{name}.json"))).unwrap())
+            .unwrap();
+    assert_eq!(file["result"], doc["result"]);
+    assert_eq!(file["subcommand"], name);
+    let md = std::fs::read_to_string(dir.join(format!("{name}.md"))).unwrap();
+    assert!(md.starts_with(&format!("# fpgagdr-bench {name}")), "{md}");
+    assert!(md.contains("SIMULATED CARD"), "{md}");
+}
+
+#[test]
+fn quick_passes_all_15_checks_on_the_simulated_card() {
+    let out = ok(&["quick", "--card", "sim"]);
+    assert_eq!(out.matches(" PASS ").count(), 15, "{out}");
+    assert!(!out.contains("FAIL"), "{out}");
+    assert!(out.contains("15 of 15 checks passed"), "{out}");
+    assert!(out.contains("SIMULATED CARD"), "{out}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let doc = json(&[
+        "quick",
+        "--link",
+        "desktop-gen3x8",
+        "--report",
+        d,
+        "--compare",
+        "seed",
+    ]);
+    assert_eq!(doc["passed"], true);
+    let checks = doc["result"]["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 15);
+    for (i, c) in checks.iter().enumerate() {
+        assert_eq!(c["n"], i + 1);
+        assert_eq!(c["pass"], true, "{c}");
+    }
+    assert_eq!(doc["card"]["link"], "x86-gen3x8");
+    assert_eq!(doc["card"]["status"]["alignment"], 65536);
+    // The 1 MiB read's figures are consistent with each other.
+    let v = &checks[2]["values"];
+    close(
+        f(&v["read_gbps"]),
+        (1 << 20) as f64 / f(&v["read_us"]) / 1e3,
+        "check 3 GB/s",
+    );
+    // The desktop seed platform (§4.5.1) is compared, ratio = ours / seed.
+    let cmp = &doc["compare"];
+    assert_eq!(cmp["platform"], "desktop");
+    let pin = cmp["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["metric"] == "pin 1 MiB")
+        .unwrap();
+    assert_eq!(pin["seed"], 45.0);
+    close(f(&pin["ratio"]), f(&pin["ours"]) / 45.0, "pin ratio");
+    report_matches(dir.path(), "quick", &doc);
+}
+
+#[test]
+fn sizes_without_gpu_reports_b_and_c_as_not_available() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let args = [
+        "sizes",
+        "--no-gpu",
+        "--sizes",
+        "4K,64K,1M",
+        "--iterations",
+        "4",
+        "--warmup",
+        "1",
+        "--report",
+        d,
+        "--compare",
+        "seed",
+    ];
+    let doc = json(&args);
+    assert_eq!(doc["gpu"]["available"], false);
+    let r = &doc["result"];
+    let cells = r["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 3 * 3 * 2, "sizes × paths × directions");
+    for c in cells {
+        let bytes = c["size_bytes"].as_u64().unwrap();
+        match c["path"].as_str().unwrap() {
+            "A" => {
+                assert_eq!(c["available"], true);
+                check_cell(c, bytes, 4);
+            }
+            _ => {
+                assert_eq!(c["available"], false, "{c}");
+                assert!(c["reason"].as_str().unwrap().contains("no GPU"), "{c}");
+                assert!(
+                    c.get("latency").is_none() && c.get("gbps").is_none(),
+                    "never faked: {c}"
+                );
+            }
+        }
+    }
+    for s in r["speedups"].as_array().unwrap() {
+        assert!(s["c_over_a"].is_null() && s["c_over_b"].is_null(), "{s}");
+    }
+    // --compare seed on the Orin preset: §4.1's figures, ours / seed per cell.
+    let cmp = &doc["compare"];
+    assert_eq!(cmp["platform"], "orin");
+    assert!(
+        cmp["platform_name"]
+            .as_str()
+            .unwrap()
+            .contains("Jetson Orin")
+    );
+    let rows = cmp["rows"].as_array().unwrap();
+    let row = |m: &str| {
+        rows.iter()
+            .find(|r| r["metric"] == m)
+            .unwrap_or_else(|| panic!("no row {m}"))
+    };
+    let a = row("A read 4 KiB mean");
+    assert_eq!(a["seed"], 82.6);
+    let ours_a = cells
+        .iter()
+        .find(|c| c["path"] == "A" && c["dir"] == "read" && c["size_bytes"] == 4096)
+        .unwrap();
+    close(
+        f(&a["ours"]),
+        f(&ours_a["latency"]["mean_us"]),
+        "compare uses the same run",
+    );
+    close(f(&a["ratio"]), f(&a["ours"]) / 82.6, "ratio = ours / seed");
+    let bw = row("A write 1 MiB bandwidth");
+    assert_eq!(bw["seed"], 1.82);
+    assert!(row("C read 4 KiB mean")["ours"].is_null());
+    assert_eq!(row("C read 4 KiB mean")["seed"], 54.4);
+    assert!(row("B write 1 MiB mean")["ratio"].is_null());
+
+    report_matches(dir.path(), "sizes", &doc);
+    let md = std::fs::read_to_string(dir.path().join("sizes.md")).unwrap();
+    assert!(
+        md.contains(
+            "path B: card → host memory → GPU (host-to-device copy) — not available: no GPU"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("![Mean latency vs transfer size](sizes-latency.svg)"));
+    assert!(md.contains("| A read 4 KiB mean | µs |"), "{md}");
+    let series = ["A read", "A write"];
+    let missing = ["B read", "B write", "C read", "C write"];
+    svg_series(&dir.path().join("sizes-latency.svg"), &series, &missing);
+    svg_series(&dir.path().join("sizes-bandwidth.svg"), &series, &missing);
+
+    // The table says the same.
+    let table = ok(&args[..8]);
+    assert!(
+        table.contains("GPU: none — paths B and C not available"),
+        "{table}"
+    );
+    // Rows are "<n> <unit> <path> <dir> <figures…>".
+    let na_rows = |path: &str| {
+        table
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .filter(|t| t.len() == 10 && t[2] == path && t[3..].iter().skip(1).all(|c| *c == "n/a"))
+            .count()
+    };
+    let (b_rows, c_rows) = (na_rows("B"), na_rows("C"));
+    assert_eq!((b_rows, c_rows), (6, 6), "{table}");
+    assert!(table.contains("path C: card → pinned GPU memory (GPUDirect) — not available: no GPU"));
+}
+
+#[test]
+fn sizes_speedups_come_from_the_same_cells() {
+    // Without --no-gpu: on a GPU machine B and C run, and the speed-ups must be the
+    // ratios of the cells' means; without one they are null.
+    let doc = json(&[
+        "sizes",
+        "--link",
+        "off",
+        "--sizes",
+        "4K,1M",
+        "--iterations",
+        "3",
+        "--warmup",
+        "0",
+    ]);
+    let r = &doc["result"];
+    let gpu = doc["gpu"]["available"].as_bool().unwrap();
+    let mean = |p: &str, dir: &str, size: u64| {
+        r["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["path"] == p && c["dir"] == dir && c["size_bytes"] == size)
+            .and_then(|c| c["latency"]["mean_us"].as_f64())
+    };
+    for s in r["speedups"].as_array().unwrap() {
+        let (dir, size) = (
+            s["dir"].as_str().unwrap(),
+            s["size_bytes"].as_u64().unwrap(),
+        );
+        if gpu {
+            let c = mean("C", dir, size).unwrap();
+            close(f(&s["c_over_a"]), mean("A", dir, size).unwrap() / c, "C/A");
+            close(f(&s["c_over_b"]), mean("B", dir, size).unwrap() / c, "C/B");
+        } else {
+            assert!(s["c_over_a"].is_null() && mean("C", dir, size).is_none());
+        }
+    }
+    for c in r["cells"].as_array().unwrap() {
+        if c["available"] == true {
+            check_cell(c, c["size_bytes"].as_u64().unwrap(), 3);
+        }
+    }
+}
+
+#[test]
+fn compat_without_gpu_has_cpu_mode_only() {
+    let doc = json(&[
+        "compat",
+        "--no-gpu",
+        "--sizes",
+        "4K,256K",
+        "--iterations",
+        "3",
+        "--compare",
+        "seed",
+    ]);
+    let r = &doc["result"];
+    for c in r["cells"].as_array().unwrap() {
+        match c["mode"].as_str().unwrap() {
+            "cpu" => check_cell(c, c["size_bytes"].as_u64().unwrap(), 3),
+            "gpu_pinned" => assert_eq!(c["available"], false),
+            m => panic!("mode {m}"),
+        }
+    }
+    assert!(
+        r["speedups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["speedup"].is_null())
+    );
+    // §4.2 prints Write / Read: the 256 KB CPU write is 198.2 µs.
+    let rows = doc["compare"]["rows"].as_array().unwrap();
+    assert!(
+        rows.iter()
+            .any(|x| x["metric"] == "CPU write 256 KiB" && x["seed"] == 198.2)
+    );
+}
+
+#[test]
+fn multibuf_ratio_and_rates_come_from_the_same_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let doc = json(&[
+        "multibuf",
+        "--iterations",
+        "20",
+        "--warmup",
+        "2",
+        "--report",
+        d,
+    ]);
+    let r = &doc["result"];
+    let frame = r["frame_bytes"].as_u64().unwrap();
+    assert_eq!(frame, 1 << 20);
+    assert_eq!(r["multi"]["buffers"], 4);
+    assert_eq!(r["single"]["buffers"], 1);
+    for run in [&r["multi"], &r["single"]] {
+        check_cell(run, frame, 20);
+        close(
+            f(&run["fps"]),
+            1e6 / f(&run["latency"]["mean_us"]),
+            "frames/s = 10^6 / mean",
+        );
+    }
+    close(
+        f(&r["ratio"]),
+        f(&r["multi"]["fps"]) / f(&r["single"]["fps"]),
+        "ratio",
+    );
+    let gpu = doc["gpu"]["available"].as_bool().unwrap();
+    assert_eq!(r["memory"]["path"], if gpu { "C" } else { "pinned-host" });
+    report_matches(dir.path(), "multibuf", &doc);
+    svg_series(
+        &dir.path().join("multibuf-latency.svg"),
+        &["ring of 4", "single buffer"],
+        &[],
+    );
+    let table = ok(&["multibuf", "--iterations", "10", "--warmup", "0"]);
+    assert!(table.contains("ratio (ring ÷ single frames/s)"), "{table}");
+}
+
+#[test]
+fn sweep_covers_the_card_and_its_spread_is_of_the_per_address_means() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let doc = json(&[
+        "sweep",
+        "--link",
+        "off",
+        "--size",
+        "1M",
+        "--step",
+        "256M",
+        "--iterations",
+        "2",
+        "--report",
+        d,
+    ]);
+    let r = &doc["result"];
+    let points = r["points"].as_array().unwrap();
+    assert_eq!(points.len(), 8, "0 … 1792 MiB in 256 MiB steps");
+    assert_eq!(points[7]["card_addr"], 7u64 * 256 * 1024 * 1024);
+    for dir_name in ["read", "write"] {
+        let means: Vec<f64> = points.iter().map(|p| f(&p[dir_name]["mean_us"])).collect();
+        let m = means.iter().sum::<f64>() / 8.0;
+        let sd = (means.iter().map(|x| (x - m).powi(2)).sum::<f64>() / 8.0).sqrt();
+        let s = &r[dir_name];
+        close(f(&s["mean_us"]), m, "mean of means");
+        close(f(&s["std_us"]), sd, "std dev of means");
+        close(f(&s["gbps"]), (1 << 20) as f64 / m / 1e3, "GB/s");
+        close(
+            f(&s["max_us"]),
+            means.iter().copied().fold(0.0, f64::max),
+            "highest",
+        );
+    }
+    report_matches(dir.path(), "sweep", &doc);
+    svg_series(
+        &dir.path().join("sweep-latency.svg"),
+        &["read mean", "write mean"],
+        &[],
+    );
+}
+
+/// An INA3221 under the hwmon driver, as L4T R35+ shows it: VDD_IN 5 V × 3.6 A = 18 W.
+fn ina3221_fixture(root: &Path) {
+    let h = root.join("sys/bus/i2c/drivers/ina3221/1-0040/hwmon/hwmon3");
+    std::fs::create_dir_all(&h).unwrap();
+    for (name, value) in [
+        ("in1_label", "VDD_IN"),
+        ("in1_input", "5000"),
+        ("curr1_input", "3600"),
+        ("in2_label", "VDD_CPU_GPU_CV"),
+        ("in2_input", "5000"),
+        ("curr2_input", "1000"),
+        ("in3_label", "NC"),
+    ] {
+        std::fs::write(h.join(name), format!("{value}\n")).unwrap();
+    }
+}
+
+#[test]
+fn soak_writes_one_csv_row_per_sample_with_power_and_a_consistent_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let sysfs = tempfile::tempdir().unwrap();
+    ina3221_fixture(sysfs.path());
+    let d = dir.path().to_str().unwrap();
+    let doc = json(&[
+        "soak",
+        "--no-gpu",
+        "--duration",
+        "3s",
+        "--every",
+        "500ms",
+        "--size",
+        "1M",
+        "--iterations",
+        "2",
+        "--sysfs-root",
+        sysfs.path().to_str().unwrap(),
+        "--report",
+        d,
+    ]);
+    let r = &doc["result"];
+    let samples = r["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 6, "⌈3 s / 500 ms⌉ samples");
+
+    // The CSV: header = documented columns, one row per sample, same figures.
+    let csv_path = dir.path().join("soak.csv");
+    assert_eq!(r["csv"], csv_path.to_str().unwrap());
+    let mut rd = csv::Reader::from_path(&csv_path).unwrap();
+    let header: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+    let cols: Vec<String> = r["csv_columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().into())
+        .collect();
+    assert_eq!(header, cols);
+    for c in [
+        "sample",
+        "t_s",
+        "card_addr",
+        "a_read_mean_us",
+        "c_write_gbps",
+        "errors",
+        "power_board_w",
+        "power_VDD_IN_w",
+        "power_VDD_CPU_GPU_CV_w",
+    ] {
+        assert!(header.iter().any(|h| h == c), "no column {c}: {header:?}");
+    }
+    let rows: Vec<csv::StringRecord> = rd.records().map(|x| x.unwrap()).collect();
+    assert_eq!(rows.len(), samples.len(), "CSV rows = samples");
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    for (row, s) in rows.iter().zip(samples) {
+        assert_eq!(row[col("sample")], s["sample"].to_string());
+        assert_eq!(row[col("card_addr")], s["card_addr"].to_string());
+        let a = s["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["path"] == "A" && c["dir"] == "read")
+            .unwrap();
+        let csv_mean: f64 = row[col("a_read_mean_us")].parse().unwrap();
+        assert!((csv_mean - f(&a["mean_us"])).abs() < 0.001);
+        close(
+            f(&a["gbps"]),
+            (1 << 20) as f64 / f(&a["mean_us"]) / 1e3,
+            "sample GB/s",
+        );
+        assert_eq!(
+            &row[col("c_read_mean_us")],
+            "",
+            "path C not available: empty, not faked"
+        );
+        assert_eq!(&row[col("power_board_w")], "18.000");
+        assert_eq!(&row[col("power_VDD_CPU_GPU_CV_w")], "5.000");
+    }
+    // Successive samples walk the card in 64 MiB steps.
+    assert_eq!(samples[1]["card_addr"], 64u64 << 20);
+
+    // The summary is the statistics of the sample means.
+    let means: Vec<f64> = samples
+        .iter()
+        .map(|s| {
+            f(&s["cells"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["path"] == "A" && c["dir"] == "read")
+                .unwrap()["mean_us"])
+        })
+        .collect();
+    let t = r["trends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["path"] == "A" && t["dir"] == "read")
+        .unwrap();
+    let m = means.iter().sum::<f64>() / 6.0;
+    close(f(&t["mean_us"]), m, "trend mean");
+    close(
+        f(&t["thirds_us"][0]),
+        (means[0] + means[1]) / 2.0,
+        "first third",
+    );
+    close(
+        f(&t["thirds_us"][2]),
+        (means[4] + means[5]) / 2.0,
+        "last third",
+    );
+    let (lo, hi) = (
+        means.iter().copied().fold(f64::INFINITY, f64::min),
+        means.iter().copied().fold(0.0, f64::max),
+    );
+    close(f(&t["jitter_us"]), hi - lo, "jitter = max - min");
+    close(f(&t["relative_pct"]), (hi - lo) / (2.0 * m) * 100.0, "± %");
+    assert!(
+        r["trends"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["path"] == "A"),
+        "only path A ran"
+    );
+    let p = &r["power"];
+    close(f(&p["mean_w"]), 18.0, "board power = VDD_IN");
+    assert_eq!(p["samples"], 6);
+
+    report_matches(dir.path(), "soak", &doc);
+    let files: Vec<&str> = doc["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap())
+        .collect();
+    assert!(files.iter().any(|x| x.ends_with("soak.csv")));
+    svg_series(
+        &dir.path().join("soak-latency.svg"),
+        &["A read", "A write"],
+        &["C read", "B read"],
+    );
+    svg_series(
+        &dir.path().join("soak-power.svg"),
+        &["board total", "VDD_IN", "VDD_CPU_GPU_CV"],
+        &[],
+    );
+}
+
+#[test]
+fn soak_without_ina3221_has_empty_power_and_no_power_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let csv_path = dir.path().join("run.csv");
+    let out = ok(&[
+        "soak",
+        "--link",
+        "off",
+        "--duration",
+        "1s",
+        "--every",
+        "250ms",
+        "--size",
+        "64K",
+        "--iterations",
+        "1",
+        "--sysfs-root",
+        empty.path().to_str().unwrap(),
+        "--csv",
+        csv_path.to_str().unwrap(),
+        "--report",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(out.contains("no INA3221 power"), "{out}");
+    assert!(out.contains("4 rows, one per sample"), "{out}");
+    let mut rd = csv::Reader::from_path(&csv_path).unwrap();
+    let pcol = rd
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == "power_board_w")
+        .unwrap();
+    let rows: Vec<csv::StringRecord> = rd.records().map(|x| x.unwrap()).collect();
+    assert_eq!(rows.len(), 4);
+    assert!(rows.iter().all(|r| r[pcol].is_empty()));
+    assert!(dir.path().join("soak-latency.svg").exists());
+    assert!(!dir.path().join("soak-power.svg").exists());
+    assert!(
+        !dir.path().join("soak.csv").exists(),
+        "--csv names the file"
+    );
+}
+
+#[test]
+fn argument_and_card_errors_are_named() {
+    let out = bench(&["quick", "--card", "/dev/fpgagdr4242"]);
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("/dev/fpgagdr4242") && err.contains("card-present"),
+        "{err}"
+    );
+
+    let out = bench(&["quick", "--card", "/dev/fpgagdr4242", "--link", "off"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--link applies to the simulated card only")
+    );
+
+    let out = bench(&["sizes", "--sizes", "4X"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown unit"));
+}
