@@ -275,7 +275,7 @@ fn sizes_without_gpu_reports_b_and_c_as_not_available() {
     let md = std::fs::read_to_string(dir.path().join("sizes.md")).unwrap();
     assert!(
         md.contains(
-            "path B: card → host memory → GPU (host-to-device copy) — not available: no GPU"
+            "path B: card → page-locked host memory → GPU (host-to-device copy) — not available: no GPU"
         ),
         "{md}"
     );

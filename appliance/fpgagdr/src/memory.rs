@@ -247,11 +247,12 @@ impl DmaMemory {
         }
     }
 
-    /// The bytes, when the CPU can address them in place (host memory).
+    /// The bytes, when the CPU can address them in place (host memory, and
+    /// page-locked `CudaHost` memory); `None` for CUDA device memory.
     pub fn as_slice(&self) -> Option<&[u8]> {
         match &self.backing {
             Backing::Host(h) => Some(h.as_slice()),
-            Backing::Cuda(_) => None,
+            Backing::Cuda(c) => c.host_slice(),
         }
     }
 
@@ -264,11 +265,13 @@ impl DmaMemory {
         read_region(&self.region(), offset, dst)
     }
 
-    /// The bytes, mutable, when the CPU can address them in place (host memory).
+    /// The bytes, mutable, when the CPU can address them in place (host memory, and
+    /// page-locked `CudaHost` memory: a path B staging buffer); `None` for CUDA device
+    /// memory.
     pub fn as_mut_slice(&mut self) -> Option<&mut [u8]> {
         match &mut self.backing {
             Backing::Host(h) => Some(h.as_mut_slice()),
-            Backing::Cuda(_) => None,
+            Backing::Cuda(c) => c.host_slice_mut(),
         }
     }
 }

@@ -164,6 +164,10 @@ impl CudaAlloc {
         let ptr = base.next_multiple_of(CUDA_ALIGN as u64);
         let mut device_ptr = ptr;
         if host {
+            // SAFETY: `ptr .. ptr + len` lies inside the `len + CUDA_ALIGN` bytes just
+            // allocated at `base` and nothing else refers to them yet. Zeroing them makes
+            // every later read of initialised memory (`host_slice`), as for `HostAlloc`.
+            unsafe { std::ptr::write_bytes(ptr as *mut u8, 0, len) };
             // SAFETY: `ptr` lies in memory just allocated with CU_MEMHOSTALLOC_DEVICEMAP
             // in the bound context; the call only writes `device_ptr`.
             let r = unsafe {
@@ -207,11 +211,19 @@ impl CudaAlloc {
             return None;
         }
         // SAFETY: `cuMemHostAlloc` returned `len + CUDA_ALIGN` bytes of host memory at
-        // `base`, live until Drop, so `ptr .. ptr + len` lies inside it;
-        // `&mut self` makes this the only reference. The memory is uninitialised but
-        // any byte pattern is a valid u8 and page-locked memory reads as whatever was
-        // written (callers write before they read).
+        // `base`, live until Drop, so `ptr .. ptr + len` lies inside it, zeroed in `new`;
+        // `&mut self` makes this the only reference.
         Some(unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut u8, self.len) })
+    }
+
+    /// As [`Self::host_slice_mut`], shared. While the memory is pinned the card may
+    /// write it (C2H); the same caveat as `HostAlloc::as_slice` applies.
+    pub(crate) fn host_slice(&self) -> Option<&[u8]> {
+        if !self.host {
+            return None;
+        }
+        // SAFETY: as in `host_slice_mut`; shared access only reads.
+        Some(unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.len) })
     }
 }
 

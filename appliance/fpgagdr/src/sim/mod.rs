@@ -65,8 +65,8 @@ struct Pin {
 struct Engine {
     /// Staging for H2C, and for C2H into CUDA memory when no CUDA context exists.
     staging: Vec<u8>,
-    /// Page-locked staging for C2H into CUDA device memory: the simulated card's path B
-    /// (card → host → GPU), the fastest host-to-device copy there is.
+    /// Page-locked staging for C2H into and H2C out of CUDA device memory: the simulated
+    /// card's path B (card → host → GPU), the fastest host-device copy there is.
     pinned: Option<CudaAlloc>,
 }
 
@@ -328,6 +328,13 @@ impl Backend for SimCard {
                 let staging = engine.pinned_staging(len)?;
                 self.memory.read(req.card_addr, staging);
                 write_region(&region, req.offset, staging)?;
+            }
+            // Out of CUDA device memory through the page-locked staging too (path B's
+            // device-to-host copy at its best), from host memory through a plain buffer.
+            Direction::H2C if !region.kind.host_accessible() => {
+                let staging = engine.pinned_staging(len)?;
+                read_region(&region, req.offset, staging)?;
+                self.memory.write(req.card_addr, staging);
             }
             Direction::H2C => {
                 engine.staging.resize(len, 0);
