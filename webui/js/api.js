@@ -1,11 +1,16 @@
 // @ts-check
 // api.js: the REST calls of /api/v1 and their error shape. Owns URL building,
-// timeouts, and turning an RFC 9457 `application/problem+json` reply into an
-// ApiError carrying the problem's title and detail. Must not touch the DOM or
-// keep state; main.js decides what to show. The live stream is stream.js.
+// timeouts, turning an RFC 9457 `application/problem+json` reply into an
+// ApiError carrying the problem (title, detail, errors[] with JSON pointers),
+// and the API token: mutating calls carry `Authorization: Bearer <token>` from
+// localStorage; on a 401 the page's token prompt (set with setTokenPrompt, see
+// views/token.js) is asked once and the call is retried. Must not touch the
+// DOM; main.js decides what to show. The live stream is stream.js.
 
 /** How long one REST call may take before it is abandoned. */
 const TIMEOUT_MS = 10_000;
+/** localStorage key of the API token. */
+export const TOKEN_KEY = 'fpgagdr.token';
 
 /**
  * @typedef {object} Problem RFC 9457 problem details, as the service sends them.
@@ -13,6 +18,7 @@ const TIMEOUT_MS = 10_000;
  * @property {string} [title]
  * @property {number} [status]
  * @property {string} [detail]
+ * @property {{field: string, rule: string, message: string}[]} [errors] config field errors, JSON pointers
  */
 
 /** A failed API call: a problem reply, another HTTP error, or no reply at all (status 0). */
@@ -59,18 +65,50 @@ async function errorFrom(res) {
   return new ApiError(`HTTP ${res.status} ${res.statusText}`.trim(), res.status, null);
 }
 
-/**
- * @param {'GET' | 'POST'} method
- * @param {string} path below /api/v1/
- * @returns {Promise<any>} the parsed JSON body
- * @throws {ApiError}
- */
-async function call(method, path) {
-  let res;
+/** @returns {string | null} the stored API token */
+function storedToken() {
   try {
-    res = await fetch(apiUrl(path), {
+    return localStorage.getItem(TOKEN_KEY);
+  } catch {
+    return null; // storage disabled: the prompt asks each time
+  }
+}
+
+/** @type {((why: string) => Promise<string | null>) | null} */
+let tokenPrompt = null;
+
+/**
+ * Sets what is asked for a token when a mutating call gets 401: it resolves
+ * with the token typed, or null when the user cancels.
+ * @param {(why: string) => Promise<string | null>} prompt
+ */
+export function setTokenPrompt(prompt) {
+  tokenPrompt = prompt;
+}
+
+/**
+ * @typedef {'GET' | 'POST' | 'PUT' | 'PATCH'} Method
+ * @typedef {{body?: unknown, contentType?: string, headers?: Record<string, string>}} CallOptions
+ */
+
+/**
+ * One request; a mutating one carries the token.
+ * @param {Method} method
+ * @param {string} path below /api/v1/
+ * @param {CallOptions} opts
+ * @param {string | null} token
+ * @returns {Promise<Response>}
+ */
+async function send(method, path, opts, token) {
+  /** @type {Record<string, string>} */
+  const headers = { accept: 'application/json, application/problem+json', ...opts.headers };
+  if (method !== 'GET' && token) headers.authorization = `Bearer ${token}`;
+  if (opts.body !== undefined) headers['content-type'] = opts.contentType ?? 'application/json';
+  try {
+    return await fetch(apiUrl(path), {
       method,
-      headers: { accept: 'application/json, application/problem+json' },
+      headers,
+      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
       cache: 'no-store',
       signal: AbortSignal.timeout(TIMEOUT_MS),
     });
@@ -78,8 +116,45 @@ async function call(method, path) {
     const why = e instanceof Error && e.name === 'TimeoutError' ? 'timed out' : 'service unreachable';
     throw new ApiError(`${method} ${path}: ${why}`, 0, null);
   }
+}
+
+/**
+ * A call whose reply (headers included) the caller reads. A mutating call
+ * refused with 401 asks the token prompt once, stores the token and retries.
+ * @param {Method} method
+ * @param {string} path below /api/v1/
+ * @param {CallOptions} [opts]
+ * @returns {Promise<Response>} an ok response
+ * @throws {ApiError}
+ */
+export async function request(method, path, opts = {}) {
+  let res = await send(method, path, opts, storedToken());
+  if (res.status === 401 && method !== 'GET' && tokenPrompt) {
+    const problem = await errorFrom(res);
+    const token = await tokenPrompt(problem.message);
+    if (token) {
+      try {
+        localStorage.setItem(TOKEN_KEY, token);
+      } catch {
+        // not stored: asked again next time
+      }
+      res = await send(method, path, opts, token);
+    } else {
+      throw problem;
+    }
+  }
   if (!res.ok) throw await errorFrom(res);
-  return res.json();
+  return res;
+}
+
+/**
+ * @param {Method} method
+ * @param {string} path below /api/v1/
+ * @returns {Promise<any>} the parsed JSON body
+ * @throws {ApiError}
+ */
+async function call(method, path) {
+  return (await request(method, path)).json();
 }
 
 /**
@@ -106,7 +181,7 @@ async function call(method, path) {
  * @typedef {object} Status reply of GET /status and of the pipeline POSTs
  * @property {CardInfo} card
  * @property {{kind: 'host' | 'cuda_device' | 'cuda_host' | null, detail?: string}} memory kind is null before the frame ring exists
- * @property {{state: PipelineState, error: string | null, model: string | null, source: string | null}} pipeline
+ * @property {{state: PipelineState, error: string | null, model: string | null, source: string | null, preprocess?: string | null, inference?: string | null}} pipeline
  * @property {Counters} counters
  * @property {number} uptime_s
  *
@@ -138,4 +213,60 @@ export function getLatestResult() {
  */
 export function pipeline(action) {
   return call('POST', `pipeline/${action}`);
+}
+
+/** @returns {Promise<any>} the latest telemetry sample, null before the first (204) */
+export async function getTelemetry() {
+  const res = await request('GET', 'telemetry');
+  return res.status === 204 ? null : res.json();
+}
+
+/**
+ * @typedef {object} TelemetryPoint one chart point (history, and `telemetry` of a snapshot)
+ * @property {number} t Unix seconds
+ * @property {number | null} power_w
+ * @property {(number | null)[]} rails_mw in History.rails order
+ * @property {number | null} cpu_pct
+ * @property {number | null} gpu_pct
+ * @property {number | null} temp_max_c
+ * @property {number} fps
+ * @property {number | null} energy_per_frame_mj
+ *
+ * @typedef {{period_s: number, rails: string[], points: TelemetryPoint[]}} History
+ */
+
+/** @returns {Promise<History>} the last 60 s of telemetry at the sampling rate */
+export function getTelemetryHistory() {
+  return call('GET', 'telemetry/history?span=60s');
+}
+
+/** @returns {Promise<any>} versions, card, pipeline, uptime (GET /system) */
+export function getSystem() {
+  return call('GET', 'system');
+}
+
+/** @returns {Promise<any>} the JSON Schema of the config document */
+export function getConfigSchema() {
+  return call('GET', 'config/schema');
+}
+
+/** @returns {Promise<{config: any, etag: string}>} the config in force and its ETag */
+export async function getConfig() {
+  const res = await request('GET', 'config');
+  return { config: await res.json(), etag: res.headers.get('etag') ?? '' };
+}
+
+/**
+ * RFC 7396 merge patch of the config, refused (412) when it changed since `etag`.
+ * @param {object} patch
+ * @param {string} etag
+ * @returns {Promise<{config: any, etag: string}>}
+ */
+export async function patchConfig(patch, etag) {
+  const res = await request('PATCH', 'config', {
+    body: patch,
+    contentType: 'application/merge-patch+json',
+    headers: etag ? { 'if-match': etag } : {},
+  });
+  return { config: await res.json(), etag: res.headers.get('etag') ?? '' };
 }

@@ -35,7 +35,7 @@ export const STAGES = [
  * and the table swatches cannot disagree.
  * @param {string} name custom property name without the leading dashes
  */
-function cssColor(name) {
+export function cssColor(name) {
   return getComputedStyle(document.documentElement).getPropertyValue(`--${name}`).trim() || '#1f2328';
 }
 
@@ -105,6 +105,7 @@ function positive(v) {
  * @property {number} height plot height in CSS pixels, axes included
  * @property {(v: number) => string} format value with unit, for the legend
  * @property {(v: number) => string} tick value with unit, short, for the y axis
+ * @property {number} [max] a fixed top of the y axis (100 for a share in %); else it follows the data
  * @property {number[]} columns the SeriesWindow columns plotted, one per line
  * @property {LineSpec[]} lines
  */
@@ -138,7 +139,7 @@ export function chartOptions(spec, width) {
       },
       [spec.scale]: spec.log
         ? { distr: 3, log: 10 }
-        : { range: (_u, _min, max) => [0, niceCeil(Math.max(max ?? 0, 1) * 1.1)] },
+        : { range: (_u, _min, max) => [0, spec.max ?? niceCeil(Math.max(max ?? 0, 1) * 1.1)] },
     },
     axes: [
       {
@@ -267,6 +268,18 @@ export class ChartSet {
     this.resizer.observe(host);
   }
 
+  /**
+   * Removes the chart built in `host` (to build it anew with other lines).
+   * @param {HTMLElement} host
+   */
+  remove(host) {
+    const i = this.charts.findIndex((c) => c.host === host);
+    if (i < 0) return;
+    this.resizer.unobserve(host);
+    this.charts[i].plot.destroy();
+    this.charts.splice(i, 1);
+  }
+
   /** Schedules one redraw on the next animation frame; cheap to call per message. */
   requestRedraw() {
     if (this.frameRequested) return;
@@ -274,9 +287,11 @@ export class ChartSet {
     requestAnimationFrame(() => {
       this.frameRequested = false;
       const all = this.series.columns();
-      for (const { plot, cols } of this.charts) {
+      for (const { host, plot, cols } of this.charts) {
         const data = cols.map((c, i) => (i === 0 ? all[c] : withGaps(all[c])));
         plot.setData(/** @type {uPlot.AlignedData} */ (data));
+        // rows drawn, for people reading the DOM and for the browser tests
+        if (host instanceof HTMLElement) host.dataset.points = String(all[0].length);
       }
     });
   }

@@ -124,3 +124,39 @@ export function duration(s) {
   if (h < 48) return `${h}${NNBSP}h ${Math.floor((t % 3600) / 60)}${NNBSP}min`;
   return `${Math.floor(h / 24)}${NNBSP}d ${h % 24}${NNBSP}h`;
 }
+
+/**
+ * A power given in watts: "7.39 W", "850 mW".
+ * @param {number | null | undefined} w
+ */
+export function watts(w) {
+  if (!isNum(w)) return NONE;
+  if (Math.abs(w) < 1 && w !== 0) return sig3(w * 1000) + NNBSP + 'mW';
+  return sig3(w) + NNBSP + 'W';
+}
+
+/**
+ * A number with 3 significant digits and no unit ("7.39", "118"), NONE when missing.
+ * @param {number | null | undefined} v
+ */
+export function num3(v) {
+  return isNum(v) ? sig3(v) : NONE;
+}
+
+/**
+ * A share in percent, given in percent: "42 %", "7.5 %".
+ * @param {number | null | undefined} pct
+ */
+export function pct(pct) {
+  if (!isNum(pct)) return NONE;
+  return (pct >= 10 ? pct.toFixed(0) : pct.toFixed(1)) + NNBSP + '%';
+}
+
+/**
+ * A temperature in °C: "51.3 °C".
+ * @param {number | null | undefined} c
+ */
+export function celsius(c) {
+  if (!isNum(c)) return NONE;
+  return c.toFixed(1) + NNBSP + '°C';
+}

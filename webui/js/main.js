@@ -7,12 +7,27 @@
 // GET /status is asked again when the pipeline state changes or the stream
 // comes back; GET /results/latest when a new result appeared, at most every
 // RESULT_EVERY_MS, for the frame details the stream does not carry.
+//
+// Power panel: GET /telemetry/history on load (charts drawn at once), then
+// each snapshot's telemetry point extends it; GET /telemetry every
+// TELEMETRY_EVERY_MS while the live page is shown, for the tables.
+// Pages: #live, #config, #system (hash routing, one index.html); the stream
+// stays open on every page (one EventSource per tab). The config page is
+// built from the schema on its first visit; the system page is read on each.
 
-import { ApiError, getLatestResult, getStatus, pipeline } from './api.js';
+import {
+  ApiError, getConfig, getConfigSchema, getLatestResult, getStatus, getSystem, getTelemetry,
+  getTelemetryHistory, patchConfig, pipeline, setTokenPrompt,
+} from './api.js';
 import { ChartSet, COLUMN_COUNT, WINDOW_S, appendSnapshot, currentRates, fpsChart, latencyChart } from './charts.js';
+import { TelemetryHistory, energyChart, loadChart, powerChart, tempChart } from './power.js';
 import { SeriesWindow } from './series.js';
 import { openStream } from './stream.js';
+import { ConfigView } from './views/config.js';
+import { PowerView } from './views/power.js';
 import { StatusView } from './views/status.js';
+import { showSystem } from './views/system.js';
+import { tokenPrompt } from './views/token.js';
 
 /** Rows of history: 60 s at up to ~34 snapshots/s; beyond that the window shortens. */
 const HISTORY_ROWS = 2048;
@@ -20,6 +35,10 @@ const HISTORY_ROWS = 2048;
 const RESULT_EVERY_MS = 2_000;
 /** After a Start/Stop reply, snapshots that disagree with it are taken as older for this long. */
 const HOLD_STATE_MS = 750;
+/** The full telemetry sample (rails, zones, memory) is read this often on the live page. */
+const TELEMETRY_EVERY_MS = 1_000;
+/** Pages, by hash. */
+const PAGES = ['live', 'config', 'system'];
 
 /** @param {unknown} e */
 function message(e) {
@@ -32,6 +51,66 @@ function boot() {
   const charts = new ChartSet(series);
   charts.add(view.el('[data-chart="latency"]'), latencyChart());
   charts.add(view.el('[data-chart="fps"]'), fpsChart());
+  setTokenPrompt(tokenPrompt(/** @type {HTMLDialogElement} */ (view.el('[data-testid="token-dialog"]'))));
+
+  const power = new PowerView(view.el('[data-testid="power-panel"]'));
+  const telemetry = new TelemetryHistory();
+  const tcharts = new ChartSet(telemetry.series);
+  const powerHost = view.el('[data-chart="power"]');
+  tcharts.add(powerHost, powerChart([]));
+  tcharts.add(view.el('[data-chart="energy"]'), energyChart());
+  tcharts.add(view.el('[data-chart="load"]'), loadChart());
+  tcharts.add(view.el('[data-chart="temp"]'), tempChart());
+  let chartedRails = '';
+  let historyInFlight = false;
+
+  async function loadHistory() {
+    if (historyInFlight) return;
+    historyInFlight = true;
+    try {
+      telemetry.load(await getTelemetryHistory());
+      const names = telemetry.rails.join('\n');
+      if (names !== chartedRails) {
+        chartedRails = names;
+        tcharts.remove(powerHost);
+        tcharts.add(powerHost, powerChart(telemetry.rails));
+      }
+      tcharts.requestRedraw();
+    } catch (e) {
+      console.warn('fpgagdr: telemetry history:', message(e));
+    } finally {
+      historyInFlight = false;
+    }
+  }
+
+  /** @param {import('./stream.js').Snapshot[]} batch */
+  function onTelemetry(batch) {
+    let added = false;
+    for (const s of batch) {
+      const p = s.telemetry;
+      if (!p) continue;
+      if (telemetry.loaded && telemetry.railsUnknown(p)) {
+        loadHistory(); // a rail appeared: its name comes with the history
+        return;
+      }
+      added = telemetry.push(p) || added;
+    }
+    const last = batch[batch.length - 1].telemetry;
+    if (last) power.showPoint(last);
+    if (added) tcharts.requestRedraw();
+  }
+
+  let page = 'live';
+  async function pollTelemetry() {
+    if (page === 'live' && document.visibilityState === 'visible') {
+      try {
+        power.showSample(await getTelemetry());
+      } catch (e) {
+        console.warn('fpgagdr: telemetry:', message(e));
+      }
+    }
+    window.setTimeout(pollTelemetry, TELEMETRY_EVERY_MS);
+  }
 
   /** pipeline state last seen, from a status reply or a snapshot */
   let lastState = /** @type {string | null} */ (null);
@@ -102,6 +181,7 @@ function boot() {
       for (const s of batch) appendSnapshot(series, s);
       series.trimBefore(series.lastX() - WINDOW_S - 1);
       charts.requestRedraw();
+      onTelemetry(batch);
       const last = batch[batch.length - 1];
       // a batch may have been sampled before the reply to Start/Stop: keep
       // the reply's state for a moment rather than flicker back
@@ -129,6 +209,107 @@ function boot() {
     },
   });
   refreshStatus();
+  loadHistory();
+  pollTelemetry();
+
+  const configPage = setupConfig(view);
+  const systemRoot = view.el('[data-page="system"]');
+  async function refreshSystem() {
+    try {
+      showSystem(systemRoot, await getSystem());
+    } catch (e) {
+      view.showError(`Could not read the system information: ${message(e)}`);
+    }
+  }
+  view.el('[data-action="system-refresh"]').addEventListener('click', refreshSystem);
+
+  function route() {
+    const want = location.hash.replace(/^#/, '');
+    page = PAGES.includes(want) ? want : 'live';
+    for (const p of PAGES) {
+      view.el(`[data-page="${p}"]`).hidden = p !== page;
+      const link = view.el(`[data-nav="${p}"]`);
+      if (p === page) link.setAttribute('aria-current', 'page');
+      else link.removeAttribute('aria-current');
+    }
+    if (page === 'config') configPage.open();
+    if (page === 'system') refreshSystem();
+    if (page === 'live') {
+      charts.requestRedraw();
+      tcharts.requestRedraw();
+    }
+  }
+  window.addEventListener('hashchange', route);
+  route();
+}
+
+/**
+ * The config page: the form is built from the schema on the first visit and
+ * refilled from the config in force on every visit; Save sends the edits as a
+ * merge patch with If-Match.
+ * @param {StatusView} view
+ */
+function setupConfig(view) {
+  const form = /** @type {HTMLFormElement} */ (view.el('[data-testid="config-form"]'));
+  const status = view.el('[data-testid="config-status"]');
+  const cv = new ConfigView(form);
+  let etag = '';
+  let built = false;
+
+  /** @param {string} text @param {'ok' | 'bad' | ''} [kind] */
+  function say(text, kind = '') {
+    status.textContent = text;
+    status.dataset.kind = kind;
+  }
+
+  async function reload() {
+    try {
+      if (!built) {
+        cv.build(await getConfigSchema());
+        built = true;
+      }
+      const c = await getConfig();
+      etag = c.etag;
+      cv.fill(c.config);
+      say('');
+    } catch (e) {
+      say(`Could not read the config: ${message(e)}`, 'bad');
+    }
+  }
+
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const { patch, local } = cv.patch();
+    if (local.length) {
+      say('Some values are not valid; see the marked fields.', 'bad');
+      cv.showErrors(local);
+      return;
+    }
+    if (Object.keys(patch).length === 0) {
+      cv.showErrors([]);
+      say('Nothing changed.');
+      return;
+    }
+    say('Saving…');
+    try {
+      const c = await patchConfig(patch, etag);
+      etag = c.etag;
+      cv.fill(c.config);
+      say('Saved and applied.', 'ok');
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 412) {
+        await reload();
+        say('The config changed since this page read it: it has been reloaded, make your change again.', 'bad');
+        return;
+      }
+      const errors = e instanceof ApiError ? e.problem?.errors ?? [] : [];
+      const loose = cv.showErrors(errors);
+      const head = errors.length > loose.length ? 'Not saved: see the marked fields. Nothing was changed.' : `Not saved: ${message(e)}`;
+      say([head, ...loose].join(' '), 'bad');
+    }
+  });
+  view.el('[data-action="reload"]').addEventListener('click', reload);
+  return { open: reload };
 }
 
 boot();

@@ -6,11 +6,13 @@
 // main.js appends it to series.js and asks charts.js for a redraw.
 //
 // EventSource reconnects by itself after a network error and then sends
-// `Last-Event-ID`. It gives up (readyState CLOSED) on an HTTP error or a wrong
-// content type, and it never notices a stream that stays open but silent; for
-// those two cases this module closes and opens a new one after a backoff
-// (a fresh EventSource cannot send `Last-Event-ID`; snapshots already seen are
-// dropped by their time stamp instead).
+// `Last-Event-ID`: the service replays the batches missed meanwhile (its ring
+// holds ~60 s), so the charts have no hole. It gives up (readyState CLOSED) on
+// an HTTP error or a wrong content type, and it never notices a stream that
+// stays open but silent; for those two cases this module closes and opens a
+// new one after a backoff, asking for the same replay with
+// `?last_event_id=` (a fresh EventSource cannot send the header). Snapshots
+// already seen are dropped by their time stamp either way.
 
 import { apiUrl } from './api.js';
 
@@ -34,6 +36,7 @@ import { apiUrl } from './api.js';
  * @property {number} [transfer_errors] not in every service version
  * @property {Partial<Record<Stage, Percentiles>>} latency_us
  * @property {{seq: number, top5: import('./api.js').Class[]} | null} latest
+ * @property {import('./api.js').TelemetryPoint | null} [telemetry] latest telemetry point
  *
  * @typedef {'connecting' | 'live' | 'reconnecting'} ConnState
  */
@@ -61,6 +64,8 @@ export function openStream({ onBatch, onState, onClockStep }) {
   /** @type {ConnState | null} */
   let state = null;
   let lastT = -Infinity;
+  /** id of the last event received, for resuming after a reopen */
+  let lastId = '';
   let lastEventAt = 0;
   let retryMs = RETRY_MIN_MS;
   /** @type {number | undefined} */
@@ -76,7 +81,8 @@ export function openStream({ onBatch, onState, onClockStep }) {
 
   function connect() {
     retryTimer = undefined;
-    es = new EventSource(apiUrl('stream'));
+    const resume = /^\d+$/.test(lastId) ? `?last_event_id=${lastId}` : '';
+    es = new EventSource(apiUrl('stream') + resume);
     lastEventAt = performance.now();
     es.addEventListener('open', () => {
       retryMs = RETRY_MIN_MS;
@@ -107,6 +113,7 @@ export function openStream({ onBatch, onState, onClockStep }) {
   /** @param {MessageEvent} ev */
   function onSnapshot(ev) {
     lastEventAt = performance.now();
+    if (ev.lastEventId) lastId = ev.lastEventId;
     setState('live');
     /** @type {unknown} */
     let batch;

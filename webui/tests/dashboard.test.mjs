@@ -13,94 +13,14 @@
 //       FPGAGDR_ARTIFACTS  screenshot folder (default target/artifacts,
 //                          relative to the repository root)
 
-import { spawn } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, it, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chromium } from 'playwright-core';
-
-const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
-const ARTIFACTS = path.resolve(REPO, process.env.FPGAGDR_ARTIFACTS || 'target/artifacts');
-const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-];
-/** How long the service may take to print its dashboard line (it may load a model). */
-const STARTUP_MS = 60_000;
-/** How long the page may take to show something the service already has. */
-const UI_MS = 15_000;
-
-/**
- * Starts the service and resolves with its dashboard URL, read from the
- * stdout line `fpgagdrd: dashboard at http://127.0.0.1:PORT/`.
- * @param {string} bin
- * @param {string[]} args
- */
-function startService(bin, args) {
-  const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], cwd: REPO });
-  // if this test process dies without running `after`, the service dies with it
-  const reap = () => child.kill('SIGKILL');
-  process.once('exit', reap);
-  child.once('exit', () => process.off('exit', reap));
-  let out = '';
-  let err = '';
-  const url = new Promise((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`${bin} printed no dashboard line within ${STARTUP_MS} ms\nstdout:\n${out}\nstderr:\n${err.slice(-4000)}`)),
-      STARTUP_MS,
-    );
-    child.stdout.setEncoding('utf8');
-    child.stderr.setEncoding('utf8');
-    // both pipes are read to the end: a full pipe would stall the service
-    child.stdout.on('data', (chunk) => {
-      out += chunk;
-      if (out.length > 64_000) out = out.slice(-32_000);
-      const m = /^fpgagdrd: dashboard at (http:\/\/\S+)$/m.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    child.stderr.on('data', (chunk) => {
-      err += chunk;
-      if (err.length > 64_000) err = err.slice(-32_000);
-    });
-    child.on('error', (e) => {
-      clearTimeout(timer);
-      reject(new Error(`cannot start ${bin}: ${e.message}`));
-    });
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`${bin} exited (code ${code}, signal ${signal}) before printing its dashboard line\nstdout:\n${out}\nstderr:\n${err.slice(-4000)}`));
-    });
-  });
-  return { child, url, stderr: () => err };
-}
-
-/**
- * Ends the service: SIGTERM, then SIGKILL after 5 s.
- * @param {import('node:child_process').ChildProcess} child
- */
-async function stopService(child) {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-  await exited;
-  clearTimeout(timer);
-}
-
-/** Digits of a displayed counter ("1 234" → 1234), NaN when it shows none. */
-function parseCount(/** @type {string | null} */ text) {
-  const digits = (text ?? '').replace(/\D/g, '');
-  return digits === '' ? NaN : Number(digits);
-}
-
-const BIN = process.env.FPGAGDRD_BIN;
+import {
+  ARTIFACTS, BIN, TOKEN, UI_MS, binPath, extraArgs, launch, parseCount, startService, stopService, watchProblems,
+} from './helpers.mjs';
 
 // Without a binary the suite would be cancelled quietly; one failing test says why.
 test('FPGAGDRD_BIN names the service binary', () => {
@@ -116,31 +36,18 @@ describe('dashboard', { timeout: 180_000, skip: !BIN && 'FPGAGDRD_BIN is not set
   let page;
   /** @type {string} */
   let tmp;
-  /** Everything the page reported that a person would call broken. */
-  const problems = /** @type {string[]} */ ([]);
+  /** Everything the page reported that a person would call broken, and the 401s. */
+  let watch = { problems: /** @type {string[]} */ ([]), unauthorized: /** @type {string[]} */ ([]) };
 
   before(async () => {
     tmp = mkdtempSync(path.join(tmpdir(), 'fpgagdr-webui-'));
-    const extra = (process.env.FPGAGDRD_ARGS ?? '').split(/\s+/).filter(Boolean);
-    // a path is taken relative to the repository root, a bare name is looked up on PATH
-    service = startService(BIN.includes('/') ? path.resolve(REPO, BIN) : BIN, ['--listen', '127.0.0.1:0', '--config', path.join(tmp, 'config.json'), ...extra]);
+    service = startService(binPath(BIN), ['--listen', '127.0.0.1:0', '--config', path.join(tmp, 'config.json'), ...extraArgs()], { FPGAGDR_TOKEN: TOKEN });
     const url = await service.url;
 
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    browser = await launch();
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     page = await context.newPage();
-    page.on('console', (m) => {
-      if (m.type() === 'error') problems.push(`console error: ${m.text()}`);
-    });
-    page.on('pageerror', (e) => problems.push(`uncaught: ${e.message}`));
-    page.on('requestfailed', (r) => {
-      // The EventSource is cut when the page closes at the end; that is not a failure.
-      if (!browser?.isConnected() || page.isClosed()) return;
-      problems.push(`request failed: ${r.method()} ${r.url()}: ${r.failure()?.errorText}`);
-    });
-    page.on('response', (r) => {
-      if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.request().method()} ${r.url()}`);
-    });
+    watch = watchProblems(page, browser);
     await page.goto(url, { waitUntil: 'load' });
   });
 
@@ -225,7 +132,7 @@ describe('dashboard', { timeout: 180_000, skip: !BIN && 'FPGAGDRD_BIN is not set
     await screenshot('dashboard.png'); // the running pipeline, for humans
   });
 
-  it('stops and starts the pipeline', async () => {
+  it('stops and starts the pipeline, asking for the token once', async () => {
     const state = page.getByTestId('pipeline-state');
     await page.waitForFunction(
       () => document.querySelector('[data-testid="pipeline-state"]')?.textContent === 'running',
@@ -233,6 +140,12 @@ describe('dashboard', { timeout: 180_000, skip: !BIN && 'FPGAGDRD_BIN is not set
       { timeout: UI_MS },
     );
     await page.getByRole('button', { name: 'Stop' }).click();
+    // the service answers 401: the page asks for the token, then retries
+    const dialog = page.getByTestId('token-dialog');
+    await dialog.waitFor({ state: 'visible', timeout: UI_MS });
+    assert.match((await dialog.textContent()) ?? '', /auth-token/);
+    await page.getByTestId('token-input').fill(TOKEN);
+    await page.getByRole('button', { name: 'Use token' }).click();
     await page.waitForFunction(
       () => document.querySelector('[data-testid="pipeline-state"]')?.textContent === 'stopped',
       null,
@@ -246,6 +159,10 @@ describe('dashboard', { timeout: 180_000, skip: !BIN && 'FPGAGDRD_BIN is not set
     );
     assert.equal(await state.textContent(), 'running');
     assert.ok(await page.getByTestId('error').isHidden(), 'an error is shown after Stop/Start');
+    assert.ok(await dialog.isHidden(), 'the token dialog is still open');
+    // asked once: Stop's first try was refused, nothing after it
+    assert.deepEqual(watch.unauthorized.map((u) => u.replace(/^(\S+) .*\/api\/v1\//, '$1 ')), ['POST pipeline/stop']);
+    assert.equal(await page.evaluate(() => localStorage.getItem('fpgagdr.token')), TOKEN);
   });
 
   it('fits 1280 px and a 390 px phone without sideways scrolling', async () => {
@@ -258,6 +175,6 @@ describe('dashboard', { timeout: 180_000, skip: !BIN && 'FPGAGDRD_BIN is not set
   });
 
   it('reported no console error and no failed request', () => {
-    assert.deepEqual(problems, []);
+    assert.deepEqual(watch.problems, []);
   });
 });

@@ -1,10 +1,11 @@
 // units.test.mjs: the page's DOM-free modules, in Node: the history ring
-// (js/series.js) and the unit formatting (js/format.js). The page as a whole
-// is dashboard.test.mjs.
+// (js/series.js), the telemetry history (js/power.js) and the unit formatting
+// (js/format.js). The page as a whole is dashboard.test.mjs and pages.test.mjs.
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as fmt from '../js/format.js';
+import { MAX_RAILS, TelemetryHistory } from '../js/power.js';
 import { SeriesWindow } from '../js/series.js';
 
 describe('SeriesWindow', () => {
@@ -64,5 +65,48 @@ describe('format', () => {
     assert.equal(fmt.bytes(2147483648), '2.00\u202fGiB');
     assert.equal(fmt.percent(0.614), '61.4\u202f%');
     assert.equal(fmt.duration(3725), '1\u202fh 2\u202fmin');
+  });
+});
+
+describe('TelemetryHistory', () => {
+  /** @param {number} t @param {number} w */
+  const point = (t, w) => ({
+    t, power_w: w, rails_mw: [w * 1000, 500], cpu_pct: 10, gpu_pct: null, temp_max_c: 50, fps: 30, energy_per_frame_mj: null,
+  });
+
+  it('holds stream points until the history came, then appends the newer ones once', () => {
+    const h = new TelemetryHistory();
+    assert.equal(h.push(point(10.2, 2)), false);
+    assert.equal(h.push(point(10.3, 3)), false);
+    h.load({ period_s: 0.1, rails: ['VDD_IN', 'VDD_SOC'], points: [point(10.0, 1), point(10.1, 1.5), point(10.2, 2)] });
+    const [ts, power, , , gpu, , rail0, rail1] = h.series.columns();
+    assert.deepEqual([...ts], [10.0, 10.1, 10.2, 10.3]);
+    assert.deepEqual([...power], [1, 1.5, 2, 3]);
+    assert.deepEqual([...rail0], [1, 1.5, 2, 3], 'rails in W');
+    assert.equal(rail1[0], 0.5);
+    assert.ok(Number.isNaN(gpu[0]), 'a missing figure is a gap, not 0');
+    assert.equal(h.push(point(10.3, 9)), false, 'a point already held is skipped');
+    assert.equal(h.push(point(10.4, 4)), true);
+    assert.equal(h.series.length, 5);
+  });
+
+  it('notices a rail it has no name for', () => {
+    const h = new TelemetryHistory();
+    h.load({ period_s: 0.1, rails: ['VDD_IN'], points: [] });
+    assert.equal(h.railsUnknown(point(1, 1)), true);
+    h.load({ period_s: 0.1, rails: ['VDD_IN', 'VDD_SOC'], points: [] });
+    assert.equal(h.railsUnknown(point(1, 1)), false);
+    assert.ok(MAX_RAILS >= 6, 'AGX Orin has 6 rails');
+  });
+});
+
+describe('format (power panel)', () => {
+  it('scales power and shows shares and temperatures', () => {
+    assert.equal(fmt.watts(7.38816), '7.39\u202fW');
+    assert.equal(fmt.watts(0.85), '850\u202fmW');
+    assert.equal(fmt.watts(null), fmt.NONE);
+    assert.equal(fmt.pct(42.4), '42\u202f%');
+    assert.equal(fmt.pct(7.46), '7.5\u202f%');
+    assert.equal(fmt.celsius(51.25), '51.3\u202f°C');
   });
 });

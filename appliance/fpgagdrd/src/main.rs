@@ -32,9 +32,15 @@ struct Cli {
     /// ~/.local/state/fpgagdr/config.json.
     #[arg(long)]
     config: Option<PathBuf>,
-    /// Root that sysfs telemetry paths are read under (`/`; a fixture tree in tests).
+    /// Root that sysfs telemetry paths, and the version files of /api/v1/system, are
+    /// read under (`/`; a fixture tree in tests).
     #[arg(long, default_value = "/")]
     sysfs_root: PathBuf,
+    /// File holding the API token that mutating requests must carry. Default: the
+    /// environment variable FPGAGDR_TOKEN, else `token` beside the config file
+    /// (generated on first start, mode 0600, and printed once on stdout).
+    #[arg(long)]
+    token_file: Option<PathBuf>,
     /// Telemetry sampling rate, Hz (0.5 to 50).
     #[arg(long, default_value_t = fpgagdrd::telemetry::DEFAULT_HZ, value_parser = parse_hz)]
     telemetry_hz: f64,
@@ -100,6 +106,26 @@ fn run() -> Result<(), String> {
         store.path().display(),
         config::data_dir().display()
     );
+    let env_token = std::env::var(api::auth::TOKEN_ENV).ok();
+    let config_dir = store
+        .path()
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    let (token, origin) =
+        api::auth::Token::resolve(env_token.as_deref(), cli.token_file.as_deref(), &config_dir)?;
+    match &origin {
+        api::auth::Origin::Generated(path) => {
+            // The one time the token is shown: on first start, when none was configured.
+            println!(
+                "fpgagdrd: API token (saved to {}): {}",
+                path.display(),
+                token.expose()
+            );
+        }
+        api::auth::Origin::File(path) => tracing::info!("API token from {}", path.display()),
+        api::auth::Origin::Env => tracing::info!("API token from ${}", api::auth::TOKEN_ENV),
+    }
     let shared = Arc::new(Shared::default());
     let mut supervisor = Supervisor::new(shared.clone());
     if store.current().autostart {
@@ -116,7 +142,7 @@ fn run() -> Result<(), String> {
         .map_err(|e| format!("starting the HTTP runtime: {e}"))?;
     let supervisor = Arc::new(Mutex::new(supervisor));
     let telemetry = fpgagdrd::telemetry::spawn(
-        cli.sysfs_root,
+        cli.sysfs_root.clone(),
         std::time::Duration::from_secs_f64(1.0 / cli.telemetry_hz),
         shared.clone(),
     );
@@ -127,6 +153,7 @@ fn run() -> Result<(), String> {
         shared,
         supervisor.clone(),
         telemetry.clone(),
+        (token, cli.sysfs_root),
     ));
     telemetry.stop();
     supervisor
@@ -143,6 +170,7 @@ async fn serve(
     shared: Arc<Shared>,
     supervisor: Arc<Mutex<Supervisor>>,
     telemetry: Arc<fpgagdrd::telemetry::Telemetry>,
+    (token, sysfs_root): (api::auth::Token, PathBuf),
 ) -> Result<(), String> {
     let live = api::live::Live::new();
     api::live::spawn_sampler(shared.clone(), telemetry.clone(), live.clone());
@@ -154,6 +182,8 @@ async fn serve(
         live: live.clone(),
         started: Instant::now(),
         telemetry,
+        token,
+        sysfs_root,
     };
     let listener = tokio::net::TcpListener::bind(listen)
         .await

@@ -2,7 +2,8 @@
 // views/status.js: the numbers of the page. Owns writing text into the
 // elements of index.html marked data-metric / data-field / data-testid: the
 // card and its SIMULATED CARD badge, frame memory, pipeline state and buttons,
-// counters, the latency table, the latest top-5 and the connection state.
+// counters, the latency table (p50, p99, max and jitter = p99 − p50), the
+// latest top-5 and the connection state.
 // Must not fetch, keep history or draw charts: main.js calls show*() with what
 // api.js and stream.js delivered; the charts are charts.js.
 
@@ -219,6 +220,9 @@ export class StatusView {
       this.setMetric(`${prefix}_p50`, fmt.latency(p?.p50));
       this.setMetric(`${prefix}_p99`, fmt.latency(p?.p99));
       this.setMetric(`${prefix}_max`, fmt.latency(p?.max));
+      // jitter: the spread between the typical and the slow frame of the same window
+      const jitter = p && fmt.isNum(p.p99) && fmt.isNum(p.p50) ? p.p99 - p.p50 : NaN;
+      this.setMetric(`${prefix}_jitter`, jitter > 0 ? fmt.latency(jitter) : jitter === 0 ? '0\u202fµs' : fmt.NONE);
     }
     if (s.latest && s.latest.seq !== this.shownSeq) this.showTop5(s.latest.seq, s.latest.top5);
     this.showUptime();

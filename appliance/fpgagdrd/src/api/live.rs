@@ -1,9 +1,17 @@
 //! Live numbers for the dashboard: a sampler that turns counters and the published
 //! window into [`Snapshot`]s 10 times a second, and the SSE endpoint that sends them in
-//! batches about 4 times a second.
+//! batches about 3 times a second.
 //!
-//! Owns: [`Live`] (the broadcast of batches), [`spawn_sampler`], [`stream`].
-//! Neighbours: reads `metrics.rs` / `pipeline::Shared`; `webui/js/stream.js` consumes.
+//! Owns: [`Live`] (the broadcast of batches and the ring of recent ones), [`spawn_sampler`],
+//! [`stream`]. Neighbours: reads `metrics.rs` / `pipeline::Shared`; `webui/js/stream.js`
+//! consumes.
+//!
+//! Resume: the last [`RESUME_BATCHES`] batches (about 60 s) stay in a ring. A client that
+//! reconnects with `Last-Event-ID: N` (an `EventSource` sends it by itself), or opens
+//! with `?last_event_id=N`, first gets the batches after `N` still in the ring, then the
+//! live ones; no batch twice, none left out in between. Ids start at the service's start
+//! time in milliseconds and go up by one per batch, so an id from before a restart is
+//! below every id of the new run, and such a client gets the whole ring.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -25,6 +33,8 @@ use crate::telemetry::Telemetry;
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 /// Snapshots per SSE event.
 pub const BATCH: usize = 3;
+/// Batches kept for clients that resume: 200 × 3 × 100 ms = 60 s.
+pub const RESUME_BATCHES: usize = 200;
 
 /// One SSE event: its id and the JSON `{"batch":[...]}`.
 #[derive(Debug, Clone)]
@@ -35,10 +45,14 @@ pub struct Batch {
     pub json: Arc<str>,
 }
 
-/// The live feed: subscribers get every batch from now on.
+/// The live feed: subscribers get every batch from now on, and a resuming client the
+/// recent ones it missed.
 #[derive(Debug, Clone)]
 pub struct Live {
     tx: broadcast::Sender<Batch>,
+    /// Recent batches, oldest first. Pushing and sending happen under this lock, and so
+    /// do subscribing and copying, so a resuming client sees each batch exactly once.
+    recent: Arc<std::sync::Mutex<VecDeque<Batch>>>,
     closing: tokio::sync::watch::Sender<bool>,
 }
 
@@ -53,8 +67,34 @@ impl Live {
     pub fn new() -> Self {
         Live {
             tx: broadcast::channel(16).0,
+            recent: Arc::new(std::sync::Mutex::new(VecDeque::with_capacity(
+                RESUME_BATCHES,
+            ))),
             closing: tokio::sync::watch::channel(false).0,
         }
+    }
+
+    /// Keeps `batch` in the ring and sends it to every subscriber.
+    pub fn publish(&self, batch: Batch) {
+        let mut recent = self.recent.lock().expect("live ring poisoned");
+        if recent.len() >= RESUME_BATCHES {
+            recent.pop_front();
+        }
+        recent.push_back(batch.clone());
+        // No subscriber is fine: the batch is simply not sent.
+        let _ = self.tx.send(batch);
+    }
+
+    /// A subscription to batches published from now on, and the kept batches whose id
+    /// is above `after` (none when `after` is `None`), taken at one instant.
+    pub fn subscribe_after(&self, after: Option<u64>) -> (broadcast::Receiver<Batch>, Vec<Batch>) {
+        let recent = self.recent.lock().expect("live ring poisoned");
+        let rx = self.tx.subscribe();
+        let backlog = match after {
+            Some(n) => recent.iter().filter(|b| b.id > n).cloned().collect(),
+            None => Vec::new(),
+        };
+        (rx, backlog)
     }
 }
 
@@ -129,7 +169,8 @@ pub fn spawn_sampler(shared: Arc<Shared>, telemetry: Arc<Telemetry>, live: Live)
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut history = VecDeque::with_capacity(RATE_SAMPLES);
         let mut batch = Vec::with_capacity(BATCH);
-        let mut id = 0u64;
+        // Ids of a later run are above those of an earlier one (see the module doc).
+        let mut id = (unix_now() * 1000.0) as u64;
         loop {
             tick.tick().await;
             batch.push(snapshot(&shared, &telemetry, &mut history));
@@ -137,8 +178,7 @@ pub fn spawn_sampler(shared: Arc<Shared>, telemetry: Arc<Telemetry>, live: Live)
                 id += 1;
                 let json = serde_json::json!({ "batch": batch }).to_string();
                 batch.clear();
-                // No subscriber is fine: the batch is simply not sent.
-                let _ = live.tx.send(Batch {
+                live.publish(Batch {
                     id,
                     json: json.into(),
                 });
@@ -147,14 +187,31 @@ pub fn spawn_sampler(shared: Arc<Shared>, telemetry: Arc<Telemetry>, live: Live)
     });
 }
 
-/// `GET /api/v1/stream`: Server-Sent Events, event `snapshot`, data `{"batch":[...]}`.
+/// Query of `GET /api/v1/stream`.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct StreamQuery {
+    /// Resume after this id, for a client that cannot send `Last-Event-ID` (a fresh
+    /// `EventSource`); the header wins when both are present.
+    pub last_event_id: Option<u64>,
+}
+
+/// `GET /api/v1/stream`: Server-Sent Events, event `snapshot`, data `{"batch":[...]}`,
+/// resumed after `Last-Event-ID` (or `?last_event_id=`) when given. An id that is not a
+/// number is ignored (the stream starts live).
 pub async fn stream(
     State(live): State<Live>,
+    headers: axum::http::HeaderMap,
+    query: Result<axum::extract::Query<StreamQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    let rx = BroadcastStream::new(live.tx.subscribe());
+    let header_id = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let after = header_id.or(query.ok().and_then(|q| q.0.last_event_id));
+    let (rx, backlog) = live.subscribe_after(after);
     let closing = live.closing.subscribe();
-    let events = rx
-        .filter_map(|b| b.ok())
+    let events = tokio_stream::iter(backlog)
+        .chain(BroadcastStream::new(rx).filter_map(|b| b.ok()))
         .take_while(move |_| !*closing.borrow())
         .map(|b| {
             Ok(Event::default()

@@ -6,11 +6,15 @@
 //! `spawn_blocking`; config changes are serialised by one async mutex, and a change is
 //! made current only after the new pipeline was built and the file was saved, so a bad
 //! request leaves the running pipeline and the file as they were.
-//! Neighbours: `error.rs` (problem+json), `live.rs` (SSE), `prometheus.rs`, `crate::assets`.
+//! Every request that is not `GET`/`HEAD` passes `auth.rs` first (the API token).
+//! Neighbours: `auth.rs` (token), `error.rs` (problem+json), `live.rs` (SSE),
+//! `prometheus.rs`, `system.rs` (versions), `crate::assets`.
 
+pub mod auth;
 pub mod error;
 pub mod live;
 pub mod prometheus;
+pub mod system;
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -48,6 +52,10 @@ pub struct AppState {
     pub started: Instant,
     /// Power, thermal and load telemetry.
     pub telemetry: Arc<crate::telemetry::Telemetry>,
+    /// The token mutating requests must carry.
+    pub token: auth::Token,
+    /// Root that sysfs, `/proc` and `/etc` files are read under (`/`; a fixture in tests).
+    pub sysfs_root: std::path::PathBuf,
 }
 
 impl FromRef<AppState> for Live {
@@ -71,6 +79,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/stream", get(live::stream))
         .route("/api/v1/telemetry", get(telemetry_latest))
         .route("/api/v1/telemetry/history", get(telemetry_history))
+        .route("/api/v1/system", get(system))
         .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi))
         .route("/api/v1/openapi.json", get(openapi))
@@ -85,6 +94,10 @@ pub fn router(state: AppState) -> Router {
             )
         })
         .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(axum::middleware::from_fn_with_state(
+            state.token.clone(),
+            auth::require,
+        ))
         .with_state(state)
 }
 
@@ -144,6 +157,32 @@ async fn status_json(s: &AppState) -> Value {
         "counters": c,
         "uptime_s": s.started.elapsed().as_secs_f64(),
     })
+}
+
+/// `GET /api/v1/system`: versions, card, pipeline, telemetry sources, uptimes.
+async fn system(State(s): State<AppState>) -> Result<Json<Value>, Problem> {
+    let root = s.sysfs_root.clone();
+    let model_path = s.config.lock().await.current().model_path();
+    let (mut v, model) = blocking(move || {
+        let digest = system::model_digest(&model_path);
+        (system::versions(&root), (model_path, digest))
+    })
+    .await?;
+    let (path, digest) = model;
+    v["model"] = match digest {
+        Ok((bytes, sha256)) => json!({"path": path, "bytes": bytes, "sha256": sha256}),
+        Err(e) => json!({"path": path, "bytes": null, "sha256": null, "error": e}),
+    };
+    let st = status_json(&s).await;
+    for k in ["card", "memory", "pipeline", "uptime_s"] {
+        v[k] = st[k].clone();
+    }
+    v["telemetry_sources"] = s
+        .telemetry
+        .latest()
+        .map(|t| serde_json::to_value(&t.sources).unwrap_or(Value::Null))
+        .unwrap_or_else(|| json!([]));
+    Ok(Json(v))
 }
 
 async fn status(State(s): State<AppState>) -> Json<Value> {

@@ -19,6 +19,9 @@ use serde_json::{Value, json};
 pub(crate) const PATIENCE: Duration = Duration::from_secs(30);
 /// Pause between two polls.
 const POLL: Duration = Duration::from_millis(50);
+/// The API token every test service is started with (through `FPGAGDR_TOKEN`), unless
+/// the test asks for none; [`Service::request`] sends it with every mutating request.
+pub(crate) const TOKEN: &str = "test-token-0123456789abcdef";
 
 /// Where `appliance/scripts/fetch-deps.sh` puts things, relative to this crate.
 fn deps_dir() -> PathBuf {
@@ -165,13 +168,22 @@ pub(crate) struct Service {
     pub(crate) base: String,
     /// The config file the service was started with.
     pub(crate) config_path: PathBuf,
+    /// The token sent with mutating requests: [`TOKEN`], or the one the service
+    /// printed when it generated its own.
+    pub(crate) token: String,
+    /// Lines the service printed on stdout before its `dashboard at` line.
+    pub(crate) stdout_head: Vec<String>,
     log_path: PathBuf,
     agent: ureq::Agent,
     _dir: tempfile::TempDir,
 }
 
-fn command(config: &Path, log: &Path) -> Command {
+fn command(config: &Path, log: &Path, token: Option<&str>) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_fpgagdrd"));
+    match token {
+        Some(t) => cmd.env("FPGAGDR_TOKEN", t),
+        None => cmd.env_remove("FPGAGDR_TOKEN"),
+    };
     cmd.args(["--listen", "127.0.0.1:0", "--config"])
         .arg(config)
         .env("ORT_DYLIB_PATH", ort_library())
@@ -190,7 +202,9 @@ pub(crate) fn run_to_exit(text: &str) -> (ExitStatus, String, String) {
     let dir = tempfile::tempdir().expect("temp dir");
     let (config, log) = (dir.path().join("config.json"), dir.path().join("log"));
     std::fs::write(&config, text).expect("write config");
-    let mut child = command(&config, &log).spawn().expect("spawn fpgagdrd");
+    let mut child = command(&config, &log, Some(TOKEN))
+        .spawn()
+        .expect("spawn fpgagdrd");
     let deadline = Instant::now() + PATIENCE;
     let status = loop {
         match child.try_wait().expect("wait for fpgagdrd") {
@@ -228,12 +242,19 @@ impl Service {
 
     /// As [`Service::start_with_file`], with extra command-line arguments.
     pub(crate) fn start_with_args(text: Option<&str>, args: &[&str]) -> Service {
+        Self::start_opts(text, args, Some(TOKEN))
+    }
+
+    /// As [`Service::start_with_args`], with `FPGAGDR_TOKEN` set to `token`, or unset
+    /// when `None` (the service then uses or generates its token file; a printed token
+    /// becomes [`Service::token`]).
+    pub(crate) fn start_opts(text: Option<&str>, args: &[&str], token: Option<&str>) -> Service {
         let dir = tempfile::tempdir().expect("temp dir");
         let (config_path, log_path) = (dir.path().join("config.json"), dir.path().join("log"));
         if let Some(text) = text {
             std::fs::write(&config_path, text).expect("write config");
         }
-        let mut child = command(&config_path, &log_path)
+        let mut child = command(&config_path, &log_path, token)
             .args(args)
             .spawn()
             .expect("spawn fpgagdrd");
@@ -241,14 +262,17 @@ impl Service {
         let (tx, rx) = mpsc::channel();
         thread::spawn(move || {
             // Forwards the address, then keeps draining stdout until the process ends.
+            let mut head = Vec::new();
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                 if let Some(rest) = line.strip_prefix("fpgagdrd: dashboard at ") {
-                    let _ = tx.send(rest.trim_end_matches('/').to_string());
+                    let _ = tx.send((rest.trim_end_matches('/').to_string(), head.clone()));
+                } else {
+                    head.push(line);
                 }
             }
         });
-        let base = match rx.recv_timeout(PATIENCE) {
-            Ok(base) => base,
+        let (base, stdout_head) = match rx.recv_timeout(PATIENCE) {
+            Ok(got) => got,
             Err(e) => {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -263,10 +287,17 @@ impl Service {
             .timeout_global(Some(PATIENCE))
             .build()
             .into();
+        let printed = stdout_head.iter().find_map(|l| {
+            l.strip_prefix("fpgagdrd: API token (saved to ")
+                .and_then(|r| r.split_once("): "))
+                .map(|(_, t)| t.to_string())
+        });
         let svc = Service {
             child,
             base,
             config_path,
+            token: token.map(str::to_string).or(printed).unwrap_or_default(),
+            stdout_head,
             log_path,
             agent,
             _dir: dir,
@@ -308,8 +339,29 @@ impl Service {
         format!("{}{path}", self.base)
     }
 
-    /// Sends `method path` with an optional JSON body and extra headers.
+    /// Sends `method path` with an optional JSON body and extra headers; a request other
+    /// than `GET` carries [`Service::token`] unless `headers` has an `authorization`.
     pub(crate) fn request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&[u8]>,
+        headers: &[(&str, &str)],
+    ) -> Reply {
+        let auth = format!("Bearer {}", self.token);
+        let mut all: Vec<(&str, &str)> = headers.to_vec();
+        if method != "GET"
+            && !headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+        {
+            all.push(("authorization", &auth));
+        }
+        self.request_as(method, path, body, &all)
+    }
+
+    /// Sends `method path` with exactly these headers (no token added).
+    pub(crate) fn request_as(
         &self,
         method: &str,
         path: &str,

@@ -1,0 +1,238 @@
+//! What the dashboard's pages rely on, through the real binary: the API token on every
+//! mutating request (refused without it, nothing changed), the token generated on first
+//! start, SSE resume after `Last-Event-ID`, and `GET /api/v1/system`.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::{PATIENCE, Service, TOKEN, replay};
+use serde_json::Value;
+
+#[test]
+fn mutating_requests_need_the_token_and_change_nothing_without_it() {
+    let text = "{\"autostart\": false}\n";
+    let svc = Service::start_with_file(Some(text));
+    let before = svc.get("/api/v1/config");
+    let etag = before.header("etag").to_string();
+    let patch = br#"{"ring": {"entries": 8}}"#;
+    let wrong = format!("Bearer {TOKEN}x");
+    for auth in [None, Some(wrong.as_str()), Some("Basic dXNlcjpwYXNz")] {
+        let headers: Vec<(&str, &str)> = auth.map(|a| ("authorization", a)).into_iter().collect();
+        for (method, path, body) in [
+            ("PATCH", "/api/v1/config", Some(&patch[..])),
+            ("PUT", "/api/v1/config", Some(&patch[..])),
+            ("POST", "/api/v1/pipeline/start", None),
+            ("POST", "/api/v1/pipeline/stop", None),
+        ] {
+            let mut h = headers.clone();
+            if body.is_some() {
+                h.push(("content-type", "application/json"));
+            }
+            let r = svc.request_as(method, path, body, &h);
+            let p = r.problem(401, "auth-token");
+            assert!(
+                p["detail"].as_str().unwrap().contains("rule auth-token"),
+                "{p}"
+            );
+            assert_eq!(r.header("www-authenticate"), "Bearer realm=\"fpgagdr\"");
+        }
+    }
+    // Nothing changed: config, ETag, file, pipeline.
+    let after = svc.get("/api/v1/config");
+    assert_eq!(
+        (after.body.as_str(), after.header("etag")),
+        (before.body.as_str(), etag.as_str())
+    );
+    assert_eq!(std::fs::read_to_string(&svc.config_path).unwrap(), text);
+    assert_eq!(svc.status()["pipeline"]["state"], "stopped");
+    // Reading stays open.
+    for path in [
+        "/api/v1/status",
+        "/api/v1/config/schema",
+        "/api/v1/system",
+        "/metrics",
+        "/",
+    ] {
+        assert_eq!(svc.get(path).status, 200, "GET {path}");
+    }
+    // The right token works (any case of "Bearer").
+    let ok = format!("bearer {TOKEN}");
+    let r = svc.request_as(
+        "PATCH",
+        "/api/v1/config",
+        Some(patch),
+        &[
+            ("authorization", &ok),
+            ("content-type", "application/json"),
+            ("if-match", &etag),
+        ],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["ring"]["entries"], 8);
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(&svc.config_path).unwrap()).unwrap();
+    assert_eq!(saved["ring"]["entries"], 8);
+}
+
+#[test]
+fn a_token_is_generated_on_first_start_printed_once_and_saved_0600() {
+    let svc = Service::start_opts(Some("{\"autostart\": false}"), &[], None);
+    let file = svc.config_path.parent().unwrap().join("token");
+    let printed: Vec<&String> = svc
+        .stdout_head
+        .iter()
+        .filter(|l| l.starts_with("fpgagdrd: API token"))
+        .collect();
+    assert_eq!(printed.len(), 1, "{:?}", svc.stdout_head);
+    assert_eq!(
+        printed[0],
+        &format!(
+            "fpgagdrd: API token (saved to {}): {}",
+            file.display(),
+            svc.token
+        )
+    );
+    assert_eq!(svc.token.len(), 64, "{}", svc.token);
+    assert!(svc.token.bytes().all(|b| b.is_ascii_hexdigit()));
+    let meta = std::fs::metadata(&file).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    assert_eq!(std::fs::read_to_string(&file).unwrap().trim(), svc.token);
+    let r = svc.request(
+        "PATCH",
+        "/api/v1/config",
+        Some(br#"{"ring": {"entries": 6}}"#),
+        &[],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    svc.request_as("POST", "/api/v1/pipeline/stop", None, &[])
+        .problem(401, "auth-token");
+}
+
+/// One SSE event as read off the wire.
+#[derive(Debug, Default)]
+struct Event {
+    id: Option<u64>,
+    data: String,
+}
+
+/// Reads events from an open stream until `n` events with data arrived.
+fn read_events(lines: &mut impl Iterator<Item = std::io::Result<String>>, n: usize) -> Vec<Event> {
+    let deadline = Instant::now() + PATIENCE;
+    let mut out = Vec::new();
+    let mut cur = Event::default();
+    while out.len() < n {
+        assert!(Instant::now() < deadline, "stream too slow: {out:?}");
+        let line = lines.next().expect("stream ended").expect("readable");
+        if line.is_empty() {
+            let ev = std::mem::take(&mut cur);
+            if !ev.data.is_empty() {
+                out.push(ev);
+            }
+        } else if let Some(v) = line.strip_prefix("id:") {
+            cur.id = Some(v.trim().parse().expect("numeric id"));
+        } else if let Some(v) = line.strip_prefix("data:") {
+            cur.data.push_str(v.trim_start());
+        }
+    }
+    out
+}
+
+fn open_stream(
+    svc: &Service,
+    path: &str,
+    last_id: Option<u64>,
+) -> impl Iterator<Item = std::io::Result<String>> + use<> {
+    let mut req = svc.agent().get(svc.url(path));
+    if let Some(id) = last_id {
+        req = req.header("last-event-id", id.to_string());
+    }
+    let resp = req.call().expect("GET stream");
+    assert_eq!(resp.status().as_u16(), 200);
+    BufReader::new(resp.into_body().into_reader()).lines()
+}
+
+fn ids(events: &[Event]) -> Vec<u64> {
+    events
+        .iter()
+        .map(|e| e.id.expect("every event has an id"))
+        .collect()
+}
+
+#[test]
+fn the_stream_resumes_after_last_event_id_with_consecutive_ids() {
+    let svc = Service::start(&replay("chelsea.png"));
+    let mut first = open_stream(&svc, "/api/v1/stream", None);
+    let seen = ids(&read_events(&mut first, 3));
+    assert!(seen.windows(2).all(|w| w[1] == w[0] + 1), "{seen:?}");
+    drop(first);
+    let last = *seen.last().unwrap();
+    // Miss a few batches (about 3 a second).
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut resumed = open_stream(&svc, "/api/v1/stream", Some(last));
+    let events = read_events(&mut resumed, 8);
+    let got = ids(&events);
+    let want: Vec<u64> = (last + 1..=last + 8).collect();
+    assert_eq!(
+        got, want,
+        "the gap is filled first, then live, no id twice or missing"
+    );
+    for e in &events {
+        let v: Value = serde_json::from_str(&e.data).unwrap();
+        assert_eq!(v["batch"].as_array().map(Vec::len), Some(3), "{v}");
+    }
+    // The query form (a fresh EventSource cannot send the header).
+    let mut by_query = open_stream(&svc, &format!("/api/v1/stream?last_event_id={last}"), None);
+    assert_eq!(ids(&read_events(&mut by_query, 3)), want[..3]);
+    // An id from before a restart (below every id of this run) gets the whole ring:
+    // more batches than went by since it was opened, starting before `last`.
+    let mut old = open_stream(&svc, "/api/v1/stream", Some(1));
+    let replay = ids(&read_events(&mut old, 4));
+    assert!(replay[0] < last, "{replay:?} vs {last}");
+    assert!(replay.windows(2).all(|w| w[1] == w[0] + 1), "{replay:?}");
+    // Without an id the stream starts live: its first id is past the resumed ones.
+    let mut live = open_stream(&svc, "/api/v1/stream", None);
+    assert!(ids(&read_events(&mut live, 1))[0] > last + 8);
+}
+
+fn put(root: &Path, rel: &str, value: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, format!("{value}\n")).unwrap();
+}
+
+#[test]
+fn system_reports_versions_card_and_model_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let config = serde_json::to_string(&replay("chelsea.png")).unwrap();
+    let svc = Service::start_with_args(Some(&config), &["--sysfs-root", root.to_str().unwrap()]);
+    let s = svc.get_json("/api/v1/system");
+    assert_eq!(s["service"]["name"], "fpgagdrd", "{s}");
+    assert_eq!(s["service"]["version"], env!("CARGO_PKG_VERSION"), "{s}");
+    assert_eq!(s["image"]["build"], false, "{s}");
+    assert_eq!(s["image"]["detail"], "not an image build", "{s}");
+    assert_eq!(s["module"]["loaded"], false, "{s}");
+    assert_eq!(s["module"]["detail"], "not loaded", "{s}");
+    assert_eq!(s["card"]["simulated"], true, "{s}");
+    assert!(s["uptime_s"].as_f64().is_some(), "{s}");
+    let sha = s["model"]["sha256"].as_str().expect("model sha256");
+    assert_eq!(sha.len(), 64, "{s}");
+    assert!(
+        s["model"]["bytes"].as_u64().is_some_and(|b| b > 1_000_000),
+        "{s}"
+    );
+
+    put(root, "sys/module/fpgagdr/version", "0.3.1");
+    put(root, "etc/fpgagdr-image-version", "2026.05.0");
+    put(root, "proc/sys/kernel/osrelease", "6.1.0-fixture");
+    let s = svc.get_json("/api/v1/system");
+    assert_eq!(s["module"]["version"], "0.3.1", "{s}");
+    assert_eq!(s["image"]["build"], true, "{s}");
+    assert_eq!(s["image"]["version"], "2026.05.0", "{s}");
+    assert_eq!(s["kernel"]["release"], "6.1.0-fixture", "{s}");
+    assert_eq!(s["model"]["sha256"], sha, "{s}");
+}

@@ -1,0 +1,308 @@
+// pages.test.mjs: the power panel, the config page and the system page in a
+// real browser against a real fpgagdrd whose telemetry reads a fixture sysfs
+// tree (`--sysfs-root`): an Orin NX / Orin Nano INA3221 on the hwmon driver
+// (VDD_IN is the total; values on the chip's 8 mV / 8 mA steps), one thermal
+// zone and a loaded kernel module reporting its version. Also a host with no
+// power source, and the dashboard's transferred size (recorded in
+// $FPGAGDR_ARTIFACTS/dashboard-size.json and docs/benchmarks.md).
+//
+// Run:  FPGAGDRD_BIN=target/debug/fpgagdrd node --test webui/tests/
+// (env as in dashboard.test.mjs).
+
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  ARTIFACTS, BIN, REPO, TOKEN, UI_MS, binPath, extraArgs, launch, startService, stopService, watchProblems,
+} from './helpers.mjs';
+
+const HWMON = 'sys/bus/i2c/drivers/ina3221/1-0040/hwmon/hwmon3';
+
+/** Writes `value` + newline at root/rel, creating folders. */
+function put(/** @type {string} */ root, /** @type {string} */ rel, /** @type {string | number} */ value) {
+  const p = path.join(root, rel);
+  mkdirSync(path.dirname(p), { recursive: true });
+  writeFileSync(p, `${value}\n`);
+}
+
+/** Orin NX / Orin Nano: VDD_IN on channel 1 is the module's total. */
+function orinNx(/** @type {string} */ root) {
+  const rails = [['VDD_IN', 4992, 1480], ['VDD_CPU_GPU_CV', 4992, 384], ['VDD_SOC', 4992, 400]];
+  rails.forEach(([label, mv, ma], i) => {
+    put(root, `${HWMON}/in${i + 1}_label`, label);
+    put(root, `${HWMON}/in${i + 1}_input`, mv);
+    put(root, `${HWMON}/curr${i + 1}_input`, ma);
+  });
+  put(root, 'sys/class/thermal/thermal_zone0/type', 'cpu-thermal');
+  put(root, 'sys/class/thermal/thermal_zone0/temp', 51250);
+  put(root, 'sys/module/fpgagdr/version', '0.3.1');
+}
+
+/** A config that replays one image at 20 frames/s, light on small machines. */
+function replayConfig() {
+  return JSON.stringify({
+    source: { kind: 'replay', path: 'frames/chelsea.png', fps: 20 },
+    card: { sim_link: 'off' },
+    inference: { threads: 1 },
+  });
+}
+
+/** @param {import('playwright-core').Page} page @param {string} sel */
+async function text(page, sel) {
+  return (await page.locator(sel).first().textContent())?.trim() ?? '';
+}
+
+describe('power, config and system pages', { timeout: 240_000, skip: !BIN && 'FPGAGDRD_BIN is not set' }, () => {
+  /** @type {ReturnType<typeof startService> | undefined} */
+  let service;
+  /** @type {import('playwright-core').Browser | undefined} */
+  let browser;
+  /** @type {import('playwright-core').Page} */
+  let page;
+  /** @type {string} */
+  let tmp;
+  /** @type {string} */
+  let url;
+  let watch = { problems: /** @type {string[]} */ ([]), unauthorized: /** @type {string[]} */ ([]) };
+
+  before(async () => {
+    tmp = mkdtempSync(path.join(tmpdir(), 'fpgagdr-pages-'));
+    const root = path.join(tmp, 'sysfs');
+    orinNx(root);
+    writeFileSync(path.join(tmp, 'config.json'), replayConfig());
+    service = startService(binPath(/** @type {string} */ (BIN)), [
+      '--listen', '127.0.0.1:0', '--config', path.join(tmp, 'config.json'), '--sysfs-root', root, ...extraArgs(),
+    ], { FPGAGDR_TOKEN: TOKEN });
+    url = await service.url;
+    browser = await launch();
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    page = await context.newPage();
+    watch = watchProblems(page, browser);
+    await page.goto(url, { waitUntil: 'load' });
+  });
+
+  after(async () => {
+    try {
+      if (page && !page.isClosed()) {
+        mkdirSync(ARTIFACTS, { recursive: true });
+        await page.screenshot({ path: path.join(ARTIFACTS, 'pages-end.png'), fullPage: true });
+      }
+    } finally {
+      await browser?.close();
+      if (service) await stopService(service.child);
+      if (tmp) rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  /** GET below the service, parsed JSON, with the ETag. */
+  async function api(/** @type {string} */ p) {
+    const r = await fetch(new URL(p, url));
+    return { status: r.status, etag: r.headers.get('etag'), body: await r.json() };
+  }
+
+  it('shows the fixture board\'s total, rails, energy per frame and temperature', async () => {
+    // VDD_IN = 4.992 V × 1.480 A = 7.388 W is the total (not the sum of the rails)
+    await page.waitForFunction(
+      () => document.querySelector('[data-metric="power_total"]')?.textContent === '7.39\u202fW',
+      null, { timeout: UI_MS },
+    );
+    assert.match(await text(page, '[data-field="power_covers"]'), /ina3221.*VDD_IN/);
+    assert.ok(await page.getByTestId('no-power').isHidden());
+    await page.waitForFunction(
+      () => document.querySelectorAll('[data-testid="rails"] tbody tr').length === 3, null, { timeout: UI_MS },
+    );
+    const rails = await page.locator('[data-testid="rails"] tbody tr th').allTextContents();
+    assert.deepEqual(rails, ['VDD_IN', 'VDD_CPU_GPU_CV', 'VDD_SOC']);
+    const first = await page.locator('[data-testid="rails"] tbody tr').first().locator('td').allTextContents();
+    assert.deepEqual(first, ['1-0040 ch1', '4.992', '1480', '7.39\u202fW']);
+    assert.equal(await text(page, '[data-metric="temp_max"]'), '51.3\u202f°C');
+    // energy per frame: a number once frames flow, and frames per joule its inverse
+    await page.waitForFunction(
+      () => /\d/.test(document.querySelector('[data-metric="energy_per_frame"]')?.textContent ?? ''),
+      null, { timeout: UI_MS },
+    );
+    const mj = Number(await text(page, '[data-metric="energy_per_frame"]'));
+    const fpj = Number(await text(page, '[data-metric="frames_per_joule"]'));
+    assert.ok(mj > 0 && fpj > 0, `${mj} mJ/frame, ${fpj} frames/J`);
+    assert.ok(Math.abs(mj * fpj - 1000) < 20, `${mj} mJ/frame × ${fpj} frames/J should be ~1000`);
+    assert.match(await text(page, '[data-metric="cpu_load"]'), /%/);
+    assert.match(await text(page, '[data-metric="memory"]'), /iB \/ /);
+    // jitter beside the percentiles
+    await page.waitForFunction(
+      () => /\d/.test(document.querySelector('[data-metric="e2e_jitter"]')?.textContent ?? ''), null, { timeout: UI_MS },
+    );
+  });
+
+  it('updates the panel and the power chart when the rail readings change', async () => {
+    const before = Number(await page.locator('[data-chart="power"]').getAttribute('data-points'));
+    put(path.join(tmp, 'sysfs'), `${HWMON}/curr1_input`, 2000); // 4.992 V × 2 A = 9.984 W
+    await page.waitForFunction(
+      () => document.querySelector('[data-metric="power_total"]')?.textContent === '9.98\u202fW',
+      null, { timeout: UI_MS },
+    );
+    await page.waitForFunction(
+      (n) => Number(document.querySelector('[data-chart="power"]')?.getAttribute('data-points')) > n,
+      before, { timeout: UI_MS },
+    );
+    const legend = await page.locator('[data-chart="power"] .u-legend').textContent();
+    assert.match(legend ?? '', /VDD_CPU_GPU_CV/, 'a line per rail');
+    assert.equal(await page.locator('[data-chart="power"] canvas').count(), 1);
+  });
+
+  it('keeps the chart history across a reload', async () => {
+    // ≥ 5 s of telemetry at 10 Hz in the service's history
+    await page.waitForFunction(
+      () => Number(document.querySelector('[data-chart="power"]')?.getAttribute('data-points')) >= 50,
+      null, { timeout: 30_000 },
+    );
+    await page.reload({ waitUntil: 'load' });
+    await page.waitForFunction(
+      () => Number(document.querySelector('[data-chart="power"]')?.getAttribute('data-points')) > 0,
+      null, { timeout: UI_MS },
+    );
+    const { points, ms } = await page.evaluate(() => ({
+      points: Number(document.querySelector('[data-chart="power"]')?.getAttribute('data-points')),
+      ms: performance.now(),
+    }));
+    // the stream alone brings ~10 points a second: this many this soon came from the history
+    assert.ok(points >= 45, `${points} points ${Math.round(ms)} ms after the reload`);
+    assert.ok(points > (ms / 1000) * 10 + 15, `${points} points ${Math.round(ms)} ms after the reload: not the history`);
+  });
+
+  it('builds the config form from the schema, shows the API\'s error beside the field, changes nothing', async () => {
+    const schema = (await api('/api/v1/config/schema')).body;
+    /** @type {string[]} */
+    const leaves = [];
+    const walk = (/** @type {any} */ node, /** @type {string} */ at) => {
+      for (const [k, raw] of Object.entries(node.properties ?? {})) {
+        const s = /** @type {any} */ (raw).$ref ? schema.$defs[/** @type {any} */ (raw).$ref.split('/').pop()] : raw;
+        if (s.properties) walk(s, `${at}/${k}`);
+        else leaves.push(`${at}/${k}`);
+      }
+    };
+    walk(schema, '');
+    const before = await api('/api/v1/config');
+
+    await page.getByRole('link', { name: 'Config' }).focus();
+    await page.keyboard.press('Enter'); // keyboard: the nav is plain links
+    const form = page.getByTestId('config-form');
+    await form.waitFor({ state: 'visible', timeout: UI_MS });
+    await page.waitForFunction((n) => document.querySelectorAll('.cfg-field').length === n, leaves.length, { timeout: UI_MS });
+    const fields = await page.locator('.cfg-field').evaluateAll((els) => els.map((e) => /** @type {HTMLElement} */ (e).dataset.field));
+    assert.deepEqual(fields, leaves, 'one field per schema leaf, in schema order');
+    const entries = page.locator('[name="/ring/entries"]');
+    assert.equal(await entries.inputValue(), String(before.body.ring.entries));
+    assert.equal(await page.locator('[name="/ring/when_full"] option').count(), 2);
+
+    await entries.fill('1');
+    await page.getByRole('button', { name: 'Save' }).click();
+    // the first change asks for the token
+    await page.getByTestId('token-dialog').waitFor({ state: 'visible', timeout: UI_MS });
+    await page.getByTestId('token-input').fill(TOKEN);
+    await page.getByTestId('token-input').press('Enter');
+    const error = page.locator('[data-error-for="/ring/entries"]');
+    await error.waitFor({ state: 'visible', timeout: UI_MS });
+    assert.match((await error.textContent()) ?? '', /out of range/);
+    assert.equal(await entries.getAttribute('aria-invalid'), 'true');
+    assert.match(await text(page, '[data-testid="config-status"]'), /Nothing was changed/);
+    const after = await api('/api/v1/config');
+    assert.deepEqual(after.body, before.body, 'a bad value changed the config');
+    assert.equal(after.etag, before.etag);
+
+    // a good value is saved, without asking for the token again
+    await entries.fill('6');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.waitForFunction(
+      () => /Saved/.test(document.querySelector('[data-testid="config-status"]')?.textContent ?? ''), null, { timeout: 30_000 },
+    );
+    assert.ok(await error.isHidden());
+    assert.equal((await api('/api/v1/config')).body.ring.entries, 6);
+    assert.equal(watch.unauthorized.length, 1, watch.unauthorized.join(', '));
+  });
+
+  it('shows the versions on the system page', async () => {
+    const sys = (await api('/api/v1/system')).body;
+    await page.goto(new URL('#system', url).href);
+    await page.waitForFunction(
+      () => /[0-9a-f]{64}/.test(document.querySelector('[data-field="sys_model_sha"]')?.textContent ?? ''),
+      null, { timeout: UI_MS },
+    );
+    assert.equal(await text(page, '[data-field="sys_service"]'), `fpgagdrd ${sys.service.version}`);
+    assert.equal(await text(page, '[data-field="sys_module"]'), '0.3.1');
+    assert.match(await text(page, '[data-field="sys_image"]'), /^not an image build/);
+    assert.equal(await text(page, '[data-field="sys_model_sha"]'), sys.model.sha256);
+    assert.match(await text(page, '[data-field="sys_card"]'), /SimCard.*\(simulated\)/);
+    assert.match(await text(page, '[data-field="sys_sources"]'), /ina3221: ok/);
+    assert.notEqual(await text(page, '[data-field="sys_uptime"]'), '—');
+  });
+
+  it('fits a 390 px phone on every page', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const p of ['live', 'config', 'system']) {
+      await page.goto(new URL(`#${p}`, url).href);
+      await page.waitForTimeout(300);
+      const over = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert.ok(over <= 0, `#${p} is ${over} px wider than 390 px`);
+    }
+    await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
+  it('measures the dashboard\'s transferred size', async () => {
+    const list = readFileSync(path.join(REPO, 'webui/assets.txt'), 'utf8')
+      .split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#') && !l.endsWith('LICENSE'));
+    let raw = 0;
+    let gz = 0;
+    let sent = 0;
+    for (const f of list) {
+      const r = await fetch(new URL(f, url), { headers: { 'accept-encoding': 'gzip' } });
+      assert.equal(r.status, 200, f);
+      const body = Buffer.from(await r.arrayBuffer());
+      raw += body.length;
+      gz += gzipSync(body, { level: 9 }).length;
+      // fetch decodes; the service sends what it has, compressed or not
+      sent += r.headers.get('content-encoding') ? Number(r.headers.get('content-length') ?? body.length) : body.length;
+    }
+    const size = { files: list.length, raw_bytes: raw, gzip_bytes: gz, transferred_bytes: sent };
+    mkdirSync(ARTIFACTS, { recursive: true });
+    writeFileSync(path.join(ARTIFACTS, 'dashboard-size.json'), JSON.stringify(size, null, 2) + '\n');
+    console.log(`dashboard size: ${JSON.stringify(size)}`);
+    // budget: a Jetson on a slow link; uPlot is about half of it
+    assert.ok(raw < 200_000, `dashboard is ${raw} bytes`);
+    assert.ok(gz < 70_000, `dashboard is ${gz} bytes gzipped`);
+  });
+
+  it('reported no console error and no failed request but the bad value\'s 422', () => {
+    const expected = /^(HTTP 422: PATCH \S+\/api\/v1\/config|console error: .*status of 422 .*)$/;
+    assert.equal(watch.problems.filter((p) => /^HTTP 422/.test(p)).length, 1, watch.problems.join('\n'));
+    assert.deepEqual(watch.problems.filter((p) => !expected.test(p)), []);
+  });
+});
+
+describe('a host with no power source', { timeout: 120_000, skip: !BIN && 'FPGAGDRD_BIN is not set' }, () => {
+  it('says so plainly', async () => {
+    const tmp = mkdtempSync(path.join(tmpdir(), 'fpgagdr-nopower-'));
+    mkdirSync(path.join(tmp, 'sysfs'));
+    writeFileSync(path.join(tmp, 'config.json'), '{"autostart": false}');
+    const svc = startService(binPath(/** @type {string} */ (BIN)), [
+      '--listen', '127.0.0.1:0', '--config', path.join(tmp, 'config.json'), '--sysfs-root', path.join(tmp, 'sysfs'),
+    ], { FPGAGDR_TOKEN: TOKEN });
+    const browser = await launch();
+    try {
+      const page = await browser.newPage();
+      await page.goto(await svc.url, { waitUntil: 'load' });
+      const msg = page.getByTestId('no-power');
+      await msg.waitFor({ state: 'visible', timeout: UI_MS });
+      assert.match((await msg.textContent()) ?? '', /No power source on this machine/);
+      assert.ok(await page.locator('[data-chart="power"]').isHidden(), 'an empty power chart is drawn');
+      assert.match(await text(page, '[data-field="rails_empty"]'), /No INA3221 rails/);
+      assert.match(await text(page, '[data-testid="sources"]'), /ina3221: absent/);
+    } finally {
+      await browser.close();
+      await stopService(svc.child);
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+});
