@@ -4,7 +4,9 @@
 # doc tests (library rules, SimCard, pipeline, the service over HTTP with the real model
 # and real frames), the dashboard in headless Chromium, and the kernel module (built
 # against Debian's kernel headers with W=1 and sparse, checkpatch --strict, the user-space
-# unit tests of its descriptor, SG and pin arithmetic).
+# unit tests of its descriptor, SG and pin arithmetic, then the real module in Debian's
+# kernel under QEMU with its test-only software card, driven by C tests and by the Rust
+# library's functional suite).
 # Installs what it needs from Debian and npm when missing (needs root for apt-get).
 set -euo pipefail
 root=$(cd "$(dirname "$0")" && pwd)
@@ -40,6 +42,11 @@ cargo test --locked -q -p fpgagdrd --test gpu -- --nocapture 2>&1 | grep -E '^sk
 
 say "kernel module"
 kmod/scripts/check.sh
+
+say "kernel module in a real kernel (QEMU), driven by the C tests and the Rust library"
+ktest=$(cargo test --locked -q -p fpgagdr --test kernel_functional --no-run --message-format=json |
+  python3 -c 'import json, sys; print([m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable")][-1])')
+FPGAGDR_QEMU_EXTRA="$ktest" kmod/qemu/run.sh
 
 say "dashboard in headless Chromium"
 (cd webui && npm ci --no-audit --no-fund --silent)

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Checks for kmod/: build against Debian's kernel headers with W=1 and
 # sparse (C=2) and fail on any warning, build the nvidia_p2p back-end
-# against our compat header, run checkpatch.pl --strict on our C, run
-# and the shell scripts through shellcheck; then run the unit tests.
+# against our compat header, build the TEST-ONLY software card and the
+# nvidia_p2p test double of the QEMU tests, compile the QEMU guest tests,
+# run checkpatch.pl --strict on our C, and the shell scripts through
+# ShellCheck; then run the unit tests.  The QEMU suite itself is
+# qemu/run.sh.
 #
 # As root, missing Debian packages are installed (linux-headers-amd64,
 # sparse, linux-source for checkpatch.pl).  checkpatch.pl and its data
@@ -110,7 +113,27 @@ build default '^$' FPGAGDR_NVP2P=n
 #    not here, so its symbols are the only thing modpost may not resolve
 build nvp2p-compat 'modpost: "nvidia_p2p_[a-z_]+" .* undefined!$' \
 	FPGAGDR_NVP2P=compat KBUILD_MODPOST_WARN=1
+# 3. the QEMU tests' build: the TEST-ONLY software card, nvidia_p2p back-end
+build test-engine 'modpost: "nvidia_p2p_[a-z_]+" .* undefined!$' \
+	FPGAGDR_TEST_ENGINE=y FPGAGDR_NVP2P=compat KBUILD_MODPOST_WARN=1
 make -s -C "$kmod" KDIR="$KDIR" clean >/dev/null
+
+say "build (nvp2p test double): make W=1 C=2"
+dbl=$kmod/qemu/nvp2p
+if ! make -C "$KDIR" M="$dbl" W=1 C=2 modules >"$cache/build-nvp2p-double.log" 2>&1; then
+	cat "$cache/build-nvp2p-double.log"
+	fail "build (nvp2p test double) failed"
+elif grep -iE 'warning|error' "$cache/build-nvp2p-double.log" |
+	grep -v 'Skipping BTF'; then
+	fail "build (nvp2p test double) has warnings"
+fi
+make -s -C "$KDIR" M="$dbl" clean >/dev/null
+
+say "compile the QEMU guest tests"
+if ! gcc -O2 -Wall -Wextra -Werror -pthread -I"$kmod/include" \
+	-o "$cache/fgtest" "$kmod"/qemu/tests/*.c; then
+	fail "QEMU guest tests do not compile"
+fi
 
 say "checkpatch --strict"
 mapfile -t sources < <(cd "$kmod" && find . -path ./.cache -prune -o \
@@ -126,7 +149,8 @@ fi
 
 if command -v shellcheck >/dev/null; then
 	say "shellcheck"
-	if ! shellcheck "$kmod"/scripts/*.sh "$kmod"/tests/run.sh; then
+	if ! shellcheck "$kmod"/scripts/*.sh "$kmod"/tests/run.sh \
+		"$kmod"/qemu/*.sh; then
 		fail "shellcheck"
 	fi
 fi

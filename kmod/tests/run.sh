@@ -16,14 +16,21 @@ declare -A srcs=(
 	[test-sg]="fpgagdr-sg.c"
 	[test-desc]="fpgagdr-desc.c fpgagdr-sg.c"
 	[test-pinmath]="fpgagdr-pinmath.c"
+	[test-xdma]="fpgagdr-xdma.c fpgagdr-desc.c fpgagdr-sg.c fpgagdr-testeng-walk.c tests/xdma-model.c"
+)
+# test-xdma builds the XDMA engine's kernel source against kshim/ (kernel
+# headers reduced to what it needs) and the register model
+declare -A extra=(
+	[test-xdma]="-I$here/kshim -I$kmod/include -Wno-unused-parameter"
 )
 status=0
-for t in test-sg test-desc test-pinmath; do
+for t in test-sg test-desc test-pinmath test-xdma; do
 	objs=()
 	for s in ${srcs[$t]}; do
 		objs+=("$kmod/$s")
 	done
-	"$cc" "${flags[@]}" -o "$out/$t" "$here/$t.c" "${objs[@]}"
+	# shellcheck disable=SC2086 # extra flags are words
+	"$cc" "${flags[@]}" ${extra[$t]:-} -o "$out/$t" "$here/$t.c" "${objs[@]}"
 	echo "== $t"
 	if ! "$out/$t"; then
 		status=1

@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Faults, injected into the software card through debugfs: a transfer
+ * that never completes, one that completes late, an engine error, a
+ * signal during the wait, ABORT, UNPIN during a transfer, a second
+ * transfer on a busy handle or engine, a process killed with pins and a
+ * transfer outstanding.  After each, the engine must work again.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tlib.h"
+
+#define BUF	(64 * KIB)
+
+/**
+ * struct fx - a control node with two pinned host buffers
+ * @fd: the node
+ * @a: first buffer
+ * @b: second buffer
+ * @ha: its handle
+ * @hb: its handle
+ */
+struct fx {
+	int fd;
+	unsigned char *a;
+	unsigned char *b;
+	__u32 ha;
+	__u32 hb;
+};
+
+static void fx_open(struct fx *f)
+{
+	f->fd = t_open();
+	f->a = t_alloc(BUF);
+	f->b = t_alloc(BUF);
+	CHECK_OK(t_pin(f->fd, FPGAGDR_MEM_HOST, (unsigned long)f->a, BUF,
+		       &f->ha));
+	CHECK_OK(t_pin(f->fd, FPGAGDR_MEM_HOST, (unsigned long)f->b, BUF,
+		       &f->hb));
+}
+
+static void fx_close(struct fx *f)
+{
+	t_fault(FAULT_NONE, 0);
+	close(f->fd);
+	t_free(f->a, BUF);
+	t_free(f->b, BUF);
+}
+
+/* The engine works: H2C a pattern from @a, C2H it back into @b. */
+static void fx_works(struct fx *f, __u32 ch, const char *after)
+{
+	unsigned char *want = malloc(BUF);
+	const __u64 card = 0x60000000 + ch * MIB;
+
+	t_pattern(want, BUF, ch + 1000);
+	memcpy(f->a, want, BUF);
+	memset(f->b, 0, BUF);
+	CHECK_OK(t_xfer(f->fd, FPGAGDR_DIR_H2C, ch, f->ha, 0, card, BUF,
+			5000));
+	CHECK_OK(t_xfer(f->fd, FPGAGDR_DIR_C2H, ch, f->hb, 0, card, BUF,
+			5000));
+	t_same(f->b, want, BUF, after);
+	free(want);
+}
+
+static void test_timeout_then_next_succeeds(void)
+{
+	long long to = t_dbg(DBG_COUNTERS, "timeouts");
+	long long ab = t_dbg(DBG_COUNTERS, "aborts");
+	struct fx f;
+	__u32 dir;
+	double t0, dt;
+
+	fx_open(&f);
+	for (dir = 0; dir < 2; dir++) {
+		t_fault(FAULT_HANG, 1);
+		t0 = t_now();
+		CHECK_ERR(t_xfer(f.fd, dir, 0, f.ha, 0, 0, BUF, 300),
+			  ETIMEDOUT);
+		dt = t_now() - t0;
+		CHECK(dt >= 0.29 && dt < 5, "timed out after %.3f s", dt);
+		fx_works(&f, 0, "after a timeout");
+	}
+	CHECK(t_dbg(DBG_COUNTERS, "timeouts") == to + 2, "timeouts counter");
+	CHECK(t_dbg(DBG_COUNTERS, "aborts") >= ab + 2, "aborts counter");
+	fx_close(&f);
+}
+
+static void test_late_completion_within_timeout(void)
+{
+	struct fpgagdr_transfer t = {
+		.direction = FPGAGDR_DIR_C2H, .length = BUF,
+		.card_addr = 0x61000000, .timeout_ms = 10000,
+	};
+	struct fx f;
+
+	fx_open(&f);
+	CHECK_OK(t_dbg_write(DBG_TE "late_ms", "400"));
+	t_fault(FAULT_LATE, 1);
+	t.handle = f.hb;
+	CHECK_OK(t_xfer_full(f.fd, &t));
+	CHECK(t.duration_ns >= 390000000ULL, "late run took %llu ns",
+	      (unsigned long long)t.duration_ns);
+	fx_works(&f, 1, "after a late completion");
+	fx_close(&f);
+}
+
+/* A run that times out must not write the buffer later. */
+static void test_late_completion_after_timeout(void)
+{
+	unsigned char *junk = malloc(BUF), *before = malloc(BUF);
+	struct fx f;
+
+	fx_open(&f);
+	t_pattern(junk, BUF, 77);
+	memcpy(f.a, junk, BUF);
+	CHECK_OK(t_xfer(f.fd, FPGAGDR_DIR_H2C, 2, f.ha, 0, 0x62000000, BUF,
+			5000));
+	memset(f.b, 0x77, BUF);
+	memcpy(before, f.b, BUF);
+	CHECK_OK(t_dbg_write(DBG_TE "late_ms", "1500"));
+	t_fault(FAULT_LATE, 1);
+	CHECK_ERR(t_xfer(f.fd, FPGAGDR_DIR_C2H, 2, f.hb, 0, 0x62000000, BUF,
+			 200), ETIMEDOUT);
+	fx_works(&f, 2, "right after the timeout");
+	memset(f.b, 0x77, BUF);
+	usleep(1700 * 1000);
+	t_same(f.b, before, BUF, "buffer after the late run's time");
+	CHECK(t_dbg(DBG_TE "stats", "busy") == 0, "an engine is still busy");
+	fx_close(&f);
+	free(junk);
+	free(before);
+}
+
+static void test_engine_error_then_next_succeeds(void)
+{
+	long long errs = t_dbg(DBG_COUNTERS, "errors");
+	struct fx f;
+
+	fx_open(&f);
+	t_fault(FAULT_ERROR, 1);
+	CHECK_ERR(t_xfer(f.fd, FPGAGDR_DIR_C2H, 3, f.hb, 0, 0, BUF, 5000),
+		  EIO);
+	CHECK(t_dbg(DBG_COUNTERS, "errors") == errs + 1, "errors counter");
+	fx_works(&f, 3, "after an engine error");
+	fx_close(&f);
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+}
+
+/**
+ * struct sig_arg - the thread that signals the waiting one
+ * @target: the thread waiting in TRANSFER
+ * @runs: runs of the software card before the transfer
+ * @started: the transfer was seen running
+ */
+struct sig_arg {
+	pthread_t target;
+	long long runs;
+	bool started;
+};
+
+static void *signal_thread(void *arg)
+{
+	struct sig_arg *s = arg;
+
+	s->started = t_wait_runs(s->runs, 10);
+	usleep(100 * 1000);
+	pthread_kill(s->target, SIGUSR1);
+	return NULL;
+}
+
+static void test_signal_during_wait(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };	/* no SA_RESTART */
+	struct sig_arg s = { .target = pthread_self() };
+	struct sigaction old;
+	struct fx f;
+	pthread_t th;
+	double t0;
+
+	fx_open(&f);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, &old);
+	s.runs = t_dbg(DBG_TE "stats", "runs");
+	t_fault(FAULT_HANG, 1);
+	pthread_create(&th, NULL, signal_thread, &s);
+	t0 = t_now();
+	CHECK_ERR(t_xfer(f.fd, FPGAGDR_DIR_C2H, 0, f.hb, 0, 0, BUF, 20000),
+		  EINTR);
+	CHECK(t_now() - t0 < 5, "EINTR after %.1f s", t_now() - t0);
+	pthread_join(th, NULL);
+	CHECK(s.started, "the transfer was not running when signalled");
+	sigaction(SIGUSR1, &old, NULL);
+	fx_works(&f, 0, "after EINTR");
+	fx_close(&f);
+}
+
+static void test_abort_ioctl(void)
+{
+	struct t_bg b = { .dir = FPGAGDR_DIR_C2H, .ch = 1, .len = BUF };
+	struct fx f;
+
+	fx_open(&f);
+	b.fd = f.fd;
+	b.handle = f.hb;
+	t_bg_start_hung(&b);
+	CHECK_OK(t_abort(f.fd, FPGAGDR_DIR_C2H, 1));
+	CHECK_ERR(t_bg_join(&b), ECANCELED);
+	fx_works(&f, 1, "after ABORT");
+	CHECK_OK(t_abort(f.fd, FPGAGDR_DIR_C2H, 1));	/* idle engine */
+	CHECK_ERR(t_abort(f.fd, FPGAGDR_DIR_H2C, 7), ECHRNG);
+	fx_works(&f, 1, "after ABORT of an idle engine");
+	fx_close(&f);
+}
+
+static void test_unpin_while_transferring(void)
+{
+	struct t_bg b = { .dir = FPGAGDR_DIR_C2H, .ch = 2, .len = BUF };
+	long long pins;
+	struct fx f;
+	double t0;
+
+	fx_open(&f);
+	pins = t_dbg(DBG_COUNTERS, "pins");
+	b.fd = f.fd;
+	b.handle = f.hb;
+	t_bg_start_hung(&b);
+	t0 = t_now();
+	CHECK_OK(t_unpin(f.fd, f.hb));
+	CHECK(t_now() - t0 < 5, "UNPIN took %.1f s", t_now() - t0);
+	CHECK_ERR(t_bg_join(&b), ECANCELED);
+	CHECK(t_dbg(DBG_COUNTERS, "pins") == pins - 1, "pins %lld",
+	      t_dbg(DBG_COUNTERS, "pins"));
+	CHECK_ERR(t_xfer(f.fd, FPGAGDR_DIR_C2H, 2, f.hb, 0, 0, BUF, 1000),
+		  ENOENT);
+	CHECK_OK(t_pin(f.fd, FPGAGDR_MEM_HOST, (unsigned long)f.b, BUF,
+		       &f.hb));
+	fx_works(&f, 2, "after UNPIN during a transfer");
+	fx_close(&f);
+}
+
+static void test_busy_handle_and_engine(void)
+{
+	struct t_bg b = { .dir = FPGAGDR_DIR_C2H, .ch = 0, .len = BUF };
+	struct fx f;
+	double t0;
+
+	fx_open(&f);
+	b.fd = f.fd;
+	b.handle = f.hb;
+	t_bg_start_hung(&b);
+	/* the same handle on another engine: EBUSY at once */
+	CHECK_ERR(t_xfer(f.fd, FPGAGDR_DIR_C2H, 1, f.hb, 0, 0, BUF, 1000),
+		  EBUSY);
+	/* another handle on the same engine: waits for it, bounded */
+	t0 = t_now();
+	CHECK_ERR(t_xfer(f.fd, FPGAGDR_DIR_C2H, 0, f.ha, 0, 0, BUF, 300),
+		  ETIMEDOUT);
+	CHECK(t_now() - t0 >= 0.29, "claim gave up after %.3f s",
+	      t_now() - t0);
+	CHECK_OK(t_abort(f.fd, FPGAGDR_DIR_C2H, 0));
+	CHECK_ERR(t_bg_join(&b), ECANCELED);
+	fx_works(&f, 0, "after EBUSY and a claim timeout");
+	fx_close(&f);
+}
+
+/* The child: pins, then a transfer that hangs; it is killed meanwhile. */
+static void killed_child(int ready_fd, bool gpu)
+{
+	int fd = t_open(), i;
+	unsigned char *buf = t_alloc(4 * MIB);
+	__u32 h;
+
+	for (i = 0; i < 4; i++)
+		if (t_pin(fd, FPGAGDR_MEM_HOST, (unsigned long)buf + i * MIB,
+			  MIB, &h))
+			_exit(3);
+	for (i = 0; i < 2 && gpu; i++)
+		if (t_pin(fd, FPGAGDR_MEM_NV_P2P, 0x7f0000000000ULL + i * MIB,
+			  MIB, &h))
+			_exit(4);
+	t_fault(FAULT_HANG, 1);
+	if (write(ready_fd, "r", 1) != 1)
+		_exit(5);
+	t_xfer(fd, FPGAGDR_DIR_C2H, 3, h, 0, 0, 64 * KIB, 30000);
+	_exit(6);	/* not reached: killed while waiting */
+}
+
+static bool wait_counter(const char *path, const char *key, long long want)
+{
+	double end = t_now() + 5;
+
+	while (t_now() < end) {
+		if (t_dbg(path, key) == want)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+static void test_killed_process_releases_pins(void)
+{
+	long long pins = t_dbg(DBG_COUNTERS, "pins");
+	long long runs = t_dbg(DBG_TE "stats", "runs");
+	struct fpgagdr_status s;
+	int p[2], status, npins;
+	struct fx f;
+	bool gpu;
+	pid_t pid;
+	char c;
+
+	f.fd = t_open();
+	CHECK_OK(t_status(f.fd, &s));
+	close(f.fd);
+	gpu = s.mem_kinds & (1U << FPGAGDR_MEM_NV_P2P);
+	npins = 4 + (gpu ? 2 : 0);
+	CHECK(pipe(p) == 0, "pipe");
+	fflush(stdout);
+	pid = fork();
+	if (!pid) {
+		close(p[0]);
+		killed_child(p[1], gpu);
+	}
+	close(p[1]);
+	CHECK(read(p[0], &c, 1) == 1, "child did not get ready");
+	close(p[0]);
+	CHECK(t_wait_runs(runs, 10), "child's transfer not running");
+	CHECK(t_dbg(DBG_COUNTERS, "pins") == pins + npins, "pins %lld",
+	      t_dbg(DBG_COUNTERS, "pins"));
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+	      "child status %#x", status);
+	CHECK(wait_counter(DBG_COUNTERS, "pins", pins), "pins %lld after kill",
+	      t_dbg(DBG_COUNTERS, "pins"));
+	CHECK(wait_counter(DBG_TE "stats", "busy", 0), "engine still busy");
+	if (gpu) {
+		CHECK(wait_counter(DBG_NV "stats", "tables", 0),
+		      "GPU page tables %lld", t_dbg(DBG_NV "stats", "tables"));
+		CHECK_OK(t_nv_free(0x7f0000000000ULL, 2 * MIB));
+	}
+	fx_open(&f);
+	fx_works(&f, 3, "after a process was killed mid-transfer");
+	fx_close(&f);
+}
+
+int suite_faults(void)
+{
+	static const struct t_case cases[] = {
+		{ "timeout_then_next_succeeds", test_timeout_then_next_succeeds },
+		{ "late_completion_within_timeout",
+		  test_late_completion_within_timeout },
+		{ "late_completion_after_timeout",
+		  test_late_completion_after_timeout },
+		{ "engine_error_then_next_succeeds",
+		  test_engine_error_then_next_succeeds },
+		{ "signal_during_wait", test_signal_during_wait },
+		{ "abort_ioctl", test_abort_ioctl },
+		{ "unpin_while_transferring", test_unpin_while_transferring },
+		{ "busy_handle_and_engine", test_busy_handle_and_engine },
+		{ "killed_process_releases_pins",
+		  test_killed_process_releases_pins },
+	};
+
+	return t_run("faults", cases, ARRAY_SIZE(cases));
+}
