@@ -6,7 +6,7 @@
 # against Debian's kernel headers with W=1 and sparse, checkpatch --strict, the user-space
 # unit tests of its descriptor, SG and pin arithmetic, then the real module in Debian's
 # kernel under QEMU with its test-only software card, driven by C tests and by the Rust
-# library's functional suite).
+# library's functional suite), and the Yocto layer's offline checks.
 # Installs what it needs from Debian and npm when missing (needs root for apt-get).
 set -euo pipefail
 root=$(cd "$(dirname "$0")" && pwd)
@@ -47,6 +47,9 @@ say "kernel module in a real kernel (QEMU), driven by the C tests and the Rust l
 ktest=$(cargo test --locked -q -p fpgagdr --test kernel_functional --no-run --message-format=json |
   python3 -c 'import json, sys; print([m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable")][-1])')
 FPGAGDR_QEMU_EXTRA="$ktest" kmod/qemu/run.sh
+
+say "Yocto layer (kas files, bitbake parser, oelint-adv, crates pinned by Cargo.lock)"
+meta-fpgagdr/scripts/check.sh
 
 say "dashboard in headless Chromium"
 (cd webui && npm ci --no-audit --no-fund --silent)

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Offline checks of the Yocto layer (meta-fpgagdr) and the kas files (conf/kas), as CI
+# runs them (test.sh calls this):
+#   1. fpgagdrd-crates.inc matches Cargo.lock; the recipes' version matches Cargo.toml
+#   2. every kas file loaded and validated by kas's own config loader, every layer
+#      pinned by commit (scripts/kas-check.py)
+#   3. bitbake's own parser (bb from PyPI bitbake-setup) on every .conf, .bb,
+#      .bbappend, .bbclass of the layer (scripts/bbparse-check.py)
+#   4. oelint-adv --release scarthgap on every recipe, append and class; suppressions
+#      with their reasons: scripts/oelint-suppressions.txt
+#   5. shellcheck on every shell script of the layer and images/
+# Installs the pinned tools of scripts/requirements.txt into a git-ignored venv
+# (meta-fpgagdr/.check/), and python3-venv / shellcheck from Debian when missing
+# (needs root). The parse against the real upstream layers is separate:
+# ../shared/tools/yocto-check.sh (docs/yocto.md).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+layer=$(dirname "$here")
+root=$(dirname "$layer")
+cache=$layer/.check
+venv=$cache/venv
+
+say() { printf 'layer-check: %s\n' "$*"; }
+die() { printf 'layer-check: error: %s\n' "$*" >&2; exit 1; }
+apt_need() { # apt_need COMMAND-TEST PACKAGE
+  if eval "$1" >/dev/null 2>&1; then return 0; fi
+  [ "$(id -u)" = 0 ] || die "$2 is needed: sudo apt-get install $2"
+  if [ -z "${apt_updated:-}" ]; then apt-get update -qq; apt_updated=1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null
+}
+
+# --- tools ---------------------------------------------------------------------
+apt_need "command -v shellcheck" shellcheck
+apt_need "python3 -c 'import ensurepip, tomllib'" python3-venv
+stamp=$(sha256sum "$here/requirements.txt" | cut -d' ' -f1)
+if [ "$(cat "$venv/.stamp" 2>/dev/null)" != "$stamp" ]; then
+  say "installing the pinned tools into $venv"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$here/requirements.txt"
+  echo "$stamp" >"$venv/.stamp"
+fi
+py=$venv/bin/python
+failed=0
+check() { # check NAME COMMAND...: run one check, keep going, remember a failure
+  local name=$1; shift
+  if "$@"; then say "$name: ok"; else say "$name: FAILED"; failed=1; fi
+}
+
+# --- 1. crates and version -------------------------------------------------------
+versions() {
+  local cargo inc
+  cargo=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' "$root/Cargo.toml")
+  inc=$(sed -n 's/^FPGAGDR_VERSION = "\(.*\)"/\1/p' "$layer/recipes-appliance/include/fpgagdr-source.inc")
+  if [ -z "$cargo" ] || [ "$cargo" != "$inc" ]; then
+    echo "FPGAGDR_VERSION ($inc) differs from Cargo.toml's workspace version ($cargo)" >&2
+    return 1
+  fi
+}
+check "crates inc matches Cargo.lock" "$py" "$here/cargo-lock-to-inc.py" --check
+check "recipe version matches Cargo.toml" versions
+
+# --- 2. kas ---------------------------------------------------------------------
+check "kas files" "$py" "$here/kas-check.py" "$root"
+
+# --- 3. bitbake's parser ----------------------------------------------------------
+check "bitbake parser" "$py" "$here/bbparse-check.py" "$layer"
+
+# --- 4. oelint-adv ----------------------------------------------------------------
+oelint() {
+  local suppress=() recipes=()
+  while read -r rule _; do suppress+=("--suppress=$rule"); done \
+    < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$here/oelint-suppressions.txt")
+  mapfile -t recipes < <(find "$layer" \( -name '*.bb' -o -name '*.bbappend' -o -name '*.bbclass' \) \
+    -not -path "$cache/*" | sort)
+  local out
+  out=$(cd "$root" && "$venv/bin/oelint-adv" --quiet --relpaths --release scarthgap \
+    --constantmods="+$here/oelint-constants.json" "${suppress[@]}" "${recipes[@]}" 2>&1) || true
+  echo "oelint-adv: ${#recipes[@]} files, ${#suppress[@]} rules suppressed"
+  [ -z "$out" ] || { echo "$out" >&2; return 1; }
+}
+check "oelint-adv" oelint
+
+# --- 5. shellcheck ----------------------------------------------------------------
+scripts() {
+  local files=() f
+  # *.sh, and any other file that starts with a sh/bash shebang (a test double, a hook).
+  while IFS= read -r -d '' f; do
+    case $f in
+      *.sh) files+=("$f") ;;
+      *) if head -n 1 "$f" | grep -Eq '^#!.*/(env )?(ba|da)?sh( |$)'; then files+=("$f"); fi ;;
+    esac
+  done < <(find "$layer" "$root/images" \( -path "$cache" -o -path "$root/images/work" \
+    -o -path "$root/images/out" \) -prune -o -type f -print0 | sort -z)
+  echo "shellcheck: ${#files[@]} scripts"
+  shellcheck "${files[@]}"
+}
+check "shellcheck" scripts
+
+[ "$failed" = 0 ] || die "some checks failed (above)"
+say "all checks passed"
