@@ -6,7 +6,8 @@
 # against Debian's kernel headers with W=1 and sparse, checkpatch --strict, the user-space
 # unit tests of its descriptor, SG and pin arithmetic, then the real module in Debian's
 # kernel under QEMU with its test-only software card, driven by C tests and by the Rust
-# library's functional suite), and the Yocto layer's offline checks.
+# library's functional suite), the OTA tests against a real RAUC, and the Yocto layer's
+# offline checks.
 # Installs what it needs from Debian and npm when missing (needs root for apt-get).
 set -euo pipefail
 root=$(cd "$(dirname "$0")" && pwd)
@@ -39,6 +40,9 @@ say "Rust tests"
 cargo test --locked --workspace
 # The GPU tests pass by skipping where no CUDA driver loads; show why they skipped.
 cargo test --locked -q -p fpgagdrd --test gpu -- --nocapture 2>&1 | grep -E '^skipped|test result'
+
+say "OTA: the service against Debian's real RAUC on a private D-Bus, file-backed slots, signed bundles"
+images/rauc/test/run.sh
 
 say "kernel module"
 kmod/scripts/check.sh

@@ -270,3 +270,67 @@ export async function patchConfig(patch, etag) {
   });
   return { config: await res.json(), etag: res.headers.get('etag') ?? '' };
 }
+
+/** @returns {Promise<any>} OTA state: availability, operation, progress, slots (GET /ota) */
+export function getOta() {
+  return call('GET', 'ota');
+}
+
+/**
+ * @param {string} sha256 of the uploaded bundle
+ * @returns {Promise<any>} the OTA state once RAUC started installing (202)
+ */
+export async function installBundle(sha256) {
+  return (await request('POST', 'ota/install', { body: { bundle: sha256 } })).json();
+}
+
+/**
+ * Uploads an update bundle with progress (XMLHttpRequest: fetch reports no
+ * upload progress). A 401 asks the token prompt once and uploads again.
+ * @param {Blob} file
+ * @param {(sent: number, total: number) => void} onProgress
+ * @returns {Promise<any>} {sha256, bytes, compatible, version}
+ * @throws {ApiError}
+ */
+export async function uploadBundle(file, onProgress) {
+  /** @param {string | null} token @returns {Promise<{status: number, type: string, text: string}>} */
+  const once = (token) => new Promise((resolve) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open('POST', apiUrl('ota/bundles'));
+    xhr.setRequestHeader('content-type', 'application/octet-stream');
+    xhr.setRequestHeader('accept', 'application/json, application/problem+json');
+    if (token) xhr.setRequestHeader('authorization', `Bearer ${token}`);
+    xhr.upload.addEventListener('progress', (ev) => onProgress(ev.loaded, ev.lengthComputable ? ev.total : file.size));
+    const done = () => resolve({ status: xhr.status, type: xhr.getResponseHeader('content-type') ?? '', text: xhr.responseText });
+    xhr.addEventListener('load', done);
+    xhr.addEventListener('error', done);
+    xhr.addEventListener('abort', done);
+    xhr.send(file);
+  });
+  /** @param {{status: number, type: string, text: string}} r */
+  const toError = (r) => {
+    if (r.status === 0) return new ApiError('POST ota/bundles: service unreachable', 0, null);
+    /** @type {Problem | null} */
+    let p = null;
+    try {
+      if (r.type.startsWith('application/problem+json')) p = JSON.parse(r.text);
+    } catch {
+      p = null;
+    }
+    const title = p?.title || `HTTP ${r.status}`;
+    return new ApiError(p?.detail ? `${title}: ${p.detail}` : title, r.status, p);
+  };
+  let r = await once(storedToken());
+  if (r.status === 401 && tokenPrompt) {
+    const token = await tokenPrompt(toError(r).message);
+    if (!token) throw toError(r);
+    try {
+      localStorage.setItem(TOKEN_KEY, token);
+    } catch {
+      // not stored: asked again next time
+    }
+    r = await once(token);
+  }
+  if (r.status < 200 || r.status >= 300) throw toError(r);
+  return JSON.parse(r.text);
+}

@@ -11,13 +11,15 @@
 // Power panel: GET /telemetry/history on load (charts drawn at once), then
 // each snapshot's telemetry point extends it; GET /telemetry every
 // TELEMETRY_EVERY_MS while the live page is shown, for the tables.
-// Pages: #live, #config, #system (hash routing, one index.html); the stream
-// stays open on every page (one EventSource per tab). The config page is
-// built from the schema on its first visit; the system page is read on each.
+// Pages: #live, #config, #system, #update (hash routing, one index.html); the
+// stream stays open on every page (one EventSource per tab). The config page is
+// built from the schema on its first visit; the system page is read on each;
+// the update page reads GET /ota on each visit and follows the stream's `ota`
+// events (upload with progress, install, slot table).
 
 import {
-  ApiError, getConfig, getConfigSchema, getLatestResult, getStatus, getSystem, getTelemetry,
-  getTelemetryHistory, patchConfig, pipeline, setTokenPrompt,
+  ApiError, getConfig, getConfigSchema, getLatestResult, getOta, getStatus, getSystem, getTelemetry,
+  getTelemetryHistory, installBundle, patchConfig, pipeline, setTokenPrompt, uploadBundle,
 } from './api.js';
 import { ChartSet, COLUMN_COUNT, WINDOW_S, appendSnapshot, currentRates, fpsChart, latencyChart } from './charts.js';
 import { TelemetryHistory, energyChart, loadChart, powerChart, tempChart } from './power.js';
@@ -28,6 +30,7 @@ import { PowerView } from './views/power.js';
 import { StatusView } from './views/status.js';
 import { showSystem } from './views/system.js';
 import { tokenPrompt } from './views/token.js';
+import { UpdateView, plainError } from './views/update.js';
 
 /** Rows of history: 60 s at up to ~34 snapshots/s; beyond that the window shortens. */
 const HISTORY_ROWS = 2048;
@@ -38,7 +41,7 @@ const HOLD_STATE_MS = 750;
 /** The full telemetry sample (rails, zones, memory) is read this often on the live page. */
 const TELEMETRY_EVERY_MS = 1_000;
 /** Pages, by hash. */
-const PAGES = ['live', 'config', 'system'];
+const PAGES = ['live', 'config', 'system', 'update'];
 
 /** @param {unknown} e */
 function message(e) {
@@ -167,6 +170,7 @@ function boot() {
     }
   });
 
+  const update = setupUpdate(view);
   let hadOutage = false;
   /** set by an outage: the next row is preceded by an all-NaN row, so lines break there */
   let gapNext = false;
@@ -207,6 +211,9 @@ function boot() {
     onClockStep() {
       series.clear();
     },
+    onOta(s) {
+      update.show(s);
+    },
   });
   refreshStatus();
   loadHistory();
@@ -234,6 +241,7 @@ function boot() {
     }
     if (page === 'config') configPage.open();
     if (page === 'system') refreshSystem();
+    if (page === 'update') update.refresh();
     if (page === 'live') {
       charts.requestRedraw();
       tcharts.requestRedraw();
@@ -310,6 +318,53 @@ function setupConfig(view) {
   });
   view.el('[data-action="reload"]').addEventListener('click', reload);
   return { open: reload };
+}
+
+/**
+ * The update page: upload with progress, install, and the OTA state (from
+ * GET /ota on each visit and from the stream's `ota` events).
+ * @param {StatusView} view
+ */
+function setupUpdate(view) {
+  const uv = new UpdateView(view.el('[data-page="update"]'));
+  const form = view.el('[data-testid="ota-form"]');
+  const file = /** @type {HTMLInputElement} */ (view.el('[data-testid="ota-file"]'));
+  async function refresh() {
+    try {
+      uv.show(await getOta());
+    } catch (e) {
+      uv.say(`Could not read the update state: ${plainError(e)}`, 'bad');
+    }
+  }
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const f = file.files?.[0];
+    if (!f) return;
+    uv.setUploading(true);
+    uv.showUpload(0, f.size);
+    uv.say(`Uploading ${f.name}…`);
+    try {
+      const b = await uploadBundle(f, (sent, total) => uv.showUpload(sent, total));
+      uv.showUpload(f.size, f.size);
+      uv.say(`Uploaded and checked: version ${b.version} for ${b.compatible}. Press Install to install it.`, 'ok');
+    } catch (e) {
+      uv.say(plainError(e), 'bad');
+    } finally {
+      uv.setUploading(false);
+      refresh();
+    }
+  });
+  view.el('[data-action="ota-install"]').addEventListener('click', async () => {
+    const sha = uv.last?.bundle?.sha256;
+    if (!sha) return;
+    uv.say('Installing… the device keeps running; do not switch it off.');
+    try {
+      uv.show(await installBundle(sha));
+    } catch (e) {
+      uv.say(plainError(e), 'bad');
+    }
+  });
+  return { refresh, show: (/** @type {any} */ s) => uv.show(s) };
 }
 
 boot();

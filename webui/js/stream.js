@@ -56,9 +56,10 @@ const RETRY_MAX_MS = 15_000;
  * @param {(batch: Snapshot[]) => void} handlers.onBatch new snapshots, oldest first, never repeated
  * @param {(state: ConnState) => void} handlers.onState connection state changes
  * @param {() => void} handlers.onClockStep the service's clock went back: drop history
+ * @param {(ota: any) => void} [handlers.onOta] an `ota` event: the OTA state (GET /ota) after a change
  * @returns {{close: () => void}}
  */
-export function openStream({ onBatch, onState, onClockStep }) {
+export function openStream({ onBatch, onState, onClockStep, onOta }) {
   /** @type {EventSource | null} */
   let es = null;
   /** @type {ConnState | null} */
@@ -89,6 +90,14 @@ export function openStream({ onBatch, onState, onClockStep }) {
       setState('live');
     });
     es.addEventListener('snapshot', onSnapshot);
+    es.addEventListener('ota', (ev) => {
+      lastEventAt = performance.now();
+      try {
+        onOta?.(JSON.parse(/** @type {MessageEvent} */ (ev).data));
+      } catch {
+        console.warn('fpgagdr: ota event is not JSON, ignored');
+      }
+    });
     es.addEventListener('error', () => {
       setState('reconnecting');
       if (es && es.readyState === EventSource.CLOSED) reopenLater();

@@ -14,5 +14,6 @@ pub mod assets;
 pub mod config;
 pub mod inference;
 pub mod metrics;
+pub mod ota;
 pub mod pipeline;
 pub mod telemetry;

@@ -44,6 +44,56 @@ struct Cli {
     /// Telemetry sampling rate, Hz (0.5 to 50).
     #[arg(long, default_value_t = fpgagdrd::telemetry::DEFAULT_HZ, value_parser = parse_hz)]
     telemetry_hz: f64,
+    /// D-Bus bus where RAUC is: `system`, `session` or an address such as
+    /// unix:path=/tmp/bus. Default: $FPGAGDR_RAUC_BUS, else system.
+    #[arg(long)]
+    rauc_bus: Option<fpgagdrd::ota::rauc::Bus>,
+    /// Directory for uploaded update bundles (RAUC, running as root, reads them from
+    /// there). Default: $FPGAGDR_OTA_SPOOL, else $STATE_DIRECTORY/ota (systemd), else
+    /// `ota` beside the config file.
+    #[arg(long)]
+    ota_spool: Option<PathBuf>,
+    /// Largest update bundle accepted, bytes.
+    #[arg(long, default_value_t = fpgagdrd::ota::DEFAULT_MAX_BYTES)]
+    ota_max_bytes: u64,
+    /// Do not serve: wait until the service listening at --listen is healthy, then mark
+    /// the booted slot good through RAUC (bad, and exit 1, when it stays unhealthy).
+    /// Once per installation; for fpgagdr-mark-good.service.
+    #[arg(long)]
+    mark_good_after_health: bool,
+    /// How long --mark-good-after-health waits for health, seconds.
+    #[arg(long, default_value_t = 300)]
+    health_timeout_s: u64,
+}
+
+/// OTA settings from the command line, the environment and the config location.
+fn ota_settings(
+    cli: &Cli,
+    config_dir: &std::path::Path,
+) -> Result<fpgagdrd::ota::Settings, String> {
+    let bus = match (&cli.rauc_bus, std::env::var("FPGAGDR_RAUC_BUS")) {
+        (Some(b), _) => b.clone(),
+        (None, Ok(v)) if !v.is_empty() => {
+            v.parse().map_err(|e| format!("FPGAGDR_RAUC_BUS: {e}"))?
+        }
+        _ => fpgagdrd::ota::rauc::Bus::System,
+    };
+    let spool = cli
+        .ota_spool
+        .clone()
+        .or_else(|| std::env::var_os("FPGAGDR_OTA_SPOOL").map(PathBuf::from))
+        .or_else(|| {
+            // systemd's StateDirectory= may list several; the first is ours.
+            std::env::var("STATE_DIRECTORY")
+                .ok()
+                .and_then(|v| v.split(':').next().map(|d| PathBuf::from(d).join("ota")))
+        })
+        .unwrap_or_else(|| config_dir.join("ota"));
+    Ok(fpgagdrd::ota::Settings {
+        bus,
+        spool,
+        max_bytes: cli.ota_max_bytes,
+    })
 }
 
 fn parse_hz(s: &str) -> Result<f64, String> {
@@ -100,7 +150,21 @@ fn run() -> Result<(), String> {
     } else {
         CardChoice::Device(PathBuf::from(&cli.card))
     };
-    let store = ConfigStore::open(cli.config.unwrap_or_else(default_config_path))?;
+    let config_path = cli.config.clone().unwrap_or_else(default_config_path);
+    if cli.mark_good_after_health {
+        let dir = config_path
+            .parent()
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_default();
+        let ota = ota_settings(&cli, &dir)?;
+        return fpgagdrd::ota::mark_good::run(
+            cli.listen,
+            &ota.bus,
+            &ota.spool,
+            std::time::Duration::from_secs(cli.health_timeout_s),
+        );
+    }
+    let store = ConfigStore::open(config_path)?;
     tracing::info!(
         "config {} ; data directory {}",
         store.path().display(),
@@ -114,6 +178,8 @@ fn run() -> Result<(), String> {
         .unwrap_or_default();
     let (token, origin) =
         api::auth::Token::resolve(env_token.as_deref(), cli.token_file.as_deref(), &config_dir)?;
+    let ota = ota_settings(&cli, &config_dir)?;
+    tracing::info!("OTA: RAUC on {}, spool {}", ota.bus, ota.spool.display());
     match &origin {
         api::auth::Origin::Generated(path) => {
             // The one time the token is shown: on first start, when none was configured.
@@ -153,7 +219,7 @@ fn run() -> Result<(), String> {
         shared,
         supervisor.clone(),
         telemetry.clone(),
-        (token, cli.sysfs_root),
+        (token, cli.sysfs_root, ota),
     ));
     telemetry.stop();
     supervisor
@@ -170,9 +236,11 @@ async fn serve(
     shared: Arc<Shared>,
     supervisor: Arc<Mutex<Supervisor>>,
     telemetry: Arc<fpgagdrd::telemetry::Telemetry>,
-    (token, sysfs_root): (api::auth::Token, PathBuf),
+    (token, sysfs_root, ota): (api::auth::Token, PathBuf, fpgagdrd::ota::Settings),
 ) -> Result<(), String> {
     let live = api::live::Live::new();
+    let ota = fpgagdrd::ota::Ota::new(ota, live.clone());
+    fpgagdrd::ota::spawn_monitor(ota.clone());
     api::live::spawn_sampler(shared.clone(), telemetry.clone(), live.clone());
     let state = api::AppState {
         supervisor,
@@ -184,6 +252,7 @@ async fn serve(
         telemetry,
         token,
         sysfs_root,
+        ota,
     };
     let listener = tokio::net::TcpListener::bind(listen)
         .await

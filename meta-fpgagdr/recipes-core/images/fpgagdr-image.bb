@@ -20,9 +20,17 @@ IMAGE_INSTALL = "\
     fpgagdr-data \
     fpgagdr-data-frames \
     rauc \
+    rauc-service \
+    fpgagdr-mark-good \
+    rauc-hawkbit-updater \
     tegra-redundant-boot \
     ${CORE_IMAGE_EXTRA_INSTALL} \
 "
+# rauc-service: RAUC's D-Bus service, which fpgagdrd drives (packaged apart from rauc).
+# fpgagdr-mark-good: marks a new slot good only after the service reports healthy, so
+# meta-rauc's unconditional rauc-mark-good is kept out.
+# rauc-hawkbit-updater: installed for fleets, disabled until configured (docs/ota.md).
+BAD_RECOMMENDATIONS += "rauc-mark-good"
 # tegra-redundant-boot: nvbootctrl and the boot-slot verifier (nv_update_verifier), the
 # backend RAUC's Tegra boot-control script drives (issue 9).
 

@@ -1,6 +1,7 @@
 //! Live numbers for the dashboard: a sampler that turns counters and the published
 //! window into [`Snapshot`]s 10 times a second, and the SSE endpoint that sends them in
-//! batches about 3 times a second.
+//! batches about 3 times a second; named events of other rooms (`ota`) on the same
+//! stream.
 //!
 //! Owns: [`Live`] (the broadcast of batches and the ring of recent ones), [`spawn_sampler`],
 //! [`stream`]. Neighbours: reads `metrics.rs` / `pipeline::Shared`; `webui/js/stream.js`
@@ -50,6 +51,9 @@ pub struct Batch {
 #[derive(Debug, Clone)]
 pub struct Live {
     tx: broadcast::Sender<Batch>,
+    /// Named events other than snapshots (`ota`): sent live only, without an id, so
+    /// they neither take part in resume nor move a client's `Last-Event-ID`.
+    named: broadcast::Sender<(&'static str, Arc<str>)>,
     /// Recent batches, oldest first. Pushing and sending happen under this lock, and so
     /// do subscribing and copying, so a resuming client sees each batch exactly once.
     recent: Arc<std::sync::Mutex<VecDeque<Batch>>>,
@@ -67,6 +71,7 @@ impl Live {
     pub fn new() -> Self {
         Live {
             tx: broadcast::channel(16).0,
+            named: broadcast::channel(64).0,
             recent: Arc::new(std::sync::Mutex::new(VecDeque::with_capacity(
                 RESUME_BATCHES,
             ))),
@@ -83,6 +88,11 @@ impl Live {
         recent.push_back(batch.clone());
         // No subscriber is fine: the batch is simply not sent.
         let _ = self.tx.send(batch);
+    }
+
+    /// Sends a named event (`event: NAME`, `data: JSON`, no id) to every open stream.
+    pub fn publish_event(&self, name: &'static str, json: Arc<str>) {
+        let _ = self.named.send((name, json));
     }
 
     /// A subscription to batches published from now on, and the kept batches whose id
@@ -209,15 +219,20 @@ pub async fn stream(
         .and_then(|v| v.trim().parse::<u64>().ok());
     let after = header_id.or(query.ok().and_then(|q| q.0.last_event_id));
     let (rx, backlog) = live.subscribe_after(after);
+    let named = BroadcastStream::new(live.named.subscribe())
+        .filter_map(|e| e.ok())
+        .map(|(name, json)| Event::default().event(name).data(&*json));
     let closing = live.closing.subscribe();
     let events = tokio_stream::iter(backlog)
         .chain(BroadcastStream::new(rx).filter_map(|b| b.ok()))
-        .take_while(move |_| !*closing.borrow())
         .map(|b| {
-            Ok(Event::default()
+            Event::default()
                 .event("snapshot")
                 .id(b.id.to_string())
-                .data(&*b.json))
-        });
+                .data(&*b.json)
+        })
+        .merge(named)
+        .take_while(move |_| !*closing.borrow())
+        .map(Ok);
     Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(10)))
 }

@@ -8,11 +8,12 @@
 //! request leaves the running pipeline and the file as they were.
 //! Every request that is not `GET`/`HEAD` passes `auth.rs` first (the API token).
 //! Neighbours: `auth.rs` (token), `error.rs` (problem+json), `live.rs` (SSE),
-//! `prometheus.rs`, `system.rs` (versions), `crate::assets`.
+//! `prometheus.rs`, `system.rs` (versions), `ota.rs` (updates), `crate::assets`.
 
 pub mod auth;
 pub mod error;
 pub mod live;
+pub mod ota;
 pub mod prometheus;
 pub mod system;
 
@@ -56,6 +57,8 @@ pub struct AppState {
     pub token: auth::Token,
     /// Root that sysfs, `/proc` and `/etc` files are read under (`/`; a fixture in tests).
     pub sysfs_root: std::path::PathBuf,
+    /// Over-the-air updates (RAUC).
+    pub ota: crate::ota::Ota,
 }
 
 impl FromRef<AppState> for Live {
@@ -80,6 +83,13 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/telemetry", get(telemetry_latest))
         .route("/api/v1/telemetry/history", get(telemetry_history))
         .route("/api/v1/system", get(system))
+        .route("/api/v1/ota", get(ota::status))
+        .route(
+            "/api/v1/ota/bundles",
+            // Bundles are streamed to disk under their own limit (`--ota-max-bytes`).
+            post(ota::upload).layer(DefaultBodyLimit::disable()),
+        )
+        .route("/api/v1/ota/install", post(ota::install))
         .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi))
         .route("/api/v1/openapi.json", get(openapi))

@@ -1,0 +1,480 @@
+//! Over-the-air updates through RAUC: the spool, the installation in progress, and what
+//! `GET /api/v1/ota` and the `ota` events of the live stream report.
+//!
+//! Owns: [`Settings`] (bus, spool directory, size limit), [`Ota`] (the shared state and
+//! the one-install-at-a-time rule), [`spawn_monitor`] (a task that follows RAUC's
+//! `Progress`/`Operation`/`LastError` properties and `Completed` signal, reconnecting
+//! when RAUC comes and goes). Must not: block the HTTP side on RAUC (every call has
+//! zbus's method timeout) or make anything else depend on RAUC: without it, OTA is
+//! reported `unavailable` with the reason and every other endpoint works.
+//! Neighbours: `rauc.rs` (D-Bus calls), `spool.rs` (uploads), `mark_good.rs` (first-boot
+//! health check), `api/ota.rs` (HTTP), `api/live.rs` (the `ota` SSE event).
+
+pub mod mark_good;
+pub mod rauc;
+pub mod spool;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio_stream::StreamExt;
+
+use rauc::{Bus, Rauc};
+
+/// Default upper bound of an uploaded bundle, bytes (a compressed Orin rootfs image is
+/// well below it; the limit protects the spool's file system).
+pub const DEFAULT_MAX_BYTES: u64 = 8 * 1024 * 1024 * 1024;
+/// Pause between two attempts to reach RAUC while it is not on the bus.
+pub const RECONNECT_EVERY: Duration = Duration::from_secs(5);
+/// Longest wait for the bus to answer while connecting (a bus whose policy drops the
+/// replies would otherwise hold the monitor forever).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// OTA settings from the command line.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Where RAUC is looked for.
+    pub bus: Bus,
+    /// Directory for uploaded bundles (must be readable by RAUC, which runs as root).
+    pub spool: PathBuf,
+    /// Largest bundle accepted, bytes.
+    pub max_bytes: u64,
+}
+
+/// The last installation's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    /// `true` when RAUC reported success (`Completed` 0).
+    pub ok: bool,
+    /// RAUC's `LastError` when it failed.
+    pub error: Option<String>,
+    /// SHA-256 of the bundle, when this service started the installation.
+    pub bundle: Option<String>,
+    /// Unix time of the end, seconds.
+    pub finished_unix_s: f64,
+}
+
+/// What is known about RAUC and the update in progress.
+#[derive(Debug, Clone, Default)]
+struct Known {
+    /// `None` while connected; otherwise why OTA is unavailable.
+    unavailable: Option<String>,
+    operation: String,
+    progress: Option<rauc::Progress>,
+    last_error: String,
+    compatible: String,
+    boot_slot: String,
+    primary: Option<String>,
+    slots: Vec<Value>,
+    features: Vec<String>,
+    /// SHA-256 of the bundle this service asked RAUC to install, until `Completed`.
+    installing: Option<String>,
+    last_result: Option<Outcome>,
+}
+
+/// Shared OTA state: cheap to clone.
+#[derive(Clone)]
+pub struct Ota {
+    settings: Arc<Settings>,
+    known: Arc<Mutex<Known>>,
+    rauc: Arc<tokio::sync::RwLock<Option<Rauc>>>,
+    /// Serialises install requests and uploads (an upload must not replace the bundle an
+    /// install is about to read).
+    gate: Arc<tokio::sync::Mutex<()>>,
+    live: crate::api::live::Live,
+}
+
+impl std::fmt::Debug for Ota {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ota")
+            .field("settings", &self.settings)
+            .finish()
+    }
+}
+
+/// Why an OTA request was refused: the API maps each to a problem.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OtaError {
+    /// RAUC is not reachable.
+    #[error("OTA is unavailable: {0}")]
+    Unavailable(String),
+    /// An installation is running.
+    #[error("an installation is already running ({0}); wait for it to finish")]
+    Busy(String),
+    /// No such bundle in the spool.
+    #[error("no uploaded bundle with SHA-256 {0}: upload it first (POST /api/v1/ota/bundles)")]
+    NoBundle(String),
+    /// RAUC refused the bundle (signature, format, compatible).
+    #[error("{0}")]
+    Refused(String),
+    /// The upload itself failed.
+    #[error(transparent)]
+    Spool(#[from] spool::SpoolError),
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+impl Ota {
+    /// State for `settings`; OTA is `unavailable` until the monitor reached RAUC. Every
+    /// change is sent on `live` as an `ota` event carrying [`Ota::status`].
+    pub fn new(settings: Settings, live: crate::api::live::Live) -> Ota {
+        if let Err(e) = spool::prepare(&settings.spool) {
+            tracing::warn!("OTA spool {}: {e}", settings.spool.display());
+        }
+        let known = Known {
+            unavailable: Some(format!("not connected to RAUC on {} yet", settings.bus)),
+            ..Known::default()
+        };
+        Ota {
+            settings: Arc::new(settings),
+            known: Arc::new(Mutex::new(known)),
+            rauc: Arc::new(tokio::sync::RwLock::new(None)),
+            gate: Arc::new(tokio::sync::Mutex::new(())),
+            live,
+        }
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    fn known(&self) -> std::sync::MutexGuard<'_, Known> {
+        self.known.lock().expect("OTA state poisoned")
+    }
+
+    fn publish(&self) {
+        self.live
+            .publish_event("ota", self.status().to_string().into());
+    }
+
+    /// `GET /api/v1/ota`.
+    pub fn status(&self) -> Value {
+        let k = self.known();
+        let bundle = spool::current(&self.settings.spool);
+        let busy = k.installing.is_some() || k.operation == "installing";
+        json!({
+            "available": k.unavailable.is_none(),
+            "reason": k.unavailable,
+            "bus": self.settings.bus.to_string(),
+            "operation": if k.unavailable.is_some() { "unavailable" } else if busy { "installing" } else { "idle" },
+            "progress": k.progress.as_ref().map(|(p, m, d)| json!({"percent": p, "message": m, "depth": d})),
+            "last_error": if k.last_error.is_empty() { None } else { Some(k.last_error.clone()) },
+            "last_result": k.last_result,
+            "compatible": if k.compatible.is_empty() { None } else { Some(k.compatible.clone()) },
+            "booted_slot": if k.boot_slot.is_empty() { None } else { Some(k.boot_slot.clone()) },
+            "primary_slot": k.primary,
+            "slots": k.slots,
+            "features": k.features,
+            "bundle": bundle,
+            "max_bundle_bytes": self.settings.max_bytes,
+        })
+    }
+
+    async fn connected(&self) -> Result<Rauc, OtaError> {
+        match self.rauc.read().await.clone() {
+            Some(r) => Ok(r),
+            None => Err(OtaError::Unavailable(
+                self.known()
+                    .unavailable
+                    .clone()
+                    .unwrap_or_else(|| "not connected".into()),
+            )),
+        }
+    }
+
+    fn busy_reason(&self) -> Option<String> {
+        let k = self.known();
+        if k.installing.is_some() || k.operation == "installing" {
+            Some(match &k.progress {
+                Some((p, m, _)) => format!("{p}%: {m}"),
+                None => "installing".into(),
+            })
+        } else {
+            None
+        }
+    }
+
+    /// `POST /api/v1/ota/bundles`: spools the body, then has RAUC check its signature
+    /// and manifest; a bundle RAUC refuses, or one for another `compatible`, is deleted.
+    pub async fn upload(
+        &self,
+        body: axum::body::Body,
+        announced: Option<u64>,
+    ) -> Result<Value, OtaError> {
+        let rauc = self.connected().await?;
+        let _gate = self.gate.lock().await;
+        if let Some(why) = self.busy_reason() {
+            return Err(OtaError::Busy(why));
+        }
+        let s = &self.settings;
+        let spooled = spool::receive(&s.spool, body, announced, s.max_bytes).await?;
+        let features = self.known().features.clone();
+        let path = spooled.path.to_string_lossy().to_string();
+        let info = match rauc.inspect(&path, &features).await {
+            Ok(i) => i,
+            Err(e) => {
+                let _ = std::fs::remove_file(&spooled.path);
+                return Err(OtaError::Refused(format!("RAUC refused the bundle: {e}")));
+            }
+        };
+        let system = self.known().compatible.clone();
+        if info["compatible"].as_str() != Some(system.as_str()) {
+            let _ = std::fs::remove_file(&spooled.path);
+            return Err(OtaError::Refused(format!(
+                "the bundle is for {} but this system is {system:?}",
+                info["compatible"]
+            )));
+        }
+        spool::remove_others(&s.spool, Some(&spooled.path));
+        tracing::info!(
+            "OTA: bundle {} ({} bytes, version {}) uploaded",
+            spooled.sha256,
+            spooled.bytes,
+            info["version"]
+        );
+        self.publish();
+        Ok(json!({
+            "sha256": spooled.sha256,
+            "bytes": spooled.bytes,
+            "compatible": info["compatible"],
+            "version": info["version"],
+            "manifest": info,
+        }))
+    }
+
+    /// `POST /api/v1/ota/install`: starts installing the spooled bundle `sha256`.
+    pub async fn install(&self, sha256: &str) -> Result<Value, OtaError> {
+        let rauc = self.connected().await?;
+        let _gate = self.gate.lock().await;
+        if let Some(why) = self.busy_reason() {
+            return Err(OtaError::Busy(why));
+        }
+        // RAUC may be installing for someone else (hawkBit, a shell).
+        let op = rauc.string("Operation").await.unwrap_or_default();
+        if op != "idle" && !op.is_empty() {
+            return Err(OtaError::Busy(format!("RAUC reports operation {op:?}")));
+        }
+        let bundle = spool::current(&self.settings.spool)
+            .filter(|b| b.sha256 == sha256.to_ascii_lowercase())
+            .ok_or_else(|| OtaError::NoBundle(sha256.to_string()))?;
+        {
+            // A stale progress (of the upload's check) must not show as this install's.
+            let mut k = self.known();
+            k.installing = Some(bundle.sha256.clone());
+            k.progress = None;
+        }
+        if let Err(e) = rauc.install(&bundle.path.to_string_lossy()).await {
+            self.known().installing = None;
+            let busy = e.contains("Already processing") || e.contains("busy");
+            return Err(if busy {
+                OtaError::Busy(e)
+            } else {
+                OtaError::Refused(format!("RAUC refused to install: {e}"))
+            });
+        }
+        tracing::info!("OTA: installing bundle {}", bundle.sha256);
+        self.publish();
+        Ok(self.status())
+    }
+
+    /// Reads everything RAUC reports into the state.
+    async fn refresh(&self, rauc: &Rauc) {
+        let operation = rauc.string("Operation").await.unwrap_or_default();
+        let progress = rauc.progress().await.ok();
+        let last_error = rauc.string("LastError").await.unwrap_or_default();
+        let compatible = rauc.string("Compatible").await.unwrap_or_default();
+        let boot_slot = rauc.string("BootSlot").await.unwrap_or_default();
+        // RAUC answers neither while it installs: the previous values stay.
+        let primary = rauc.primary().await.ok();
+        let slots = rauc.slots().await.ok();
+        let mut k = self.known();
+        k.operation = operation;
+        k.progress = progress.filter(|p| !(p.0 == 0 && p.1.is_empty()));
+        k.last_error = last_error;
+        k.compatible = compatible;
+        k.boot_slot = boot_slot;
+        if primary.is_some() {
+            k.primary = primary;
+        }
+        if let Some(slots) = slots {
+            k.slots = slots;
+        }
+    }
+
+    /// The end of an installation (`Completed` with RAUC's result code).
+    async fn completed(&self, rauc: &Rauc, code: i32) {
+        self.refresh(rauc).await;
+        let (bundle, outcome) = {
+            let mut k = self.known();
+            let bundle = k.installing.take();
+            let outcome = Outcome {
+                ok: code == 0,
+                error: (code != 0).then(|| {
+                    if k.last_error.is_empty() {
+                        format!("RAUC reported result {code}")
+                    } else {
+                        k.last_error.clone()
+                    }
+                }),
+                bundle: bundle.clone(),
+                finished_unix_s: unix_now(),
+            };
+            k.last_result = Some(outcome.clone());
+            (bundle, outcome)
+        };
+        match &outcome.error {
+            None => {
+                tracing::info!("OTA: installation finished; reboot to run the new slot");
+                // Installed: the spool's copy is no longer needed.
+                if let Some(b) = bundle.and_then(|_| spool::current(&self.settings.spool)) {
+                    let _ = std::fs::remove_file(b.path);
+                }
+            }
+            Some(e) => tracing::warn!("OTA: installation failed: {e}"),
+        }
+        self.publish();
+    }
+
+    fn set_unavailable(&self, why: String) {
+        let changed = {
+            let mut k = self.known();
+            let changed = k.unavailable.as_deref() != Some(why.as_str());
+            k.unavailable = Some(why);
+            k.operation.clear();
+            k.progress = None;
+            changed
+        };
+        if changed {
+            self.publish();
+        }
+    }
+}
+
+/// Starts the task that connects to RAUC and follows it. While RAUC is not on the bus it
+/// retries every [`RECONNECT_EVERY`]; OTA is reported unavailable meanwhile.
+pub fn spawn_monitor(ota: Ota) {
+    tokio::spawn(async move {
+        loop {
+            let connect = tokio::time::timeout(CONNECT_TIMEOUT, Rauc::connect(&ota.settings.bus));
+            let connected = connect.await.unwrap_or_else(|_| {
+                Err(format!(
+                    "{} did not answer within {CONNECT_TIMEOUT:?}",
+                    ota.settings.bus
+                ))
+            });
+            match connected {
+                Ok(rauc) => {
+                    if let Err(e) = follow(&ota, rauc).await {
+                        tracing::warn!("OTA: lost RAUC: {e}");
+                        ota.set_unavailable(e);
+                    }
+                }
+                Err(e) => {
+                    let first = ota.rauc.read().await.is_none()
+                        && ota.known().unavailable.as_deref() != Some(e.as_str());
+                    if first {
+                        tracing::info!("OTA unavailable: {e}");
+                    }
+                    ota.set_unavailable(e);
+                }
+            }
+            *ota.rauc.write().await = None;
+            tokio::time::sleep(RECONNECT_EVERY).await;
+        }
+    });
+}
+
+/// Follows one connection until RAUC leaves the bus; returns why it ended.
+async fn follow(ota: &Ota, rauc: Rauc) -> Result<(), String> {
+    let props = zbus::fdo::PropertiesProxy::builder(rauc.connection())
+        .destination(rauc::SERVICE)
+        .and_then(|b| b.path(rauc::PATH))
+        .map_err(|e| e.to_string())?
+        .build()
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut changes = props
+        .receive_properties_changed()
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut completed = rauc
+        .proxy()
+        .receive_signal("Completed")
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut owner = rauc
+        .proxy()
+        .receive_owner_changed()
+        .await
+        .map_err(|e| e.to_string())?;
+    let features = rauc.features().await;
+    *ota.rauc.write().await = Some(rauc.clone());
+    ota.refresh(&rauc).await;
+    let was_installing = {
+        let mut k = ota.known();
+        k.unavailable = None;
+        k.features = features;
+        // Started by this service before a reconnect, and finished meanwhile.
+        k.installing.is_some() && k.operation == "idle"
+    };
+    let (compatible, boot_slot) = {
+        let k = ota.known();
+        (k.compatible.clone(), k.boot_slot.clone())
+    };
+    tracing::info!(
+        "OTA: RAUC on {} (compatible {compatible:?}, booted slot {boot_slot:?})",
+        ota.settings.bus
+    );
+    if was_installing {
+        let failed = !ota.known().last_error.is_empty();
+        let code = i32::from(failed);
+        ota.completed(&rauc, code).await;
+    }
+    ota.publish();
+    loop {
+        tokio::select! {
+            change = changes.next() => {
+                let Some(change) = change else { return Err("the bus connection closed".into()) };
+                if let Ok(args) = change.args() {
+                    let mut k = ota.known();
+                    for (name, value) in args.changed_properties() {
+                        match (*name, rauc::to_json(value)) {
+                            ("Operation", Value::String(s)) => k.operation = s,
+                            ("LastError", Value::String(s)) => k.last_error = s,
+                            ("Progress", Value::Array(a)) if a.len() == 3 => {
+                                k.progress = Some((
+                                    a[0].as_i64().unwrap_or(0) as i32,
+                                    a[1].as_str().unwrap_or("").to_string(),
+                                    a[2].as_i64().unwrap_or(0) as i32,
+                                ));
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                ota.publish();
+            }
+            signal = completed.next() => {
+                let Some(msg) = signal else { return Err("the bus connection closed".into()) };
+                let code: i32 = msg.body().deserialize().unwrap_or(-1);
+                ota.completed(&rauc, code).await;
+            }
+            new_owner = owner.next() => {
+                match new_owner {
+                    Some(Some(_)) => { ota.refresh(&rauc).await; ota.publish(); }
+                    _ => return Err(format!("RAUC ({}) left {}", rauc::SERVICE, ota.settings.bus)),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,960 @@
+//! Over-the-air updates against the real RAUC (Debian's `rauc`, 1.8 or newer) on a
+//! private D-Bus bus, with file-backed slots, bundles built and signed here with
+//! `openssl`-made keys (`images/rauc/make-dev-keys.sh`), the layer's boot-control
+//! backend (`meta-fpgagdr/recipes-core/rauc/files/rauc-nvbootctrl-backend.sh`) and a
+//! test double of `nvbootctrl` (`images/rauc/test/nvbootctrl-test-double`) standing in
+//! for the Jetson's bootloader.
+//!
+//! RAUC mounts bundles (loop devices), so these tests need root, `rauc`, `dbus-daemon`
+//! and `mksquashfs`. Without them a test prints `skipped: ...` and passes, unless
+//! `FPGAGDR_REQUIRE_RAUC=1` (set by `images/rauc/test/run.sh`, which CI runs): then it
+//! fails. The backend tests against the test double need only `sh`.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::mpsc;
+
+use common::{PATIENCE, Service, wait_for};
+use serde_json::{Value, json};
+
+const COMPATIBLE: &str = "fpgagdr-ci-test";
+const SLOT_BYTES: u64 = 4 * 1024 * 1024;
+const GUID: &str = "781e084c-a330-417c-b678-38e696380cb9";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+fn backend() -> PathBuf {
+    repo().join("meta-fpgagdr/recipes-core/rauc/files/rauc-nvbootctrl-backend.sh")
+}
+fn test_double() -> PathBuf {
+    repo().join("images/rauc/test/nvbootctrl-test-double")
+}
+
+fn have(cmd: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {cmd}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Why the RAUC tests cannot run here, if they cannot.
+fn missing() -> Option<String> {
+    let uid = Command::new("id").arg("-u").output().ok()?;
+    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+        return Some("not root (RAUC mounts bundles on loop devices)".into());
+    }
+    ["rauc", "dbus-daemon", "mksquashfs", "openssl"]
+        .iter()
+        .find(|c| !have(c))
+        .map(|c| format!("{c} is not installed (apt-get install rauc dbus squashfs-tools openssl)"))
+}
+
+/// `true` when the test may go on; prints why it is skipped otherwise (or fails when
+/// `FPGAGDR_REQUIRE_RAUC=1`).
+fn rauc_ready(test: &str) -> bool {
+    match missing() {
+        None => true,
+        Some(why) => {
+            assert!(
+                std::env::var_os("FPGAGDR_REQUIRE_RAUC").is_none(),
+                "{test}: FPGAGDR_REQUIRE_RAUC is set but {why}"
+            );
+            eprintln!("skipped: {test}: {why}");
+            false
+        }
+    }
+}
+
+/// Keys for the whole test run: `good` is the keyring RAUC trusts, `other` a second CA
+/// whose signer RAUC must refuse.
+struct Keys {
+    _dir: tempfile::TempDir,
+    good: PathBuf,
+    other: PathBuf,
+}
+
+fn keys() -> &'static Keys {
+    static KEYS: OnceLock<Keys> = OnceLock::new();
+    KEYS.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let script = repo().join("images/rauc/make-dev-keys.sh");
+        for name in ["good", "other"] {
+            let out = Command::new(&script)
+                .arg(dir.path().join(name))
+                .output()
+                .expect("run make-dev-keys.sh");
+            assert!(out.status.success(), "make-dev-keys.sh: {out:?}");
+        }
+        Keys {
+            good: dir.path().join("good"),
+            other: dir.path().join("other"),
+            _dir: dir,
+        }
+    })
+}
+
+/// A private bus with RAUC on it, two file-backed slots and the test double's state.
+struct Rauc {
+    dir: tempfile::TempDir,
+    bus: String,
+    dbus: Child,
+    rauc: Child,
+}
+
+impl Drop for Rauc {
+    fn drop(&mut self) {
+        for c in [&mut self.rauc, &mut self.dbus] {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if std::thread::panicking() {
+            eprintln!(
+                "--- rauc service log ---\n{}",
+                std::fs::read_to_string(self.dir.path().join("rauc.log")).unwrap_or_default()
+            );
+        }
+        // A bundle RAUC still had mounted when it was killed.
+        let _ = Command::new("umount")
+            .args(["-R", "-l"])
+            .arg(self.dir.path().join("mnt/bundle"))
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+impl Rauc {
+    /// Starts `dbus-daemon` and `rauc service` (booted from slot A); `ab` is whether the
+    /// test double reports rootfs A/B redundancy.
+    fn start(ab: bool) -> Rauc {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let d = dir.path();
+        for sub in ["slots", "mnt", "efivars", "spool"] {
+            std::fs::create_dir_all(d.join(sub)).unwrap();
+        }
+        for slot in ["A", "B"] {
+            let f = std::fs::File::create(d.join(format!("slots/{slot}.img"))).unwrap();
+            f.set_len(SLOT_BYTES).unwrap();
+        }
+        // Slot A holds the running system: recognisable bytes the tests check stay put.
+        std::fs::write(d.join("slots/A.img"), vec![0xA5u8; SLOT_BYTES as usize]).unwrap();
+        std::fs::write(
+            d.join("nvbootctrl.state"),
+            format!("ab={}\ncurrent=0\nactive=0\n", u8::from(ab)),
+        )
+        .unwrap();
+        let conf = format!(
+            "[system]\ncompatible={COMPATIBLE}\nbootloader=custom\nmountprefix={d}/mnt\n\
+             statusfile={d}/status.raucs\n\n[keyring]\npath={keys}/ca.cert.pem\n\
+             check-purpose=codesign\n\n[handlers]\nbootloader-custom-backend={backend}\n\n\
+             [slot.rootfs.0]\ndevice={d}/slots/A.img\ntype=raw\nbootname=A\n\n\
+             [slot.rootfs.1]\ndevice={d}/slots/B.img\ntype=raw\nbootname=B\n",
+            d = d.display(),
+            keys = keys().good.display(),
+            backend = backend().display(),
+        );
+        std::fs::write(d.join("system.conf"), conf).unwrap();
+        let bus = format!("unix:path={}/bus", d.display());
+        std::fs::write(
+            d.join("bus.conf"),
+            format!(
+                "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\" \
+                 \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n\
+                 <busconfig><type>session</type><listen>{bus}</listen>\
+                 <policy context=\"default\"><allow own=\"*\"/><allow send_destination=\"*\"/>\
+                 <allow receive_sender=\"*\"/></policy></busconfig>\n"
+            ),
+        )
+        .unwrap();
+        let dbus = Command::new("dbus-daemon")
+            .arg(format!("--config-file={}/bus.conf", d.display()))
+            .arg("--nofork")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn dbus-daemon");
+        wait_for("the private bus socket", || {
+            d.join("bus")
+                .exists()
+                .then_some(())
+                .ok_or_else(|| "no socket".into())
+        });
+        let rauc = Self::rauc_command(d, &bus)
+            .args(["service", "--override-boot-slot=A"])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(d.join("rauc.log")).unwrap())
+            .spawn()
+            .expect("spawn rauc service");
+        let env = Rauc {
+            dir,
+            bus,
+            dbus,
+            rauc,
+        };
+        wait_for("RAUC on the private bus", || {
+            let out = Self::rauc_command(env.dir.path(), &env.bus)
+                .arg("status")
+                .output()
+                .map_err(|e| e.to_string())?;
+            out.status
+                .success()
+                .then_some(())
+                .ok_or_else(|| String::from_utf8_lossy(&out.stderr).to_string())
+        });
+        env
+    }
+
+    /// `rauc` with this environment's config, bus and test double.
+    fn rauc_command(d: &Path, bus: &str) -> Command {
+        let mut c = Command::new("rauc");
+        c.arg(format!("--conf={}/system.conf", d.display()))
+            .env("DBUS_STARTER_BUS_TYPE", "session")
+            .env("DBUS_SESSION_BUS_ADDRESS", bus)
+            .env("FPGAGDR_NVBOOTCTRL", test_double())
+            .env("FPGAGDR_EFIVARS_DIR", d.join("efivars"))
+            .env("NVBOOTCTRL_TEST_STATE", d.join("nvbootctrl.state"));
+        c
+    }
+
+    fn path(&self, p: &str) -> PathBuf {
+        self.dir.path().join(p)
+    }
+
+    fn slot(&self, name: &str) -> Vec<u8> {
+        std::fs::read(self.path(&format!("slots/{name}.img"))).unwrap()
+    }
+
+    /// The test double's state file.
+    fn bootctrl(&self) -> String {
+        std::fs::read_to_string(self.path("nvbootctrl.state")).unwrap()
+    }
+
+    /// The commands the backend gave the test double.
+    fn bootctrl_log(&self) -> String {
+        std::fs::read_to_string(self.path("nvbootctrl.state.log")).unwrap_or_default()
+    }
+
+    /// Builds a signed bundle whose rootfs image is `image`; `gate`: a post-install
+    /// hook that holds the installation until [`Rauc::open_gate`].
+    fn bundle(
+        &self,
+        name: &str,
+        compatible: &str,
+        signer: &Path,
+        image: &[u8],
+        gate: bool,
+    ) -> PathBuf {
+        let src = self.path(&format!("{name}.d"));
+        std::fs::create_dir_all(&src).unwrap();
+        std::fs::write(src.join("rootfs.img"), image).unwrap();
+        let mut manifest = format!(
+            "[update]\ncompatible={compatible}\nversion=2.0-{name}\n\n[bundle]\nformat=plain\n\n"
+        );
+        if gate {
+            let hook = format!(
+                "#!/bin/sh\n# Holds the installation (at most 120 s) until the test opens the gate.\n\
+                 if [ \"$1\" = slot-post-install ]; then\n  i=0\n  while [ ! -e {g} ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done\n\
+                 fi\nexit 0\n",
+                g = self.path("gate").display()
+            );
+            std::fs::write(src.join("hook.sh"), hook).unwrap();
+            Command::new("chmod")
+                .arg("+x")
+                .arg(src.join("hook.sh"))
+                .status()
+                .unwrap();
+            manifest.push_str("[hooks]\nfilename=hook.sh\n\n[image.rootfs]\nfilename=rootfs.img\nhooks=post-install\n");
+        } else {
+            manifest.push_str("[image.rootfs]\nfilename=rootfs.img\n");
+        }
+        std::fs::write(src.join("manifest.raucm"), manifest).unwrap();
+        let out_path = self.path(&format!("{name}.raucb"));
+        let out = Command::new("rauc")
+            .arg(format!("--cert={}/signing.cert.pem", signer.display()))
+            .arg(format!("--key={}/signing.key.pem", signer.display()))
+            .arg("bundle")
+            .arg(&src)
+            .arg(&out_path)
+            .output()
+            .expect("run rauc bundle");
+        assert!(out.status.success(), "rauc bundle: {out:?}");
+        out_path
+    }
+
+    fn open_gate(&self) {
+        std::fs::write(self.path("gate"), "").unwrap();
+    }
+
+    /// Starts fpgagdrd on this bus, pipeline off.
+    fn service(&self) -> Service {
+        let spool = self.path("spool");
+        Service::start_with_args(
+            Some(r#"{"autostart": false}"#),
+            &[
+                "--rauc-bus",
+                &self.bus,
+                "--ota-spool",
+                spool.to_str().unwrap(),
+            ],
+        )
+    }
+}
+
+/// Distinct, recognisable image bytes.
+fn image(seed: u8) -> Vec<u8> {
+    (0..3_000_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8 ^ seed)
+        .collect()
+}
+
+fn upload(svc: &Service, bundle: &[u8]) -> common::Reply {
+    svc.request(
+        "POST",
+        "/api/v1/ota/bundles",
+        Some(bundle),
+        &[("content-type", "application/octet-stream")],
+    )
+}
+
+fn install(svc: &Service, sha: &str) -> common::Reply {
+    svc.request(
+        "POST",
+        "/api/v1/ota/install",
+        Some(json!({"bundle": sha}).to_string().as_bytes()),
+        &[],
+    )
+}
+
+fn ota(svc: &Service) -> Value {
+    svc.get_json("/api/v1/ota")
+}
+
+fn wait_ota(svc: &Service, what: &str, accept: impl Fn(&Value) -> bool) -> Value {
+    wait_for(what, || {
+        let v = ota(svc);
+        if accept(&v) {
+            Ok(v)
+        } else {
+            Err(v.to_string())
+        }
+    })
+}
+
+/// The `ota` events of the live stream, as they come.
+fn ota_events(svc: &Service) -> mpsc::Receiver<Value> {
+    let resp = svc
+        .agent()
+        .get(svc.url("/api/v1/stream"))
+        .call()
+        .expect("open the stream");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut event = String::new();
+        for line in BufReader::new(resp.into_body().into_reader()).lines() {
+            let Ok(line) = line else { break };
+            if let Some(e) = line.strip_prefix("event: ") {
+                event = e.to_string();
+            } else if let Some(d) = line.strip_prefix("data: ")
+                && event == "ota"
+            {
+                let Ok(v) = serde_json::from_str(d) else {
+                    break;
+                };
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    rx
+}
+
+fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn spool_files(env: &Rauc) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(env.path("spool"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Asserts that nothing was installed: slot B still empty, slot A as it was, the
+/// bootloader not switched, slot B never marked unbootable.
+#[track_caller]
+fn assert_untouched(env: &Rauc) {
+    assert!(env.slot("B").iter().all(|b| *b == 0), "slot B was written");
+    assert!(
+        env.slot("A").iter().all(|b| *b == 0xA5),
+        "slot A was written"
+    );
+    assert!(env.bootctrl().contains("active=0"), "{}", env.bootctrl());
+    assert!(
+        !env.bootctrl_log().contains("set-slot-as-unbootable"),
+        "{}",
+        env.bootctrl_log()
+    );
+}
+
+// 1 ------------------------------------------------------------------------------------
+
+#[test]
+fn a_good_bundle_installs_into_the_inactive_slot_and_switches_the_primary() {
+    if !rauc_ready("good bundle") {
+        return;
+    }
+    let env = Rauc::start(true);
+    let svc = env.service();
+    wait_ota(&svc, "OTA available", |v| v["available"] == true);
+    let before = ota(&svc);
+    assert_eq!(before["booted_slot"], "A", "{before}");
+    assert_eq!(before["compatible"], COMPATIBLE, "{before}");
+    assert_eq!(before["primary_slot"], "rootfs.0", "{before}");
+    assert_eq!(
+        before["slots"].as_array().map(Vec::len),
+        Some(2),
+        "{before}"
+    );
+
+    let img = image(1);
+    let bundle = std::fs::read(env.bundle("good", COMPATIBLE, &keys().good, &img, false)).unwrap();
+    let r = upload(&svc, &bundle);
+    assert_eq!(r.status, 201, "{}", r.body);
+    let up = r.json();
+    assert_eq!(up["sha256"], sha256_hex(&bundle), "{up}");
+    assert_eq!(up["bytes"], bundle.len(), "{up}");
+    assert_eq!(up["compatible"], COMPATIBLE, "{up}");
+
+    let events = ota_events(&svc);
+    let r = install(&svc, up["sha256"].as_str().unwrap());
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert_eq!(r.json()["operation"], "installing");
+
+    // Progress, then the result, on the live stream.
+    let mut percents = Vec::new();
+    let done = loop {
+        let e = events.recv_timeout(PATIENCE).expect("an ota event");
+        if let Some(p) = e["progress"]["percent"].as_i64()
+            && e["operation"] == "installing"
+            && percents.last() != Some(&p)
+        {
+            percents.push(p);
+        }
+        if e["last_result"].is_object() {
+            break e;
+        }
+    };
+    assert_eq!(done["last_result"]["ok"], true, "{done}");
+    assert_eq!(done["last_result"]["bundle"], up["sha256"], "{done}");
+    assert!(percents.len() >= 3, "progress events: {percents:?}");
+    assert!(percents.windows(2).all(|w| w[0] <= w[1]), "{percents:?}");
+
+    let after = ota(&svc);
+    assert_eq!(after["operation"], "idle", "{after}");
+    assert_eq!(after["primary_slot"], "rootfs.1", "{after}");
+    assert_eq!(after["booted_slot"], "A", "{after}");
+    assert_eq!(
+        &env.slot("B")[..img.len()],
+        &img[..],
+        "slot B holds the image"
+    );
+    assert!(env.slot("A").iter().all(|b| *b == 0xA5), "slot A untouched");
+    let st = env.bootctrl();
+    assert!(st.contains("active=1") && st.contains("current=0"), "{st}");
+    // RAUC marked B unbootable during the install; set-primary made it bootable again.
+    let log = env.bootctrl_log();
+    assert!(log.contains("set-slot-as-unbootable 1"), "{log}");
+    let efivar = std::fs::read(env.path(&format!("efivars/RootfsStatusSlotB-{GUID}"))).unwrap();
+    assert_eq!(efivar[4], 0, "slot B status is normal");
+    let b = &after["slots"].as_array().unwrap()[1];
+    assert_eq!(b["boot-status"], "good", "{b}");
+    assert_eq!(b["bundle.version"], "2.0-good", "{b}");
+    // The spool's copy is removed once installed.
+    assert!(spool_files(&env).iter().all(|f| !f.ends_with(".raucb")));
+
+    // Mark-good on "first boot": healthy service -> booted slot marked good, once.
+    let mark = |listen: &str, timeout: &str| {
+        Command::new(env!("CARGO_BIN_EXE_fpgagdrd"))
+            .args(["--mark-good-after-health", "--listen", listen])
+            .args(["--rauc-bus", &env.bus, "--health-timeout-s", timeout])
+            .arg("--ota-spool")
+            .arg(env.path("spool"))
+            .output()
+            .expect("run --mark-good-after-health")
+    };
+    let listen = svc.base.trim_start_matches("http://").to_string();
+    let out = mark(&listen, "30");
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("marked good"),
+        "{out:?}"
+    );
+    let out = mark(&listen, "30");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("confirmed before"),
+        "{out:?}"
+    );
+}
+
+// 2 ------------------------------------------------------------------------------------
+
+#[test]
+fn a_bundle_from_an_unknown_signer_is_refused_and_nothing_is_written() {
+    if !rauc_ready("unknown signer") {
+        return;
+    }
+    let env = Rauc::start(true);
+    let svc = env.service();
+    wait_ota(&svc, "OTA available", |v| v["available"] == true);
+    let bundle =
+        std::fs::read(env.bundle("foreign", COMPATIBLE, &keys().other, &image(2), false)).unwrap();
+    let p = upload(&svc, &bundle).problem(422, "ota-bundle");
+    assert!(
+        p["detail"].as_str().unwrap().contains("RAUC refused"),
+        "{p}"
+    );
+    assert!(spool_files(&env).is_empty(), "{:?}", spool_files(&env));
+    let r = install(&svc, &sha256_hex(&bundle));
+    r.problem(404, "ota-no-bundle");
+    assert_untouched(&env);
+}
+
+// 3 ------------------------------------------------------------------------------------
+
+#[test]
+fn a_bundle_for_another_compatible_is_refused() {
+    if !rauc_ready("wrong compatible") {
+        return;
+    }
+    let env = Rauc::start(true);
+    let svc = env.service();
+    wait_ota(&svc, "OTA available", |v| v["available"] == true);
+    let path = env.bundle(
+        "other",
+        "someone-elses-board",
+        &keys().good,
+        &image(3),
+        false,
+    );
+    let bundle = std::fs::read(&path).unwrap();
+    let p = upload(&svc, &bundle).problem(422, "ota-bundle");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("someone-elses-board"),
+        "{p}"
+    );
+    assert!(spool_files(&env).is_empty());
+    assert_untouched(&env);
+
+    // RAUC refuses it too when asked directly (a bundle placed in the spool by hand).
+    let sha = sha256_hex(&bundle);
+    std::fs::copy(&path, env.path(&format!("spool/{sha}.raucb"))).unwrap();
+    assert_eq!(install(&svc, &sha).status, 202);
+    let v = wait_ota(&svc, "the refusal", |v| v["last_result"].is_object());
+    assert_eq!(v["last_result"]["ok"], false, "{v}");
+    let err = v["last_result"]["error"].as_str().unwrap_or("");
+    assert!(err.contains("ompatible"), "{v}");
+    assert_untouched(&env);
+}
+
+// 4 ------------------------------------------------------------------------------------
+
+#[test]
+fn a_truncated_or_corrupted_upload_is_refused_and_nothing_is_installed() {
+    if !rauc_ready("truncated or corrupted") {
+        return;
+    }
+    let env = Rauc::start(true);
+    let svc = env.service();
+    wait_ota(&svc, "OTA available", |v| v["available"] == true);
+    let bundle =
+        std::fs::read(env.bundle("good", COMPATIBLE, &keys().good, &image(4), false)).unwrap();
+
+    let truncated = &bundle[..bundle.len() - 4096];
+    upload(&svc, truncated).problem(422, "ota-bundle");
+    let mut corrupted = bundle.clone();
+    let mid = corrupted.len() / 2;
+    corrupted[mid] ^= 0xff;
+    upload(&svc, &corrupted).problem(422, "ota-bundle");
+    assert!(spool_files(&env).is_empty(), "{:?}", spool_files(&env));
+
+    // The connection drops mid-upload: the partial file is removed, nothing is spooled.
+    let addr = svc.base.trim_start_matches("http://").to_string();
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        s,
+        "POST /api/v1/ota/bundles HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/octet-stream\r\nContent-Length: {}\r\n\r\n",
+        svc.token,
+        bundle.len()
+    )
+    .unwrap();
+    s.write_all(&bundle[..bundle.len() / 2]).unwrap();
+    wait_for("the partial upload in the spool", || {
+        (!spool_files(&env).is_empty())
+            .then_some(())
+            .ok_or_else(|| "nothing yet".into())
+    });
+    drop(s);
+    wait_for("the partial upload removed", || {
+        let f = spool_files(&env);
+        f.is_empty().then_some(()).ok_or_else(|| format!("{f:?}"))
+    });
+    install(&svc, &sha256_hex(&bundle)).problem(404, "ota-no-bundle");
+    assert_untouched(&env);
+    assert_eq!(ota(&svc)["operation"], "idle");
+}
+
+// 5 ------------------------------------------------------------------------------------
+
+#[test]
+fn a_second_install_while_one_runs_is_refused_with_409_and_the_first_completes() {
+    if !rauc_ready("second install") {
+        return;
+    }
+    let env = Rauc::start(true);
+    let svc = env.service();
+    wait_ota(&svc, "OTA available", |v| v["available"] == true);
+    let img = image(5);
+    let bundle = std::fs::read(env.bundle("gated", COMPATIBLE, &keys().good, &img, true)).unwrap();
+    let sha = upload(&svc, &bundle).json()["sha256"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(install(&svc, &sha).status, 202);
+    wait_ota(&svc, "the hook holding the install", |v| {
+        v["operation"] == "installing"
+            && v["progress"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("rootfs"))
+    });
+    let p = install(&svc, &sha).problem(409, "ota-busy");
+    assert!(
+        p["detail"].as_str().unwrap().contains("already running"),
+        "{p}"
+    );
+    upload(&svc, &bundle).problem(409, "ota-busy");
+    env.open_gate();
+    let v = wait_ota(&svc, "the first install's result", |v| {
+        v["last_result"].is_object()
+    });
+    assert_eq!(v["last_result"]["ok"], true, "{v}");
+    assert_eq!(v["primary_slot"], "rootfs.1", "{v}");
+    assert_eq!(&env.slot("B")[..img.len()], &img[..]);
+}
+
+// 6 ------------------------------------------------------------------------------------
+
+#[test]
+fn the_service_killed_during_an_install_reports_it_correctly_after_restart() {
+    if !rauc_ready("killed during install") {
+        return;
+    }
+    let env = Rauc::start(true);
+    let img = image(6);
+    let bundle = std::fs::read(env.bundle("gated", COMPATIBLE, &keys().good, &img, true)).unwrap();
+    {
+        let svc = env.service();
+        wait_ota(&svc, "OTA available", |v| v["available"] == true);
+        let sha = upload(&svc, &bundle).json()["sha256"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(install(&svc, &sha).status, 202);
+        wait_ota(&svc, "the install under way", |v| {
+            v["progress"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("rootfs"))
+        });
+        // Dropping the guard kills the service (SIGKILL) mid-install.
+    }
+    let svc = env.service();
+    let v = wait_ota(&svc, "OTA available again", |v| v["available"] == true);
+    assert_eq!(v["operation"], "installing", "{v}");
+    assert_eq!(v["booted_slot"], "A", "{v}");
+    // RAUC does not answer GetPrimary while it installs: unknown, never the new slot.
+    assert_ne!(v["primary_slot"], "rootfs.1", "{v}");
+    assert!(env.bootctrl().contains("active=0"), "{}", env.bootctrl());
+    assert!(env.slot("A").iter().all(|b| *b == 0xA5), "slot A untouched");
+    install(&svc, &sha256_hex(&bundle)).problem(409, "ota-busy");
+    env.open_gate();
+    let v = wait_ota(&svc, "the result seen by the new service", |v| {
+        v["last_result"].is_object()
+    });
+    assert_eq!(v["last_result"]["ok"], true, "{v}");
+    assert_eq!(v["last_result"]["bundle"], Value::Null, "{v}");
+    assert_eq!(v["booted_slot"], "A", "{v}");
+    assert_eq!(v["primary_slot"], "rootfs.1", "{v}");
+    assert!(env.slot("A").iter().all(|b| *b == 0xA5), "slot A untouched");
+}
+
+// 7 ------------------------------------------------------------------------------------
+
+/// The backend against the test double, in a fresh fake device.
+struct Device {
+    dir: tempfile::TempDir,
+}
+
+impl Device {
+    fn new(state: &str) -> Device {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("efivars")).unwrap();
+        std::fs::write(dir.path().join("state"), state).unwrap();
+        Device { dir }
+    }
+    fn run(&self, program: &Path, args: &[&str]) -> (bool, String, String) {
+        let out = Command::new(program)
+            .args(args)
+            .env("FPGAGDR_NVBOOTCTRL", test_double())
+            .env("FPGAGDR_EFIVARS_DIR", self.dir.path().join("efivars"))
+            .env("NVBOOTCTRL_TEST_STATE", self.dir.path().join("state"))
+            .output()
+            .expect("run");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    }
+    fn backend(&self, args: &[&str]) -> (bool, String, String) {
+        self.run(&backend(), args)
+    }
+    fn state(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("state")).unwrap()
+    }
+}
+
+#[test]
+fn the_backend_drives_nvbootctrl_and_handles_the_set_primary_trap() {
+    let dev = Device::new("ab=1\ncurrent=0\nactive=0\n");
+    assert_eq!(
+        dev.backend(&["get-current"]),
+        (true, "A".into(), String::new())
+    );
+    assert_eq!(dev.backend(&["get-primary"]).1, "A");
+    assert_eq!(dev.backend(&["get-state", "B"]).1, "good");
+    // What RAUC does during an install: mark the target bad ...
+    assert!(dev.backend(&["set-state", "B", "bad"]).0);
+    assert_eq!(dev.backend(&["get-state", "B"]).1, "bad");
+    // ... the trap, shown on the test double: switching alone leaves B unbootable.
+    let trap = Device::new("ab=1\ncurrent=0\nactive=0\n");
+    assert!(
+        trap.run(
+            &test_double(),
+            &["-t", "rootfs", "set-slot-as-unbootable", "1"]
+        )
+        .0
+    );
+    assert!(
+        trap.run(
+            &test_double(),
+            &["-t", "rootfs", "set-active-boot-slot", "1"]
+        )
+        .0
+    );
+    assert!(
+        trap.run(&test_double(), &["-t", "rootfs", "dump-slots-info"])
+            .1
+            .contains("status: unbootable")
+    );
+    // ... then set-primary: B becomes bootable again and active.
+    let (ok, _, err) = dev.backend(&["set-primary", "B"]);
+    assert!(ok, "{err}");
+    assert_eq!(dev.backend(&["get-state", "B"]).1, "good");
+    assert_eq!(dev.backend(&["get-primary"]).1, "B");
+    assert!(dev.state().contains("active=1"), "{}", dev.state());
+    assert_eq!(
+        dev.backend(&["get-current"]).1,
+        "A",
+        "still running A until reboot"
+    );
+    // set-state good after a fallback restores a slot; unknown arguments are errors.
+    assert!(dev.backend(&["set-state", "A", "bad"]).0);
+    assert!(dev.backend(&["set-state", "A", "good"]).0);
+    assert_eq!(dev.backend(&["get-state", "A"]).1, "good");
+    assert!(!dev.backend(&["set-primary", "C"]).0);
+    assert!(!dev.backend(&["set-state", "A", "maybe"]).0);
+    assert!(!dev.backend(&["frobnicate"]).0);
+}
+
+#[test]
+fn the_backend_fails_closed_and_refuses_without_rootfs_ab() {
+    // A/B disabled: every command refuses, naming the reason; nothing changes.
+    let dev = Device::new("ab=0\ncurrent=0\nactive=0\n");
+    for args in [
+        &["get-current"][..],
+        &["get-primary"],
+        &["get-state", "B"],
+        &["set-state", "B", "bad"],
+        &["set-primary", "B"],
+    ] {
+        let (ok, out, err) = dev.backend(args);
+        assert!(!ok, "{args:?} succeeded: {out}");
+        assert!(
+            err.contains("A/B redundancy is not enabled"),
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(dev.state(), "ab=0\ncurrent=0\nactive=0\n");
+    assert!(
+        std::fs::read_dir(dev.dir.path().join("efivars"))
+            .unwrap()
+            .next()
+            .is_none()
+    );
+    // The current slot cannot be read: no guess.
+    let dev = Device::new("ab=1\ncurrent=\nactive=0\n");
+    let (ok, out, err) = dev.backend(&["get-current"]);
+    assert!(!ok && out.is_empty(), "{out}");
+    assert!(err.contains("expected 0/1"), "{err}");
+    // nvbootctrl missing altogether.
+    let out = Command::new(backend())
+        .arg("get-current")
+        .env("FPGAGDR_NVBOOTCTRL", "/nonexistent/nvbootctrl")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}
+
+#[test]
+fn rauc_refuses_to_install_when_rootfs_ab_is_disabled() {
+    if !rauc_ready("A/B disabled") {
+        return;
+    }
+    let env = Rauc::start(false);
+    let path = env.bundle("good", COMPATIBLE, &keys().good, &image(7), false);
+    let out = Rauc::rauc_command(env.dir.path(), &env.bus)
+        .arg("install")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{out:?}");
+    assert!(env.slot("B").iter().all(|b| *b == 0), "slot B was written");
+    assert!(env.bootctrl().contains("active=0"));
+    let log = std::fs::read_to_string(env.path("rauc.log")).unwrap_or_default();
+    assert!(log.contains("A/B redundancy is not enabled"), "{log}");
+}
+
+// 8 ------------------------------------------------------------------------------------
+
+#[test]
+fn without_rauc_on_the_bus_ota_is_unavailable_and_everything_else_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let bus = format!("unix:path={}/no-bus-here", dir.path().display());
+    let spool = dir.path().join("spool");
+    let mut config = common::replay("chelsea.png");
+    config["autostart"] = json!(true);
+    let svc = Service::start_with_args(
+        Some(&config.to_string()),
+        &["--rauc-bus", &bus, "--ota-spool", spool.to_str().unwrap()],
+    );
+    let v = wait_ota(&svc, "OTA reported unavailable", |v| {
+        v["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("cannot connect"))
+    });
+    assert_eq!(v["available"], false, "{v}");
+    assert_eq!(v["operation"], "unavailable", "{v}");
+    assert!(
+        v["reason"].as_str().unwrap().contains("cannot connect"),
+        "{v}"
+    );
+    // Mutations still need the token first; then they say why they cannot run.
+    svc.request_as("POST", "/api/v1/ota/bundles", Some(b"x"), &[])
+        .problem(401, "auth-token");
+    upload(&svc, b"not a bundle").problem(503, "ota-unavailable");
+    install(&svc, "00").problem(503, "ota-unavailable");
+    assert!(
+        std::fs::read_dir(&spool).unwrap().next().is_none(),
+        "nothing spooled"
+    );
+    // Everything else: the pipeline runs, config changes apply, the rest answers.
+    svc.wait_frames_above(2);
+    let r = svc.request(
+        "PATCH",
+        "/api/v1/config",
+        Some(br#"{"inference": {"threads": 2}}"#),
+        &[("content-type", "application/merge-patch+json")],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    for path in ["/api/v1/status", "/api/v1/system", "/metrics", "/"] {
+        assert_eq!(svc.get(path).status, 200, "{path}");
+    }
+    let doc = svc.get_json("/openapi.json");
+    for route in ["/api/v1/ota", "/api/v1/ota/bundles", "/api/v1/ota/install"] {
+        assert!(
+            doc["paths"].get(route).is_some(),
+            "{route} missing from the OpenAPI document"
+        );
+    }
+}
+
+#[test]
+fn a_bus_without_rauc_on_it_is_reported_as_such() {
+    if !have("dbus-daemon") {
+        eprintln!("skipped: bus without RAUC: dbus-daemon is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bus = format!("unix:path={}/bus", dir.path().display());
+    std::fs::write(
+        dir.path().join("bus.conf"),
+        format!(
+            "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\" \
+             \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n\
+             <busconfig><type>session</type><listen>{bus}</listen>\
+             <policy context=\"default\"><allow own=\"*\"/><allow send_destination=\"*\"/>\
+             <allow receive_sender=\"*\"/></policy></busconfig>\n"
+        ),
+    )
+    .unwrap();
+    // Killed when the test ends, passed or failed.
+    struct Daemon(Child);
+    impl Drop for Daemon {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _dbus = Daemon(
+        Command::new("dbus-daemon")
+            .arg(format!("--config-file={}/bus.conf", dir.path().display()))
+            .arg("--nofork")
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("the bus socket", || {
+        dir.path()
+            .join("bus")
+            .exists()
+            .then_some(())
+            .ok_or_else(|| "none".into())
+    });
+    let spool = dir.path().join("spool");
+    let svc = Service::start_with_args(
+        Some(r#"{"autostart": false}"#),
+        &["--rauc-bus", &bus, "--ota-spool", spool.to_str().unwrap()],
+    );
+    let v = wait_ota(&svc, "OTA reported unavailable", |v| {
+        v["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("is not on"))
+    });
+    assert_eq!(v["available"], false, "{v}");
+}

@@ -1,0 +1,52 @@
+# fpgagdr_rauc: shared by rauc-conf.bbappend (what the device trusts) and
+# fpgagdr-bundle (what the build signs): the compatible string, where the keys are, and
+# the check that keeps development keys out of a release.
+#
+# Keys: FPGAGDR_RAUC_KEY_DIR holds ca.cert.pem (the keyring installed on the device),
+# signing.cert.pem and signing.key.pem (used to sign bundles). The default is the
+# git-ignored development folder that images/rauc/make-dev-keys.sh fills; a product
+# sets it (kas local_conf_header / site.conf) to a folder outside the repository, or
+# sets RAUC_KEY_FILE to a PKCS#11 URI (an HSM). See docs/ota.md.
+
+# One compatible per machine: a bundle built for the Orin Nano refuses to install on
+# the AGX Orin and the other way round (RAUC compares it before writing anything).
+FPGAGDR_RAUC_COMPATIBLE ??= "fpgagdr-${MACHINE}"
+FPGAGDR_RAUC_KEY_DIR ??= "${FPGAGDR_TOPDIR}/images/rauc/dev-keys"
+# "1" for a release build: development keys (their subject carries the marker
+# below, written by make-dev-keys.sh) then fail the build instead of warning.
+FPGAGDR_RELEASE ??= "0"
+FPGAGDR_DEV_KEY_MARKER = "fpgagdr-development-key"
+# RAUC's central slot status file (rauc-conf.bbappend). Inside the rootfs by default, so
+# each slot keeps its own history; a product with a data partition points it there.
+FPGAGDR_RAUC_STATUSFILE ??= "${localstatedir}/lib/rauc/central.raucs"
+
+def fpgagdr_rauc_check_cert(d, path, what):
+    """Fails the parse when `path` is missing, or a development certificate while
+    FPGAGDR_RELEASE = "1"; warns about a development certificate otherwise."""
+    import base64
+    import os
+    if not path or path.startswith("pkcs11:"):
+        return
+    if not os.path.isfile(path):
+        bb.fatal("%s %s does not exist: run images/rauc/make-dev-keys.sh for development "
+                 "keys, or set FPGAGDR_RAUC_KEY_DIR to your release keys (docs/ota.md)" % (what, path))
+    with open(path) as f:
+        text = f.read()
+    body = "".join(l for l in text.splitlines() if l and not l.startswith("-----"))
+    try:
+        der = base64.b64decode(body)
+    except Exception:
+        der = b""
+    if d.getVar("FPGAGDR_DEV_KEY_MARKER").encode() in der:
+        if bb.utils.to_boolean(d.getVar("FPGAGDR_RELEASE")):
+            bb.fatal("%s %s is a development certificate and FPGAGDR_RELEASE = \"1\": "
+                     "a release is never signed with, or trusts, development keys" % (what, path))
+        bb.warn("%s %s is a development certificate: fine for development, never for a release" % (what, path))
+
+python fpgagdr_check_keys() {
+    fpgagdr_rauc_check_cert(d, d.getVar("FPGAGDR_RAUC_CERT_TO_CHECK"), "RAUC signing certificate")
+    fpgagdr_rauc_check_cert(d, d.expand("${FPGAGDR_RAUC_KEY_DIR}/ca.cert.pem"), "RAUC keyring")
+}
+fpgagdr_check_keys[doc] = "Fails when a key file is missing, or is a development key in a release (FPGAGDR_RELEASE)"
+# The signing certificate to check as well (the bundle sets it; empty: keyring only).
+FPGAGDR_RAUC_CERT_TO_CHECK ??= ""

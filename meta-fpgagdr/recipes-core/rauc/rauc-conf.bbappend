@@ -1,0 +1,39 @@
+# fpgagdr's RAUC configuration, for DISTRO fpgagdr only: system.conf for meta-tegra's
+# rootfs A/B layout, the keyring from FPGAGDR_RAUC_KEY_DIR (classes-recipe/fpgagdr_rauc,
+# shared with fpgagdr-bundle), and the nvbootctrl boot-control backend. Replaces meta-rauc's
+# example files.
+
+FILESEXTRAPATHS:prepend:fpgagdr := "${THISDIR}/files:"
+
+# The keyring comes from the key folder, never from a layer (meta-rauc's example).
+RAUC_KEYRING_FILE:fpgagdr = "ca.cert.pem"
+RAUC_KEYRING_URI:fpgagdr = "file://${FPGAGDR_RAUC_KEY_DIR}/ca.cert.pem;subdir=fpgagdr-keys"
+SRC_URI:append:fpgagdr = " file://rauc-nvbootctrl-backend.sh"
+
+# Development keys fail a release build before anything is installed.
+do_install[prefuncs] += "${@'fpgagdr_check_keys' if 'fpgagdr' in d.getVar('DISTROOVERRIDES').split(':') else ''}"
+
+do_install:prepend:fpgagdr() {
+    # meta-rauc installs ${WORKDIR}/${RAUC_KEYRING_FILE}.
+    install -m 0644 ${WORKDIR}/fpgagdr-keys/ca.cert.pem ${WORKDIR}/${RAUC_KEYRING_FILE}
+}
+
+do_install:append:fpgagdr() {
+    sed -i -e 's,@COMPATIBLE@,${FPGAGDR_RAUC_COMPATIBLE},' \
+        -e 's,@KEYRING@,${RAUC_KEYRING_FILE},' \
+        -e 's,@STATUSFILE@,${FPGAGDR_RAUC_STATUSFILE},' \
+        -e 's,@LIBEXECDIR@,${libexecdir},' \
+        ${D}${sysconfdir}/rauc/system.conf
+    install -D -m 0755 ${WORKDIR}/rauc-nvbootctrl-backend.sh \
+        ${D}${libexecdir}/fpgagdr/rauc-nvbootctrl-backend
+}
+
+PACKAGE_ARCH:fpgagdr = "${MACHINE_ARCH}"
+FILES:${PN}:append:fpgagdr = " ${libexecdir}/fpgagdr/rauc-nvbootctrl-backend"
+# nvbootctrl (tegra-redundant-boot-base); chattr (e2fsprogs) for the efivarfs variables.
+RDEPENDS:${PN}:append:fpgagdr = " tegra-redundant-boot-base e2fsprogs"
+
+# The shared knobs and key check (classes-recipe/fpgagdr_rauc.bbclass), DISTRO fpgagdr only.
+# (Written without spaces so that the layer check reads it as one word.)
+FPGAGDR_RAUC_CLASS:fpgagdr = "fpgagdr_rauc"
+inherit_defer ${@d.getVar('FPGAGDR_RAUC_CLASS')or''}
