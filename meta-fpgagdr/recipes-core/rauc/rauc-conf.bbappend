@@ -6,8 +6,13 @@
 FILESEXTRAPATHS:prepend:fpgagdr := "${THISDIR}/files:"
 
 # The keyring comes from the key folder, never from a layer (meta-rauc's example).
+# It is not a SRC_URI entry: bitbake would need the file to parse the layer, and the key
+# folder is outside the layer (git-ignored dev keys, or production keys elsewhere). It is
+# copied in do_install after fpgagdr_check_keys has checked it, and its checksum makes a
+# changed keyring rebuild the recipe.
 RAUC_KEYRING_FILE:fpgagdr = "ca.cert.pem"
-RAUC_KEYRING_URI:fpgagdr = "file://${FPGAGDR_RAUC_KEY_DIR}/ca.cert.pem;subdir=fpgagdr-keys"
+RAUC_KEYRING_URI:fpgagdr = ""
+do_install[file-checksums] += "${@'${FPGAGDR_RAUC_KEY_DIR}/ca.cert.pem:False' if 'fpgagdr' in d.getVar('DISTROOVERRIDES').split(':') else ''}"
 SRC_URI:append:fpgagdr = " file://rauc-nvbootctrl-backend.sh"
 
 # Development keys fail a release build before anything is installed.
@@ -15,7 +20,7 @@ do_install[prefuncs] += "${@'fpgagdr_check_keys' if 'fpgagdr' in d.getVar('DISTR
 
 do_install:prepend:fpgagdr() {
     # meta-rauc installs ${WORKDIR}/${RAUC_KEYRING_FILE}.
-    install -m 0644 ${WORKDIR}/fpgagdr-keys/ca.cert.pem ${WORKDIR}/${RAUC_KEYRING_FILE}
+    install -m 0644 ${FPGAGDR_RAUC_KEY_DIR}/ca.cert.pem ${WORKDIR}/${RAUC_KEYRING_FILE}
 }
 
 do_install:append:fpgagdr() {
