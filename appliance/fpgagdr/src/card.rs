@@ -15,7 +15,7 @@ use std::time::Duration;
 use crate::buffer::PinnedBuffer;
 use crate::error::{Error, Result};
 use crate::kernel::KernelCard;
-use crate::memory::{DmaMemory, DmaRegion};
+use crate::memory::{DmaMemory, DmaRegion, check_inside};
 use crate::sim::{SimCard, SimConfig};
 use crate::transfer::Legacy;
 
@@ -439,15 +439,7 @@ impl Card {
 
     fn check_buffer(&self, buf: &PinnedBuffer, offset: u64, len: u64) -> Result<()> {
         self.check_owner(buf)?;
-        let buffer_len = buf.len() as u64;
-        match offset.checked_add(len) {
-            Some(end) if end <= buffer_len => Ok(()),
-            _ => Err(Error::BufferBounds {
-                offset,
-                len,
-                buffer_len,
-            }),
-        }
+        check_inside(&buf.region(), offset, len)
     }
 
     /// A buffer pinned by another card carries that card's handle, which may name a

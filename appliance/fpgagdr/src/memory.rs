@@ -329,7 +329,9 @@ pub(crate) fn read_region(region: &DmaRegion, offset: u64, dst: &mut [u8]) -> Re
     }
 }
 
-fn check_inside(region: &DmaRegion, offset: u64, len: u64) -> Result<()> {
+/// `offset .. offset + len` inside `region` (relative to its start), or
+/// [`Error::BufferBounds`]: the one buffer-bounds rule of the library and its back-ends.
+pub(crate) fn check_inside(region: &DmaRegion, offset: u64, len: u64) -> Result<()> {
     match offset.checked_add(len) {
         Some(end) if end <= region.len => Ok(()),
         _ => Err(Error::BufferBounds {

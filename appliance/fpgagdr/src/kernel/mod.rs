@@ -67,7 +67,7 @@ use nix::sys::uio;
 
 use crate::card::{Backend, CardStatus, Direction, Handle, Transfer, TransferRequest};
 use crate::error::{Error, Result};
-use crate::memory::DmaRegion;
+use crate::memory::{DmaRegion, check_inside};
 use crate::sys::HostAlloc;
 use convert::{Call, Limits};
 
@@ -444,17 +444,7 @@ impl Backend for KernelCard {
             .ok_or(Error::UnknownHandle {
                 handle: req.handle.0,
             })?;
-        if req
-            .offset
-            .checked_add(req.len)
-            .is_none_or(|end| end > region.len)
-        {
-            return Err(Error::BufferBounds {
-                offset: req.offset,
-                len: req.len,
-                buffer_len: region.len,
-            });
-        }
+        check_inside(&region, req.offset, req.len)?;
         let mut t = convert::transfer_request(req, raw, &self.limits)?;
         let start = Instant::now();
         #[allow(unsafe_code)]

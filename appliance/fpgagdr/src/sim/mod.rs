@@ -24,7 +24,7 @@ use crate::card::{
     Backend, Capabilities, CardStatus, Direction, Handle, Platform, Transfer, TransferRequest,
 };
 use crate::error::{Error, Result};
-use crate::memory::{DmaRegion, read_region, write_region};
+use crate::memory::{DmaRegion, check_inside, read_region, write_region};
 use crate::sys::{self, CudaAlloc, CudaProbe};
 use card_memory::CardMemory;
 
@@ -290,17 +290,7 @@ impl Backend for SimCard {
     fn transfer(&self, req: &TransferRequest) -> Result<Transfer> {
         let pin = self.pin_entry(req.handle)?;
         let region = pin.region;
-        if req
-            .offset
-            .checked_add(req.len)
-            .is_none_or(|end| end > region.len)
-        {
-            return Err(Error::BufferBounds {
-                offset: req.offset,
-                len: req.len,
-                buffer_len: region.len,
-            });
-        }
+        check_inside(&region, req.offset, req.len)?;
         self.check_bounds(req.card_addr, req.len)?;
         let mut engine = self
             .engine(req.dir, req.channel)?
