@@ -286,9 +286,19 @@ impl Model {
         let shape = [1usize, 3, self.height, self.width];
         let tensor = TensorRef::from_array_view((shape, input))
             .map_err(|e| ModelError::Run(e.to_string()))?;
+        self.run_top_k(tensor.into(), top)
+    }
+
+    /// Runs the session on one input value and writes the top [`TOP_K`] into `top`:
+    /// the part [`Self::classify`] and [`Self::classify_device`] share.
+    fn run_top_k(
+        &mut self,
+        input: ort::session::SessionInputValue<'_>,
+        top: &mut [(u32, f32); TOP_K],
+    ) -> Result<(), ModelError> {
         let outputs = self
             .session
-            .run(ort::inputs![self.input.as_str() => tensor])
+            .run(ort::inputs![self.input.as_str() => input])
             .map_err(|e| ModelError::Run(e.to_string()))?;
         let (_, logits) = outputs[0]
             .try_extract_tensor::<f32>()
@@ -335,15 +345,7 @@ impl Model {
             TensorRefMut::<f32>::from_raw(info.clone(), tensor as *mut std::ffi::c_void, shape)
         }
         .map_err(|e| ModelError::Run(e.to_string()))?;
-        let outputs = self
-            .session
-            .run(ort::inputs![self.input.as_str() => input])
-            .map_err(|e| ModelError::Run(e.to_string()))?;
-        let (_, logits) = outputs[0]
-            .try_extract_tensor::<f32>()
-            .map_err(|e| ModelError::Run(e.to_string()))?;
-        top_k(logits, top);
-        Ok(())
+        self.run_top_k(input.into(), top)
     }
 
     /// The display label of class `index`.
