@@ -115,11 +115,13 @@ fn a_token_is_generated_on_first_start_printed_once_and_saved_0600() {
 /// One SSE event as read off the wire.
 #[derive(Debug, Default)]
 struct Event {
+    event: String,
     id: Option<u64>,
     data: String,
 }
 
-/// Reads events from an open stream until `n` events with data arrived.
+/// Reads events from an open stream until `n` `snapshot` events arrived. Other events
+/// (`ota` state changes) carry no id by design and are not part of the resumable feed.
 fn read_events(lines: &mut impl Iterator<Item = std::io::Result<String>>, n: usize) -> Vec<Event> {
     let deadline = Instant::now() + PATIENCE;
     let mut out = Vec::new();
@@ -129,9 +131,11 @@ fn read_events(lines: &mut impl Iterator<Item = std::io::Result<String>>, n: usi
         let line = lines.next().expect("stream ended").expect("readable");
         if line.is_empty() {
             let ev = std::mem::take(&mut cur);
-            if !ev.data.is_empty() {
+            if !ev.data.is_empty() && ev.event == "snapshot" {
                 out.push(ev);
             }
+        } else if let Some(v) = line.strip_prefix("event:") {
+            cur.event = v.trim().to_string();
         } else if let Some(v) = line.strip_prefix("id:") {
             cur.id = Some(v.trim().parse().expect("numeric id"));
         } else if let Some(v) = line.strip_prefix("data:") {
