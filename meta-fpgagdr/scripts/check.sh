@@ -9,8 +9,11 @@
 #   4. oelint-adv --release scarthgap on every recipe, append and class; suppressions
 #      with their reasons: scripts/oelint-suppressions.txt
 #   5. shellcheck on every shell script of the layer and images/
+#   6. systemd's own checker on the layer's units (systemd-analyze verify, with the
+#      recipes' @paths@ filled in), and fpgagdrd.service's exposure score
+#      (systemd-analyze security --offline) held at 2.0 or better
 # Installs the pinned tools of scripts/requirements.txt into a git-ignored venv
-# (meta-fpgagdr/.check/), and python3-venv / shellcheck from Debian when missing
+# (meta-fpgagdr/.check/), and python3-venv / shellcheck / systemd from Debian when missing
 # (needs root). The parse against the real upstream layers is separate:
 # ../shared/tools/yocto-check.sh (docs/yocto.md).
 set -euo pipefail
@@ -33,6 +36,7 @@ apt_need() { # apt_need COMMAND-TEST PACKAGE
 # --- tools ---------------------------------------------------------------------
 apt_need "command -v shellcheck" shellcheck
 apt_need "python3 -c 'import ensurepip, tomllib'" python3-venv
+apt_need "command -v systemd-analyze" systemd
 stamp=$(sha256sum "$here/requirements.txt" | cut -d' ' -f1)
 if [ "$(cat "$venv/.stamp" 2>/dev/null)" != "$stamp" ]; then
   say "installing the pinned tools into $venv"
@@ -97,6 +101,35 @@ scripts() {
   shellcheck "${files[@]}"
 }
 check "shellcheck" scripts
+
+# --- 6. systemd units ---------------------------------------------------------------
+units() {
+  local work unit score
+  work=$(mktemp -d)
+  # verify wants each ExecStart= executable to exist: the units name @bindir@/fpgagdrd.
+  mkdir -p "$work/bin"
+  ln -s "$(type -P true)" "$work/bin/fpgagdrd"
+  while IFS= read -r -d '' unit; do
+    sed -e "s,@bindir@,$work/bin,g" -e 's,@libdir@,/usr/lib,g' -e 's,@datadir@,/usr/share,g' \
+      -e 's,@sysconfdir@,/etc,g' "$unit" >"$work/$(basename "$unit")"
+  done < <(find "$layer" -path "$cache" -prune -o -name '*.service' -print0)
+  # verify warns and carries on over a setting it cannot parse: any word from it fails.
+  local said
+  if ! said=$(cd "$work" && systemd-analyze verify --man=no ./*.service 2>&1) || [ -n "$said" ]; then
+    echo "${said:-systemd-analyze verify failed}" >&2
+    rm -rf "$work"
+    return 1
+  fi
+  score=$(systemd-analyze security --offline=true "$work/fpgagdrd.service" 2>/dev/null |
+    sed -n 's/.*Overall exposure level for fpgagdrd.service: \([0-9.]*\).*/\1/p')
+  rm -rf "$work"
+  echo "units: $(find "$layer" -path "$cache" -prune -o -name '*.service' -print | wc -l) verified; fpgagdrd.service exposure $score"
+  if [ -z "$score" ] || ! awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }'; then
+    echo "fpgagdrd.service exposure ${score:-?} is worse than 2.0 (docs/yocto.md)" >&2
+    return 1
+  fi
+}
+check "systemd units" units
 
 [ "$failed" = 0 ] || die "some checks failed (above)"
 say "all checks passed"

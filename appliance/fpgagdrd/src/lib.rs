@@ -14,6 +14,7 @@ pub mod assets;
 pub mod config;
 pub mod inference;
 pub mod metrics;
+pub mod notify;
 pub mod ota;
 pub mod pipeline;
 pub mod telemetry;

@@ -3,7 +3,8 @@
 //! Start order: parse the command line → logging → config file (a bad file stops the
 //! service with the field and rule named) → pipeline (a pipeline that cannot start is
 //! shown as failed; the API still comes up so the user can fix the config) → sampler →
-//! HTTP. Stop order on SIGINT/SIGTERM: HTTP, then the pipeline threads.
+//! HTTP → `READY=1` to systemd (when run by it) and the watchdog task. Stop order on
+//! SIGINT/SIGTERM: `STOPPING=1`, HTTP, then the pipeline threads.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -64,6 +65,22 @@ struct Cli {
     /// How long --mark-good-after-health waits for health, seconds.
     #[arg(long, default_value_t = 300)]
     health_timeout_s: u64,
+    /// How long a running pipeline's capture or inference thread may go without a turn
+    /// of its loop before the service counts itself hung and stops sending WATCHDOG=1 to
+    /// systemd, seconds (0.5 to 3600: an idle inference thread turns every 0.25 s;
+    /// never less than twice card.timeout_ms). Raise it for a model whose single run
+    /// takes longer.
+    #[arg(long, default_value_t = fpgagdrd::notify::DEFAULT_STALL_LIMIT_S, value_parser = parse_stall_limit)]
+    stall_limit_s: f64,
+}
+
+fn parse_stall_limit(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|e| format!("{s}: {e}"))?;
+    if (0.5..=3600.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("rule stall-limit: {v} s is outside 0.5..=3600 s"))
+    }
 }
 
 /// OTA settings from the command line, the environment and the config location.
@@ -212,15 +229,19 @@ fn run() -> Result<(), String> {
         std::time::Duration::from_secs_f64(1.0 / cli.telemetry_hz),
         shared.clone(),
     );
-    let result = runtime.block_on(serve(
-        cli.listen,
+    let result = runtime.block_on(serve(Parts {
+        listen: cli.listen,
         card,
         store,
         shared,
-        supervisor.clone(),
-        telemetry.clone(),
-        (token, cli.sysfs_root, ota),
-    ));
+        supervisor: supervisor.clone(),
+        telemetry: telemetry.clone(),
+        token,
+        sysfs_root: cli.sysfs_root,
+        ota,
+        notifier: fpgagdrd::notify::Notifier::from_env(),
+        stall_limit: std::time::Duration::from_secs_f64(cli.stall_limit_s),
+    }));
     telemetry.stop();
     supervisor
         .lock()
@@ -229,15 +250,35 @@ fn run() -> Result<(), String> {
     result
 }
 
-async fn serve(
+/// What [`serve`] wires together: everything `run` prepared before the runtime.
+struct Parts {
     listen: SocketAddr,
     card: CardChoice,
     store: ConfigStore,
     shared: Arc<Shared>,
     supervisor: Arc<Mutex<Supervisor>>,
     telemetry: Arc<fpgagdrd::telemetry::Telemetry>,
-    (token, sysfs_root, ota): (api::auth::Token, PathBuf, fpgagdrd::ota::Settings),
-) -> Result<(), String> {
+    token: api::auth::Token,
+    sysfs_root: PathBuf,
+    ota: fpgagdrd::ota::Settings,
+    notifier: fpgagdrd::notify::Notifier,
+    stall_limit: std::time::Duration,
+}
+
+async fn serve(parts: Parts) -> Result<(), String> {
+    let Parts {
+        listen,
+        card,
+        store,
+        shared,
+        supervisor,
+        telemetry,
+        token,
+        sysfs_root,
+        ota,
+        notifier,
+        stall_limit,
+    } = parts;
     let live = api::live::Live::new();
     let ota = fpgagdrd::ota::Ota::new(ota, live.clone());
     fpgagdrd::ota::spawn_monitor(ota.clone());
@@ -245,7 +286,7 @@ async fn serve(
     let state = api::AppState {
         supervisor,
         config: Arc::new(tokio::sync::Mutex::new(store)),
-        shared,
+        shared: shared.clone(),
         card,
         live: live.clone(),
         started: Instant::now(),
@@ -265,7 +306,14 @@ async fn serve(
         let _ = stop_rx.wait_for(|s| *s).await;
     });
     let server = tokio::spawn(async move { server.await });
+    // The pipeline was started (or its failure recorded) before this point.
+    notifier.ready(&format!(
+        "serving http://{addr}/, pipeline {}",
+        shared.state().as_str()
+    ));
+    notifier.spawn_watchdog(shared, stall_limit);
     shutdown().await;
+    notifier.stopping();
     live.close();
     stop_tx.send_replace(true);
     // Open connections get a moment to finish; then the service exits regardless.

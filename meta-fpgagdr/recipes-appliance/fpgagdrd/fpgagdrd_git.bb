@@ -14,7 +14,6 @@ SRC_URI += "\
     file://cargo-config.toml \
     file://fpgagdrd.service \
     file://fpgagdrd.default \
-    file://fpgagdrd-watchdog.conf \
 "
 
 S = "${WORKDIR}/git"
@@ -36,11 +35,6 @@ do_configure:append() {
     sed -e 's,@CARGO_HOME@,${CARGO_HOME},g' ${WORKDIR}/cargo-config.toml > ${CARGO_HOME}/config.toml
 }
 
-# sd-notify: for a fpgagdrd that sends READY=1 and WATCHDOG=1 (not yet): Type=notify
-# and WatchdogSec in a drop-in.
-PACKAGECONFIG ??= ""
-PACKAGECONFIG[sd-notify] = ""
-
 do_install() {
     install -D -m 0755 ${CARGO_BINDIR}/fpgagdrd ${D}${bindir}/fpgagdrd
 
@@ -49,10 +43,6 @@ do_install() {
         -e 's,@datadir@,${datadir},g' -e 's,@sysconfdir@,${sysconfdir},g' \
         ${WORKDIR}/fpgagdrd.service > ${D}${systemd_system_unitdir}/fpgagdrd.service
     chmod 0644 ${D}${systemd_system_unitdir}/fpgagdrd.service
-    if ${@bb.utils.contains('PACKAGECONFIG', 'sd-notify', 'true', 'false', d)}; then
-        install -D -m 0644 ${WORKDIR}/fpgagdrd-watchdog.conf \
-            ${D}${systemd_system_unitdir}/fpgagdrd.service.d/watchdog.conf
-    fi
     install -D -m 0644 ${WORKDIR}/fpgagdrd.default ${D}${sysconfdir}/default/fpgagdrd
 
     # config.json and the API token are written here by the service (atomic rename).
@@ -67,7 +57,6 @@ GROUPADD_PARAM:${PN} = "--system fpgagdr"
 USERADD_PARAM:${PN} = "--system --gid fpgagdr --home-dir ${localstatedir}/lib/fpgagdr \
                        --no-create-home --shell ${base_sbindir}/nologin fpgagdr"
 
-FILES:${PN} += "${systemd_system_unitdir}/fpgagdrd.service.d"
 CONFFILES:${PN} = "${sysconfdir}/default/fpgagdrd"
 
 VIRTUAL-RUNTIME_onnxruntime ??= "onnxruntime-bin"

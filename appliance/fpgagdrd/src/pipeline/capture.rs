@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use fpgagdr::FrameTrigger;
 
 use super::queue::FrameMeta;
-use super::{Ring, Shared, now_ns};
+use super::{Ring, Shared, Thread, now_ns};
 use crate::metrics::Counters;
 
 /// Longest single wait on the frame trigger, so a stop is seen promptly.
@@ -44,6 +44,7 @@ pub(crate) fn run(
     };
     let mut wait_started = Instant::now();
     while !stop.load(Ordering::Relaxed) {
+        shared.beats.beat(Thread::Capture);
         // Wait in short slices so a stop request is seen within one slice, whatever the
         // configured timeout; a timeout is counted once the whole timeout has passed.
         let waited = wait_started.elapsed();

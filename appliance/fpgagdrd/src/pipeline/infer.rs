@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use fpgagdr::frame::FrameHeader;
 
 use super::prep::{FramePrep, PrepError, Tensor};
-use super::{Ring, Shared, now_ns};
+use super::{Ring, Shared, Thread, now_ns};
 use crate::inference::{Classification, Model, TOP_K};
 use crate::metrics::{Counters, FrameInfo, FrameResult, Published, Stage, StageRecorder};
 
@@ -54,6 +54,7 @@ pub(crate) fn run(
     let mut next_publish = Instant::now() + PUBLISH_EVERY;
     let mut top = [(0u32, 0f32); TOP_K];
     loop {
+        shared.beats.beat(Thread::Inference);
         if Instant::now() >= next_publish {
             publish(&shared, &model, &mut recorder, latest);
             next_publish += PUBLISH_EVERY;

@@ -12,7 +12,7 @@ mod infer;
 mod prep;
 pub mod queue;
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -32,7 +32,7 @@ use queue::FrameQueue;
 pub const MAX_RING_BYTES: u64 = 1 << 30;
 
 /// Nanoseconds of the service's monotonic clock (since first use).
-pub(crate) fn now_ns() -> u64 {
+pub fn now_ns() -> u64 {
     static START: OnceLock<Instant> = OnceLock::new();
     START.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
@@ -68,8 +68,80 @@ pub struct Shared {
     pub published: Mutex<Published>,
     /// Cumulative stage histograms.
     pub totals: Mutex<Totals>,
+    /// When each pipeline thread last went round its loop.
+    pub beats: Heartbeats,
     state: AtomicU8,
     fault: Mutex<Option<String>>,
+}
+
+/// A pipeline thread, as [`Heartbeats`] names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Thread {
+    /// `fpgagdr-capture`: frame wait and C2H.
+    Capture,
+    /// `fpgagdr-infer`: preprocessing and the model run.
+    Inference,
+}
+
+impl Thread {
+    /// `"capture"`, `"inference"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Thread::Capture => "capture",
+            Thread::Inference => "inference",
+        }
+    }
+}
+
+/// Progress marks of the pipeline threads, for the service watchdog (`notify.rs`).
+///
+/// Each thread stores [`now_ns`] at the top of every loop turn (one relaxed store per
+/// frame or per idle wait slice, no syscall: the clock is read through the vDSO). A
+/// thread's longest legitimate gap between two marks is one bounded wait (a frame wait
+/// slice, a C2H transfer of at most `card.timeout_ms`) or one model run; the pipeline
+/// publishes the first bound as [`Heartbeats::floor_ns`] when it starts.
+#[derive(Debug, Default)]
+pub struct Heartbeats {
+    capture_ns: AtomicU64,
+    inference_ns: AtomicU64,
+    floor_ns: AtomicU64,
+}
+
+impl Heartbeats {
+    /// Marks that `thread` is making progress now.
+    pub(crate) fn beat(&self, thread: Thread) {
+        let slot = match thread {
+            Thread::Capture => &self.capture_ns,
+            Thread::Inference => &self.inference_ns,
+        };
+        slot.store(now_ns(), Ordering::Relaxed);
+    }
+
+    /// Fresh marks for a starting pipeline whose bounded waits last up to `floor`.
+    fn reset(&self, floor: Duration) {
+        self.floor_ns
+            .store(floor.as_nanos() as u64, Ordering::Relaxed);
+        self.beat(Thread::Capture);
+        self.beat(Thread::Inference);
+    }
+
+    /// The thread that has gone longest without a mark, and for how long, ns, as of
+    /// `now` (a [`now_ns`] reading).
+    pub fn oldest(&self, now: u64) -> (Thread, u64) {
+        let age = |a: &AtomicU64| now.saturating_sub(a.load(Ordering::Relaxed));
+        let (c, i) = (age(&self.capture_ns), age(&self.inference_ns));
+        if c >= i {
+            (Thread::Capture, c)
+        } else {
+            (Thread::Inference, i)
+        }
+    }
+
+    /// Longest gap between two marks that a healthy pipeline can show on its bounded
+    /// waits alone (twice `card.timeout_ms`), ns.
+    pub fn floor_ns(&self) -> u64 {
+        self.floor_ns.load(Ordering::Relaxed)
+    }
 }
 
 impl Shared {
@@ -408,6 +480,8 @@ impl Supervisor {
         let ring = Arc::new(ring);
         let stop = Arc::new(AtomicBool::new(false));
         *self.shared.fault.lock().expect("fault poisoned") = None;
+        // Marks before the state: the watchdog judges a running pipeline by them.
+        self.shared.beats.reset(2 * capture.timeout);
         self.shared.set_state(State::Running);
         let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()

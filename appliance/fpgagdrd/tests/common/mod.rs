@@ -249,6 +249,16 @@ impl Service {
     /// when `None` (the service then uses or generates its token file; a printed token
     /// becomes [`Service::token`]).
     pub(crate) fn start_opts(text: Option<&str>, args: &[&str], token: Option<&str>) -> Service {
+        Self::start_env(text, args, token, &[])
+    }
+
+    /// As [`Service::start_opts`], with extra environment variables.
+    pub(crate) fn start_env(
+        text: Option<&str>,
+        args: &[&str],
+        token: Option<&str>,
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Service {
         let dir = tempfile::tempdir().expect("temp dir");
         let (config_path, log_path) = (dir.path().join("config.json"), dir.path().join("log"));
         if let Some(text) = text {
@@ -256,6 +266,7 @@ impl Service {
         }
         let mut child = command(&config_path, &log_path, token)
             .args(args)
+            .envs(env.iter().copied())
             .spawn()
             .expect("spawn fpgagdrd");
         let stdout = child.stdout.take().expect("piped stdout");

@@ -1,10 +1,16 @@
-"""Writes the two small ONNX models the service tests use to check that a model which
-loads but cannot serve is refused before it replaces a working one.
+"""Writes the small ONNX models the service tests use: two that load but cannot serve
+(refused before they replace a working model), and one that serves, slowly (the
+watchdog test: a model run far longer than --stall-limit-s).
 
   int-output.onnx     input float32 [1,3,8,8] -> GlobalAveragePool -> Flatten -> Cast(int64)
                       output [1,3]: declared int64, not float32 logits
   reshape-fails.onnx  input float32 [1,3,8,8] -> Reshape to [1,5] (192 elements cannot be 5)
                       output declared float32 [1,5]: loads, fails on the first run
+  slow.onnx           input float32 [1,3,8,8] -> mean / 4096 -> expanded to a 4096x4096
+                      matrix a -> a^5 by four MatMuls (550 GFLOP: about 2 s on one
+                      AVX-512 core, longer elsewhere) -> mean -> + bias [0,1,2,3,4] ->
+                      logits float32 [1,5] (class 4 wins). The matrix is derived from
+                      the input, so ONNX Runtime cannot fold it away at load.
 
 Needs the PyPI package `onnx` (tested with 1.23.2). Run: python3 make_bad_models.py
 The files are committed; this script says how they were made.
@@ -40,6 +46,35 @@ g = helper.make_graph(
 )
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=7),
           os.path.join(here, "reshape-fails.onnx"))
-for name, n in [("int-output", 3), ("reshape-fails", 5)]:
+n = 4096
+consts = [
+    helper.make_tensor("one_one", TensorProto.INT64, [2], [1, 1]),
+    helper.make_tensor("square", TensorProto.INT64, [2], [n, n]),
+    helper.make_tensor("n", TensorProto.FLOAT, [], [float(n)]),
+    helper.make_tensor("bias", TensorProto.FLOAT, [1, 5], [0.0, 1.0, 2.0, 3.0, 4.0]),
+]
+g = helper.make_graph(
+    [
+        helper.make_node("ReduceMean", ["input"], ["m"], keepdims=0),  # opset 13: axes attr
+        helper.make_node("Div", ["m", "n"], ["mn"]),  # keeps a^5 near m^5 / n: no overflow
+        helper.make_node("Reshape", ["mn", "one_one"], ["m11"]),
+        helper.make_node("Expand", ["m11", "square"], ["a"]),
+        helper.make_node("MatMul", ["a", "a"], ["a2"]),
+        helper.make_node("MatMul", ["a2", "a"], ["a3"]),
+        helper.make_node("MatMul", ["a3", "a"], ["a4"]),
+        helper.make_node("MatMul", ["a4", "a"], ["a5"]),
+        helper.make_node("ReduceMean", ["a5"], ["s"], keepdims=1),
+        helper.make_node("Reshape", ["s", "one_one"], ["s11"]),
+        helper.make_node("Add", ["s11", "bias"], ["logits"]),
+    ],
+    "slow",
+    [inp],
+    [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 5])],
+    initializer=consts,
+)
+slow = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=7)
+onnx.checker.check_model(slow)
+onnx.save(slow, os.path.join(here, "slow.onnx"))
+for name, n in [("int-output", 3), ("reshape-fails", 5), ("slow", 5)]:
     with open(os.path.join(here, name + ".labels.txt"), "w") as f:
         f.write("".join(f"class {i}\n" for i in range(n)))

@@ -1,0 +1,246 @@
+//! systemd service notifications (`sd_notify(3)`): `READY=1` once the API listens,
+//! `WATCHDOG=1` while the service makes progress, a one-line `STATUS=` for
+//! `systemctl status`, `STOPPING=1` when shutdown starts.
+//!
+//! Owns: [`Notifier`] and the watchdog task ([`Notifier::spawn_watchdog`]), and the
+//! rule it applies ([`verdict`]). The protocol is the `sd-notify` crate's (one datagram
+//! on `$NOTIFY_SOCKET`); where that variable is unset (not started by systemd) nothing
+//! here does anything.
+//! Must not: ping the watchdog for a running pipeline whose capture or inference thread
+//! has stopped going round its loop; a hung thread, not only a dead process, gets the
+//! service restarted (the unit's `WatchdogSec=` with `Restart=on-failure`).
+//! Neighbours: reads `pipeline::Shared` (state, heartbeats, counters); `main.rs` calls it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sd_notify::NotifyState;
+
+use crate::pipeline::{Shared, State, Thread, now_ns};
+
+/// Default for `--stall-limit-s`: how long a pipeline thread may go without a turn of
+/// its loop before the service counts itself hung, seconds.
+pub const DEFAULT_STALL_LIMIT_S: f64 = 30.0;
+
+/// Pause between two `STATUS=` updates when systemd set no watchdog.
+const STATUS_EVERY: Duration = Duration::from_secs(5);
+
+/// Why the watchdog is withheld: `thread` made no progress for `stalled_ns`, over
+/// `limit_ns`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stall {
+    /// The thread that has gone longest without a turn of its loop.
+    pub thread: Thread,
+    /// Since its last turn, ns.
+    pub stalled_ns: u64,
+    /// The limit it passed, ns: `--stall-limit-s`, or twice `card.timeout_ms` when that
+    /// is longer (a C2H transfer may legitimately take that long).
+    pub limit_ns: u64,
+}
+
+impl std::fmt::Display for Stall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "hung: the {} thread made no progress for {:.1} s (limit {:.1} s, --stall-limit-s)",
+            self.thread.as_str(),
+            self.stalled_ns as f64 / 1e9,
+            self.limit_ns as f64 / 1e9
+        )
+    }
+}
+
+/// The watchdog's rule. A pipeline that is stopped or failed is healthy for this
+/// purpose (it stopped on purpose, or its error is on the dashboard, and a restart would
+/// not mend the config that broke it). A running one is healthy while its stalest thread
+/// (`oldest`: thread and ns since its last loop turn) is within `stall_limit`, or within
+/// `floor_ns` (twice `card.timeout_ms`) when that is longer.
+pub fn verdict(
+    state: State,
+    oldest: (Thread, u64),
+    floor_ns: u64,
+    stall_limit: Duration,
+) -> Result<(), Stall> {
+    let limit_ns = (stall_limit.as_nanos() as u64).max(floor_ns);
+    match state {
+        State::Running if oldest.1 > limit_ns => Err(Stall {
+            thread: oldest.0,
+            stalled_ns: oldest.1,
+            limit_ns,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Sends notifications to systemd, or nothing when not run by it.
+#[derive(Debug, Clone, Copy)]
+pub struct Notifier {
+    enabled: bool,
+    /// `WATCHDOG_USEC` when systemd set a watchdog for this process.
+    watchdog: Option<Duration>,
+}
+
+impl Notifier {
+    /// Reads `$NOTIFY_SOCKET`, `$WATCHDOG_USEC` and `$WATCHDOG_PID` (`sd_watchdog_enabled(3)`).
+    pub fn from_env() -> Self {
+        Notifier {
+            enabled: std::env::var_os("NOTIFY_SOCKET").is_some(),
+            watchdog: sd_notify::watchdog_enabled().filter(|d| !d.is_zero()),
+        }
+    }
+
+    fn send(&self, states: &[NotifyState]) {
+        if !self.enabled {
+            return;
+        }
+        if let Err(e) = sd_notify::notify(states) {
+            tracing::warn!("sd_notify: {e}");
+        }
+    }
+
+    /// `READY=1` with `status`: the API listens and the pipeline was started (or its
+    /// failure recorded). Orders units declared `After=fpgagdrd.service` (the mark-good
+    /// check) behind this point.
+    pub fn ready(&self, status: &str) {
+        self.send(&[NotifyState::Ready, NotifyState::Status(status)]);
+    }
+
+    /// `STOPPING=1`: shutdown has started.
+    pub fn stopping(&self) {
+        self.send(&[NotifyState::Stopping, NotifyState::Status("stopping")]);
+    }
+
+    /// Starts the watchdog task on the current tokio runtime (so a runtime that stops
+    /// running its timers stops the pings too). Every `WATCHDOG_USEC`/2 it applies
+    /// [`verdict`] and sends `WATCHDOG=1` with a fresh `STATUS=`, or only the `STATUS=`
+    /// naming the stalled thread; without a watchdog it refreshes `STATUS=` every 5 s.
+    /// Does nothing when not run by systemd.
+    pub fn spawn_watchdog(self, shared: Arc<Shared>, stall_limit: Duration) {
+        if !self.enabled {
+            return;
+        }
+        let every = self.watchdog.map_or(STATUS_EVERY, |d| d / 2);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut last = (now_ns(), shared.counters.read().frames_inferred);
+            let mut stalled = false;
+            loop {
+                tick.tick().await;
+                let now = now_ns();
+                let state = shared.state();
+                let judged = verdict(
+                    state,
+                    shared.beats.oldest(now),
+                    shared.beats.floor_ns(),
+                    stall_limit,
+                );
+                let inferred = shared.counters.read().frames_inferred;
+                let fps =
+                    (inferred - last.1) as f64 * 1e9 / now.saturating_sub(last.0).max(1) as f64;
+                last = (now, inferred);
+                match judged {
+                    Ok(()) => {
+                        if stalled {
+                            tracing::info!("watchdog: the pipeline makes progress again");
+                            stalled = false;
+                        }
+                        let status = status_line(state, fps, shared.fault());
+                        let ping = [NotifyState::Watchdog, NotifyState::Status(&status)];
+                        self.send(if self.watchdog.is_some() {
+                            &ping
+                        } else {
+                            &ping[1..]
+                        });
+                    }
+                    Err(stall) => {
+                        let status = stall.to_string();
+                        if !stalled {
+                            tracing::error!("watchdog: {status}; WATCHDOG=1 withheld");
+                            stalled = true;
+                        }
+                        self.send(&[NotifyState::Status(&status)]);
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// The `STATUS=` line of a healthy service: pipeline state and frames/s, or its fault.
+fn status_line(state: State, fps: f64, fault: Option<String>) -> String {
+    match (state, fault) {
+        (State::Running, _) => format!("pipeline running, {fps:.0} frames/s inferred"),
+        (State::Failed, Some(why)) => format!("pipeline failed: {why}"),
+        (s, _) => format!("pipeline {}", s.as_str()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn a_running_pipeline_is_hung_past_the_limit_and_not_before() {
+        let limit = Duration::from_secs(30);
+        assert_eq!(
+            verdict(State::Running, (Thread::Inference, 30 * S), 2 * S, limit),
+            Ok(())
+        );
+        let stall = verdict(
+            State::Running,
+            (Thread::Inference, 30 * S + 1),
+            2 * S,
+            limit,
+        )
+        .expect_err("past the limit");
+        assert_eq!(stall.thread, Thread::Inference);
+        assert_eq!(stall.limit_ns, 30 * S);
+        assert!(stall.to_string().contains("inference thread"), "{stall}");
+    }
+
+    #[test]
+    fn a_long_card_timeout_raises_the_limit() {
+        // card.timeout_ms = 60 000: a C2H may take 60 s, so 2 x 60 s is not a hang.
+        let limit = Duration::from_secs(30);
+        let floor = 120 * S;
+        assert_eq!(
+            verdict(State::Running, (Thread::Capture, 100 * S), floor, limit),
+            Ok(())
+        );
+        let stall = verdict(State::Running, (Thread::Capture, 121 * S), floor, limit)
+            .expect_err("past the floor");
+        assert_eq!(stall.limit_ns, floor);
+    }
+
+    #[test]
+    fn stopped_and_failed_pipelines_are_not_hangs() {
+        for state in [State::Stopped, State::Failed] {
+            assert_eq!(
+                verdict(
+                    state,
+                    (Thread::Capture, 3600 * S),
+                    0,
+                    Duration::from_secs(1)
+                ),
+                Ok(()),
+                "{state:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn status_lines_say_state_rate_and_fault() {
+        assert_eq!(
+            status_line(State::Running, 279.6, None),
+            "pipeline running, 280 frames/s inferred"
+        );
+        assert_eq!(
+            status_line(State::Failed, 0.0, Some("rule model-input".into())),
+            "pipeline failed: rule model-input"
+        );
+        assert_eq!(status_line(State::Stopped, 0.0, None), "pipeline stopped");
+    }
+}
