@@ -4,6 +4,8 @@
 //! Not every test uses every helper, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+pub(crate) mod rauc;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -4,12 +4,34 @@
 #
 #   install-check      refuse early (before anything is written) when the device has no
 #                      rootfs A/B redundancy: the backend would refuse later anyway.
-#   slot-post-install  for the rootfs slot: when the bundle carries the bootloader capsule
-#                      (tegra-bl.cap, meta-tegra's UEFI capsule), stage it on the ESP and
-#                      ask UEFI to apply it at the next boot (OsIndications bit 2).
+#   slot-post-install  for the rootfs slot, mounted read-write by RAUC:
+#                      1. carry the appliance's settings and state over from the running
+#                         system into the new slot (list below), so an update keeps the
+#                         config, the API token and the device's identity;
+#                      2. when the bundle carries the bootloader capsule (tegra-bl.cap,
+#                         meta-tegra's UEFI capsule), stage it on the ESP and ask UEFI to
+#                         apply it at the next boot (OsIndications bit 2).
+#                      A failure in either fails the installation: RAUC then leaves the
+#                      primary slot as it was, and the half-written slot is never booted.
 #
-# Environment for tests (device defaults otherwise): FPGAGDR_ESP_DIR (a mounted ESP;
-# default: mount /dev/disk/by-partlabel/esp), FPGAGDR_EFIVARS_DIR, FPGAGDR_NVBOOTCTRL.
+# Carried over (each only when present on the running system; the new slot's copy is
+# replaced; files land under a temporary name and are renamed into place):
+#   /etc/fpgagdr/             config.json (REST-edited config) and token (API token);
+#                             owner set to the new slot's /etc/fpgagdr owner (the fpgagdr
+#                             user's uid may differ between builds), modes kept
+#   /var/lib/fpgagdr/         service state, except ota/ (the spool holds the bundle being
+#                             installed, and the mark-good stamp belongs to this slot)
+#   /etc/default/fpgagdrd     site settings (listen address, card, stall limit); settings
+#                             added by a newer version keep their defaults from the unit
+#   /etc/machine-id           when it holds an id: DHCP client id and journal stay the same
+#   /etc/ssh/ssh_host_*       the SSH host keys: clients see the same host after an update
+#   /etc/rauc-hawkbit-updater/config.conf and its enablement link: fleet updates go on
+# Not carried: root's authorized_keys (the image's FPGAGDR_SSH_AUTHORIZED_KEYS decide who
+# logs in), anything changed after the installation and before the reboot.
+#
+# Environment for tests (device defaults otherwise): FPGAGDR_CARRY_FROM (the running
+# system's root; default /), FPGAGDR_ESP_DIR (a mounted ESP; default: mount
+# /dev/disk/by-partlabel/esp), FPGAGDR_EFIVARS_DIR, FPGAGDR_NVBOOTCTRL.
 set -eu
 
 EFIVARS=${FPGAGDR_EFIVARS_DIR:-/sys/firmware/efi/efivars}
@@ -19,6 +41,58 @@ GLOBAL_GUID=8be4df61-93ca-11d2-aa0d-00e098032b8c
 die() {
 	echo "fpgagdr-bundle-hooks: $*" >&2
 	exit 1
+}
+
+# carry_file REL: $FROM/REL into the new slot, modes and owner kept.
+carry_file() {
+	[ -f "$FROM/$1" ] || return 0
+	mkdir -p "$(dirname "$TO/$1")"
+	cp -p "$FROM/$1" "$TO/$1.fpgagdr-new" || die "cannot carry /$1 into the new slot"
+	mv -f "$TO/$1.fpgagdr-new" "$TO/$1"
+}
+
+# carry_link REL: the symbolic link $FROM/REL into the new slot.
+carry_link() {
+	[ -L "$FROM/$1" ] || return 0
+	mkdir -p "$(dirname "$TO/$1")"
+	rm -f "$TO/$1"
+	ln -s "$(readlink "$FROM/$1")" "$TO/$1" || die "cannot carry /$1 into the new slot"
+}
+
+# carry_dir REL OWNER [SKIP]: every entry of $FROM/REL except SKIP into the new slot,
+# owned by OWNER (uid:gid, empty: as on the running system).
+carry_dir() {
+	[ -d "$FROM/$1" ] || return 0
+	mkdir -p "$TO/$1"
+	for e in "$FROM/$1"/* "$FROM/$1"/.[!.]*; do
+		[ -e "$e" ] || [ -L "$e" ] || continue
+		n=${e##*/}
+		[ "$n" = "${3:-}" ] && continue
+		rm -rf "$TO/$1/$n.fpgagdr-new"
+		cp -a "$e" "$TO/$1/$n.fpgagdr-new" || die "cannot carry /$1/$n into the new slot"
+		if [ -n "$2" ]; then chown -R -h "$2" "$TO/$1/$n.fpgagdr-new"; fi
+		rm -rf "${TO:?}/$1/$n"
+		mv "$TO/$1/$n.fpgagdr-new" "$TO/$1/$n"
+	done
+}
+
+carry_over() {
+	FROM=${FPGAGDR_CARRY_FROM:-}
+	TO=${RAUC_SLOT_MOUNT_POINT:?RAUC did not mount the new rootfs slot}
+	[ -d "$TO/etc" ] || die "$TO is not a root file system: nothing carried over"
+	owner=""
+	if [ -d "$TO/etc/fpgagdr" ]; then owner=$(stat -c %u:%g "$TO/etc/fpgagdr"); fi
+	carry_dir etc/fpgagdr "$owner"
+	carry_dir var/lib/fpgagdr "$owner" ota
+	carry_file etc/default/fpgagdrd
+	if grep -Eqx '[0-9a-f]{32}' "$FROM/etc/machine-id" 2>/dev/null; then carry_file etc/machine-id; fi
+	for k in "$FROM"/etc/ssh/ssh_host_*; do
+		if [ -f "$k" ]; then carry_file "etc/ssh/${k##*/}"; fi
+	done
+	carry_file etc/rauc-hawkbit-updater/config.conf
+	carry_link etc/systemd/system/multi-user.target.wants/rauc-hawkbit-updater.service
+	sync
+	echo "fpgagdr-bundle-hooks: settings and state carried over into the new slot"
 }
 
 stage_capsule() {
@@ -51,7 +125,10 @@ install-check)
 	[ "$n" = 2 ] || die "rootfs A/B redundancy is not enabled on this device: refusing the update (flash the A/B layout first)"
 	;;
 slot-post-install)
-	[ "${RAUC_SLOT_CLASS:-}" = rootfs ] && stage_capsule
+	if [ "${RAUC_SLOT_CLASS:-}" = rootfs ]; then
+		carry_over
+		stage_capsule
+	fi
 	;;
 *) ;;
 esac

@@ -1,0 +1,314 @@
+//! A throw-away RAUC for the OTA tests: Debian's real `rauc service` on a private D-Bus
+//! bus, two file-backed slots, keys made by `images/rauc/make-dev-keys.sh`, bundles
+//! built and signed on demand, the layer's boot-control backend and the `nvbootctrl`
+//! test double (`images/rauc/test/nvbootctrl-test-double`) standing in for the Jetson's
+//! bootloader. Used by `tests/ota.rs` and `tests/ota_hooks.rs`.
+//!
+//! RAUC mounts bundles (loop devices), so this needs root, `rauc`, `dbus-daemon` and
+//! `mksquashfs` ([`rauc_ready`] says when they are missing).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+
+use super::{Service, wait_for};
+
+pub(crate) const COMPATIBLE: &str = "fpgagdr-ci-test";
+pub(crate) const SLOT_BYTES: u64 = 4 * 1024 * 1024;
+pub(crate) const GUID: &str = "781e084c-a330-417c-b678-38e696380cb9";
+
+pub(crate) fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+pub(crate) fn backend() -> PathBuf {
+    repo().join("meta-fpgagdr/recipes-core/rauc/files/rauc-nvbootctrl-backend.sh")
+}
+pub(crate) fn test_double() -> PathBuf {
+    repo().join("images/rauc/test/nvbootctrl-test-double")
+}
+
+pub(crate) fn have(cmd: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {cmd}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Why the RAUC tests cannot run here, if they cannot.
+pub(crate) fn missing() -> Option<String> {
+    let uid = Command::new("id").arg("-u").output().ok()?;
+    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+        return Some("not root (RAUC mounts bundles on loop devices)".into());
+    }
+    ["rauc", "dbus-daemon", "mksquashfs", "openssl"]
+        .iter()
+        .find(|c| !have(c))
+        .map(|c| format!("{c} is not installed (apt-get install rauc dbus squashfs-tools openssl)"))
+}
+
+/// `true` when the test may go on; prints why it is skipped otherwise (or fails when
+/// `FPGAGDR_REQUIRE_RAUC=1`).
+pub(crate) fn rauc_ready(test: &str) -> bool {
+    match missing() {
+        None => true,
+        Some(why) => {
+            assert!(
+                std::env::var_os("FPGAGDR_REQUIRE_RAUC").is_none(),
+                "{test}: FPGAGDR_REQUIRE_RAUC is set but {why}"
+            );
+            eprintln!("skipped: {test}: {why}");
+            false
+        }
+    }
+}
+
+/// Keys for the whole test run: `good` is the keyring RAUC trusts, `other` a second CA
+/// whose signer RAUC must refuse.
+pub(crate) struct Keys {
+    _dir: tempfile::TempDir,
+    pub(crate) good: PathBuf,
+    pub(crate) other: PathBuf,
+}
+
+pub(crate) fn keys() -> &'static Keys {
+    static KEYS: OnceLock<Keys> = OnceLock::new();
+    KEYS.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let script = repo().join("images/rauc/make-dev-keys.sh");
+        for name in ["good", "other"] {
+            let out = Command::new(&script)
+                .arg(dir.path().join(name))
+                .output()
+                .expect("run make-dev-keys.sh");
+            assert!(out.status.success(), "make-dev-keys.sh: {out:?}");
+        }
+        Keys {
+            good: dir.path().join("good"),
+            other: dir.path().join("other"),
+            _dir: dir,
+        }
+    })
+}
+
+/// A private bus with RAUC on it, two file-backed slots and the test double's state.
+pub(crate) struct Rauc {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) bus: String,
+    dbus: Child,
+    rauc: Child,
+}
+
+impl Drop for Rauc {
+    fn drop(&mut self) {
+        for c in [&mut self.rauc, &mut self.dbus] {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if std::thread::panicking() {
+            eprintln!(
+                "--- rauc service log ---\n{}",
+                std::fs::read_to_string(self.dir.path().join("rauc.log")).unwrap_or_default()
+            );
+        }
+        // A bundle RAUC still had mounted when it was killed.
+        let _ = Command::new("umount")
+            .args(["-R", "-l"])
+            .arg(self.dir.path().join("mnt/bundle"))
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+impl Rauc {
+    /// Starts `dbus-daemon` and `rauc service` (booted from slot A); `ab` is whether the
+    /// test double reports rootfs A/B redundancy.
+    pub(crate) fn start(ab: bool) -> Rauc {
+        Self::start_with(ab, "raw")
+    }
+
+    /// As [`Rauc::start`], with slots of RAUC type `slot_type` (`raw`, or `ext4`: RAUC
+    /// then mounts the written slot for `slot-post-install` hooks). Also made: `running/`,
+    /// the running system's root for the bundle hooks (`FPGAGDR_CARRY_FROM`), and `esp/`,
+    /// the mounted ESP (`FPGAGDR_ESP_DIR`).
+    pub(crate) fn start_with(ab: bool, slot_type: &str) -> Rauc {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let d = dir.path();
+        for sub in ["slots", "mnt", "efivars", "spool", "running", "esp"] {
+            std::fs::create_dir_all(d.join(sub)).unwrap();
+        }
+        for slot in ["A", "B"] {
+            let f = std::fs::File::create(d.join(format!("slots/{slot}.img"))).unwrap();
+            f.set_len(SLOT_BYTES).unwrap();
+        }
+        // Slot A holds the running system: recognisable bytes the tests check stay put.
+        std::fs::write(d.join("slots/A.img"), vec![0xA5u8; SLOT_BYTES as usize]).unwrap();
+        std::fs::write(
+            d.join("nvbootctrl.state"),
+            format!("ab={}\ncurrent=0\nactive=0\n", u8::from(ab)),
+        )
+        .unwrap();
+        let conf = format!(
+            "[system]\ncompatible={COMPATIBLE}\nbootloader=custom\nmountprefix={d}/mnt\n\
+             statusfile={d}/status.raucs\n\n[keyring]\npath={keys}/ca.cert.pem\n\
+             check-purpose=codesign\n\n[handlers]\nbootloader-custom-backend={backend}\n\n\
+             [slot.rootfs.0]\ndevice={d}/slots/A.img\ntype={slot_type}\nbootname=A\n\n\
+             [slot.rootfs.1]\ndevice={d}/slots/B.img\ntype={slot_type}\nbootname=B\n",
+            d = d.display(),
+            keys = keys().good.display(),
+            backend = backend().display(),
+        );
+        std::fs::write(d.join("system.conf"), conf).unwrap();
+        let bus = format!("unix:path={}/bus", d.display());
+        std::fs::write(
+            d.join("bus.conf"),
+            format!(
+                "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\" \
+                 \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n\
+                 <busconfig><type>session</type><listen>{bus}</listen>\
+                 <policy context=\"default\"><allow own=\"*\"/><allow send_destination=\"*\"/>\
+                 <allow receive_sender=\"*\"/></policy></busconfig>\n"
+            ),
+        )
+        .unwrap();
+        let dbus = Command::new("dbus-daemon")
+            .arg(format!("--config-file={}/bus.conf", d.display()))
+            .arg("--nofork")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn dbus-daemon");
+        wait_for("the private bus socket", || {
+            d.join("bus")
+                .exists()
+                .then_some(())
+                .ok_or_else(|| "no socket".into())
+        });
+        let rauc = Self::rauc_command(d, &bus)
+            .args(["service", "--override-boot-slot=A"])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(d.join("rauc.log")).unwrap())
+            .spawn()
+            .expect("spawn rauc service");
+        let env = Rauc {
+            dir,
+            bus,
+            dbus,
+            rauc,
+        };
+        wait_for("RAUC on the private bus", || {
+            let out = Self::rauc_command(env.dir.path(), &env.bus)
+                .arg("status")
+                .output()
+                .map_err(|e| e.to_string())?;
+            out.status
+                .success()
+                .then_some(())
+                .ok_or_else(|| String::from_utf8_lossy(&out.stderr).to_string())
+        });
+        env
+    }
+
+    /// `rauc` with this environment's config, bus and test double.
+    pub(crate) fn rauc_command(d: &Path, bus: &str) -> Command {
+        let mut c = Command::new("rauc");
+        c.arg(format!("--conf={}/system.conf", d.display()))
+            .env("DBUS_STARTER_BUS_TYPE", "session")
+            .env("DBUS_SESSION_BUS_ADDRESS", bus)
+            .env("FPGAGDR_NVBOOTCTRL", test_double())
+            .env("FPGAGDR_EFIVARS_DIR", d.join("efivars"))
+            .env("NVBOOTCTRL_TEST_STATE", d.join("nvbootctrl.state"))
+            .env("FPGAGDR_CARRY_FROM", d.join("running"))
+            .env("FPGAGDR_ESP_DIR", d.join("esp"));
+        c
+    }
+
+    pub(crate) fn path(&self, p: &str) -> PathBuf {
+        self.dir.path().join(p)
+    }
+
+    pub(crate) fn slot(&self, name: &str) -> Vec<u8> {
+        std::fs::read(self.path(&format!("slots/{name}.img"))).unwrap()
+    }
+
+    /// The test double's state file.
+    pub(crate) fn bootctrl(&self) -> String {
+        std::fs::read_to_string(self.path("nvbootctrl.state")).unwrap()
+    }
+
+    /// The commands the backend gave the test double.
+    pub(crate) fn bootctrl_log(&self) -> String {
+        std::fs::read_to_string(self.path("nvbootctrl.state.log")).unwrap_or_default()
+    }
+
+    /// Builds a signed bundle whose rootfs image is `image`; `gate`: a post-install
+    /// hook that holds the installation until [`Rauc::open_gate`].
+    pub(crate) fn bundle(
+        &self,
+        name: &str,
+        compatible: &str,
+        signer: &Path,
+        image: &[u8],
+        gate: bool,
+    ) -> PathBuf {
+        let src = self.path(&format!("{name}.d"));
+        std::fs::create_dir_all(&src).unwrap();
+        std::fs::write(src.join("rootfs.img"), image).unwrap();
+        let mut manifest = format!(
+            "[update]\ncompatible={compatible}\nversion=2.0-{name}\n\n[bundle]\nformat=plain\n\n"
+        );
+        if gate {
+            let hook = format!(
+                "#!/bin/sh\n# Holds the installation (at most 120 s) until the test opens the gate.\n\
+                 if [ \"$1\" = slot-post-install ]; then\n  i=0\n  while [ ! -e {g} ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done\n\
+                 fi\nexit 0\n",
+                g = self.path("gate").display()
+            );
+            std::fs::write(src.join("hook.sh"), hook).unwrap();
+            Command::new("chmod")
+                .arg("+x")
+                .arg(src.join("hook.sh"))
+                .status()
+                .unwrap();
+            manifest.push_str("[hooks]\nfilename=hook.sh\n\n[image.rootfs]\nfilename=rootfs.img\nhooks=post-install\n");
+        } else {
+            manifest.push_str("[image.rootfs]\nfilename=rootfs.img\n");
+        }
+        std::fs::write(src.join("manifest.raucm"), manifest).unwrap();
+        self.sign(name, &src, signer)
+    }
+
+    /// Signs the bundle directory `src` (its `manifest.raucm` and files) with `signer`'s
+    /// key into `NAME.raucb`.
+    pub(crate) fn sign(&self, name: &str, src: &Path, signer: &Path) -> PathBuf {
+        let out_path = self.path(&format!("{name}.raucb"));
+        let out = Command::new("rauc")
+            .arg(format!("--cert={}/signing.cert.pem", signer.display()))
+            .arg(format!("--key={}/signing.key.pem", signer.display()))
+            .arg("bundle")
+            .arg(src)
+            .arg(&out_path)
+            .output()
+            .expect("run rauc bundle");
+        assert!(out.status.success(), "rauc bundle: {out:?}");
+        out_path
+    }
+
+    pub(crate) fn open_gate(&self) {
+        std::fs::write(self.path("gate"), "").unwrap();
+    }
+
+    /// Starts fpgagdrd on this bus, pipeline off.
+    pub(crate) fn service(&self) -> Service {
+        let spool = self.path("spool");
+        Service::start_with_args(
+            Some(r#"{"autostart": false}"#),
+            &[
+                "--rauc-bus",
+                &self.bus,
+                "--ota-spool",
+                spool.to_str().unwrap(),
+            ],
+        )
+    }
+}

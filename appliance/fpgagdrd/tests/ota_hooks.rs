@@ -1,0 +1,438 @@
+//! The layer's real bundle hooks (`meta-fpgagdr/recipes-core/bundles/files/
+//! fpgagdr-bundle-hooks.sh`, what `fpgagdr-bundle` ships) run by the real RAUC into ext4
+//! slots that RAUC mounts: `install-check`, then `slot-post-install` carrying the
+//! appliance's settings and state from the running system into the new slot and staging
+//! the bootloader capsule; and an installation whose carry-over cannot complete fails
+//! with the primary slot left alone.
+//!
+//! The running system is a directory (`FPGAGDR_CARRY_FROM`), the ESP another
+//! (`FPGAGDR_ESP_DIR`), the UEFI variables a third, and `nvbootctrl` the test double of
+//! `tests/common/rauc.rs`. Needs root, `rauc`, `dbus-daemon`, `mksquashfs` and
+//! `mkfs.ext4`; skipped with the reason otherwise (a failure under `FPGAGDR_REQUIRE_RAUC=1`).
+
+mod common;
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::rauc::{COMPATIBLE, Rauc, have, keys, rauc_ready, repo};
+
+/// Owner of `/etc/fpgagdr` in the new image: the `fpgagdr` user of another build.
+const NEW_UID: u32 = 4242;
+/// Owner of the running system's files: the `fpgagdr` user of this build.
+const OLD_UID: u32 = 1234;
+/// Size of the new image's ext4 file system, bytes (the slots are 4 MiB).
+const IMAGE_BYTES: u64 = 3 * 1024 * 1024;
+/// The bootloader capsule the bundle carries.
+const CAPSULE: &[u8] = b"test capsule: stands in for meta-tegra's tegra-bl.cap";
+const GLOBAL_GUID: &str = "8be4df61-93ca-11d2-aa0d-00e098032b8c";
+
+fn hooks() -> PathBuf {
+    repo().join("meta-fpgagdr/recipes-core/bundles/files/fpgagdr-bundle-hooks.sh")
+}
+
+fn ready(test: &str) -> bool {
+    if !rauc_ready(test) {
+        return false;
+    }
+    if !have("mkfs.ext4") {
+        assert!(
+            std::env::var_os("FPGAGDR_REQUIRE_RAUC").is_none(),
+            "{test}: FPGAGDR_REQUIRE_RAUC is set but mkfs.ext4 is missing (e2fsprogs)"
+        );
+        eprintln!("skipped: {test}: mkfs.ext4 is missing (apt-get install e2fsprogs)");
+        return false;
+    }
+    true
+}
+
+fn write(path: &Path, body: &[u8], mode: u32, uid: u32) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, body).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    std::os::unix::fs::chown(path, Some(uid), Some(uid)).unwrap();
+}
+
+/// The running system's settings and state (what an appliance in the field has).
+fn running_system(root: &Path) {
+    write(
+        &root.join("etc/fpgagdr/config.json"),
+        br#"{"source": {"fps": 25}}"#,
+        0o600,
+        OLD_UID,
+    );
+    write(
+        &root.join("etc/fpgagdr/token"),
+        b"site-token-0123456789abcdef\n",
+        0o600,
+        OLD_UID,
+    );
+    std::os::unix::fs::chown(root.join("etc/fpgagdr"), Some(OLD_UID), Some(OLD_UID)).unwrap();
+    write(
+        &root.join("var/lib/fpgagdr/state/history.bin"),
+        &[7u8; 4096],
+        0o640,
+        OLD_UID,
+    );
+    std::fs::set_permissions(
+        root.join("var/lib/fpgagdr/state"),
+        std::fs::Permissions::from_mode(0o750),
+    )
+    .unwrap();
+    write(
+        &root.join("var/lib/fpgagdr/ota/pending.raucb"),
+        &[1u8; 65536],
+        0o600,
+        OLD_UID,
+    );
+    write(
+        &root.join("var/lib/fpgagdr/ota/mark-good.stamp"),
+        b"A factory\n",
+        0o600,
+        OLD_UID,
+    );
+    write(
+        &root.join("etc/default/fpgagdrd"),
+        b"FPGAGDRD_LISTEN=0.0.0.0:9090\n",
+        0o644,
+        0,
+    );
+    write(
+        &root.join("etc/machine-id"),
+        b"0123456789abcdef0123456789abcdef\n",
+        0o444,
+        0,
+    );
+    write(
+        &root.join("etc/ssh/ssh_host_ed25519_key"),
+        b"private host key\n",
+        0o600,
+        0,
+    );
+    write(
+        &root.join("etc/ssh/ssh_host_ed25519_key.pub"),
+        b"public host key\n",
+        0o644,
+        0,
+    );
+    write(
+        &root.join("etc/rauc-hawkbit-updater/config.conf"),
+        b"[client]\nhawkbit_server = hawkbit.example:8080\n",
+        0o600,
+        0,
+    );
+    let wants = root.join("etc/systemd/system/multi-user.target.wants");
+    std::fs::create_dir_all(&wants).unwrap();
+    std::os::unix::fs::symlink(
+        "/usr/lib/systemd/system/rauc-hawkbit-updater.service",
+        wants.join("rauc-hawkbit-updater.service"),
+    )
+    .unwrap();
+}
+
+/// The new version's root file system as an ext4 image (`mkfs.ext4 -d`, no mount).
+fn new_rootfs(dir: &Path) -> PathBuf {
+    let tree = new_rootfs_tree(dir);
+    let img = dir.join("rootfs.ext4");
+    let out = Command::new("mkfs.ext4")
+        .args(["-q", "-F", "-b", "1024", "-O", "^has_journal", "-d"])
+        .arg(&tree)
+        .arg(&img)
+        .arg(format!("{}k", IMAGE_BYTES / 1024))
+        .output()
+        .expect("run mkfs.ext4");
+    assert!(out.status.success(), "mkfs.ext4: {out:?}");
+    img
+}
+
+/// The new version's root file system as a directory tree, `DIR/new-rootfs`.
+fn new_rootfs_tree(dir: &Path) -> PathBuf {
+    let tree = dir.join("new-rootfs");
+    write(&tree.join("etc/fpgagdr-release"), b"2.0\n", 0o644, 0);
+    write(
+        &tree.join("etc/default/fpgagdrd"),
+        b"FPGAGDRD_LISTEN=0.0.0.0:8080\n",
+        0o644,
+        0,
+    );
+    write(&tree.join("etc/machine-id"), b"", 0o444, 0);
+    std::fs::create_dir_all(tree.join("etc/fpgagdr")).unwrap();
+    std::fs::set_permissions(
+        tree.join("etc/fpgagdr"),
+        std::fs::Permissions::from_mode(0o750),
+    )
+    .unwrap();
+    std::os::unix::fs::chown(tree.join("etc/fpgagdr"), Some(NEW_UID), Some(NEW_UID)).unwrap();
+    tree
+}
+
+/// A signed bundle with the new rootfs, the layer's hooks and a capsule.
+fn bundle(env: &Rauc) -> PathBuf {
+    let src = env.path("hooks-bundle.d");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::rename(new_rootfs(env.dir.path()), src.join("rootfs.ext4")).unwrap();
+    std::fs::copy(hooks(), src.join("hooks.sh")).unwrap();
+    std::fs::set_permissions(src.join("hooks.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(src.join("tegra-bl.cap"), CAPSULE).unwrap();
+    std::fs::write(
+        src.join("manifest.raucm"),
+        format!(
+            "[update]\ncompatible={COMPATIBLE}\nversion=2.0-hooks\n\n[bundle]\nformat=plain\n\n\
+             [hooks]\nfilename=hooks.sh\nhooks=install-check\n\n\
+             [image.rootfs]\nfilename=rootfs.ext4\nhooks=post-install\n"
+        ),
+    )
+    .unwrap();
+    env.sign("hooks", &src, &keys().good)
+}
+
+fn rauc_install(env: &Rauc, bundle: &Path) -> std::process::Output {
+    Rauc::rauc_command(env.dir.path(), &env.bus)
+        .arg("install")
+        .arg(bundle)
+        .output()
+        .expect("run rauc install")
+}
+
+/// A root file system to inspect.
+struct Root(PathBuf);
+
+impl Root {
+    fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.0.join(rel)).unwrap_or_else(|e| panic!("/{rel}: {e}"))
+    }
+
+    /// (mode bits, uid, gid) of `rel`.
+    fn meta(&self, rel: &str) -> (u32, u32, u32) {
+        let m =
+            std::fs::symlink_metadata(self.0.join(rel)).unwrap_or_else(|e| panic!("/{rel}: {e}"));
+        (m.mode() & 0o7777, m.uid(), m.gid())
+    }
+}
+
+/// Slot B mounted read-only for inspection; unmounted on drop.
+struct Mounted(Root);
+
+impl Mounted {
+    fn slot_b(env: &Rauc) -> Mounted {
+        let at = env.path("inspect");
+        std::fs::create_dir_all(&at).unwrap();
+        let out = Command::new("mount")
+            .args(["-o", "loop,ro"])
+            .arg(env.path("slots/B.img"))
+            .arg(&at)
+            .output()
+            .expect("run mount");
+        assert!(out.status.success(), "mount slot B: {out:?}");
+        Mounted(Root(at))
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0.0).status();
+    }
+}
+
+/// Every path under `root`, relative, sorted.
+fn tree(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            out.push(p.strip_prefix(root).unwrap().display().to_string());
+            if e.file_type().unwrap().is_dir() {
+                todo.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Asserts that `b`, the new slot's root, holds every item [`running_system`] carries
+/// over (contents, modes, the new image's owner), not the OTA spool, and its own files.
+#[track_caller]
+fn assert_carried_over(b: &Root) {
+    // The new image itself is there, and its own files stay where nothing replaced them.
+    assert_eq!(b.read("etc/fpgagdr-release"), "2.0\n");
+    // Config and token: the site's, with their modes, owned by the new image's user.
+    assert_eq!(
+        b.read("etc/fpgagdr/config.json"),
+        r#"{"source": {"fps": 25}}"#
+    );
+    assert_eq!(b.read("etc/fpgagdr/token"), "site-token-0123456789abcdef\n");
+    assert_eq!(b.meta("etc/fpgagdr/config.json"), (0o600, NEW_UID, NEW_UID));
+    assert_eq!(b.meta("etc/fpgagdr/token"), (0o600, NEW_UID, NEW_UID));
+    assert_eq!(b.meta("etc/fpgagdr"), (0o750, NEW_UID, NEW_UID));
+    // State, without the OTA spool (the bundle itself, and this slot's mark-good stamp).
+    assert_eq!(b.meta("var/lib/fpgagdr/state"), (0o750, NEW_UID, NEW_UID));
+    assert_eq!(
+        b.meta("var/lib/fpgagdr/state/history.bin"),
+        (0o640, NEW_UID, NEW_UID)
+    );
+    assert_eq!(
+        std::fs::read(b.0.join("var/lib/fpgagdr/state/history.bin")).unwrap(),
+        [7u8; 4096]
+    );
+    assert!(
+        !b.0.join("var/lib/fpgagdr/ota").exists(),
+        "the OTA spool was carried over"
+    );
+    // Site settings and the device's identity.
+    assert_eq!(
+        b.read("etc/default/fpgagdrd"),
+        "FPGAGDRD_LISTEN=0.0.0.0:9090\n"
+    );
+    assert_eq!(
+        b.read("etc/machine-id"),
+        "0123456789abcdef0123456789abcdef\n"
+    );
+    assert_eq!(b.read("etc/ssh/ssh_host_ed25519_key"), "private host key\n");
+    assert_eq!(b.meta("etc/ssh/ssh_host_ed25519_key"), (0o600, 0, 0));
+    assert_eq!(
+        b.read("etc/ssh/ssh_host_ed25519_key.pub"),
+        "public host key\n"
+    );
+    // Fleet updates stay configured and enabled.
+    assert!(
+        b.read("etc/rauc-hawkbit-updater/config.conf")
+            .contains("hawkbit.example")
+    );
+    let link =
+        b.0.join("etc/systemd/system/multi-user.target.wants/rauc-hawkbit-updater.service");
+    assert_eq!(
+        std::fs::read_link(link).unwrap(),
+        Path::new("/usr/lib/systemd/system/rauc-hawkbit-updater.service")
+    );
+    let all = tree(&b.0);
+    assert!(
+        all.iter().all(|p| !p.contains("fpgagdr-new")),
+        "temporary files left: {all:#?}"
+    );
+}
+
+/// Asserts that the capsule is on the ESP and UEFI was asked to apply it
+/// (`OsIndications`, bit 2: file capsule delivery).
+#[track_caller]
+fn assert_capsule_staged(esp: &Path, efivars: &Path) {
+    assert_eq!(
+        std::fs::read(esp.join("EFI/UpdateCapsule/TEGRA_BL.Cap")).unwrap(),
+        CAPSULE
+    );
+    assert_eq!(
+        std::fs::read(efivars.join(format!("OsIndications-{GLOBAL_GUID}"))).unwrap(),
+        [7, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0]
+    );
+}
+
+#[test]
+fn an_update_carries_settings_and_state_into_the_new_slot_and_stages_the_capsule() {
+    if !ready("carry-over") {
+        return;
+    }
+    let env = Rauc::start_with(true, "ext4");
+    running_system(&env.path("running"));
+    let bundle = bundle(&env);
+    let out = rauc_install(&env, &bundle);
+    assert!(
+        out.status.success(),
+        "rauc install: {out:?}\n{}",
+        std::fs::read_to_string(env.path("rauc.log")).unwrap_or_default()
+    );
+    assert!(env.bootctrl().contains("active=1"), "{}", env.bootctrl());
+
+    assert_carried_over(&Mounted::slot_b(&env).0);
+    assert_capsule_staged(&env.path("esp"), &env.path("efivars"));
+    // The running system was only read.
+    assert!(
+        env.path("running/var/lib/fpgagdr/ota/pending.raucb")
+            .exists()
+    );
+}
+
+#[test]
+fn an_update_whose_state_does_not_fit_fails_and_the_primary_stays() {
+    if !ready("carry-over that cannot complete") {
+        return;
+    }
+    let env = Rauc::start_with(true, "ext4");
+    let running = env.path("running");
+    running_system(&running);
+    // More state than the new slot's 3 MiB file system holds.
+    write(
+        &running.join("var/lib/fpgagdr/state/recording.bin"),
+        &vec![3u8; 6 * 1024 * 1024],
+        0o640,
+        OLD_UID,
+    );
+    let out = rauc_install(&env, &bundle(&env));
+    assert!(!out.status.success(), "rauc install succeeded: {out:?}");
+    let log = std::fs::read_to_string(env.path("rauc.log")).unwrap_or_default();
+    assert!(
+        log.contains("cannot carry /var/lib/fpgagdr/state into the new slot"),
+        "{log}"
+    );
+    // Nothing switched, nothing staged: the half-written slot B is never booted.
+    let st = env.bootctrl();
+    assert!(st.contains("active=0") && st.contains("current=0"), "{st}");
+    assert!(
+        tree(&env.path("esp")).is_empty(),
+        "{:?}",
+        tree(&env.path("esp"))
+    );
+    let slots = Rauc::rauc_command(env.dir.path(), &env.bus)
+        .args(["status", "--detailed", "--output-format=json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&slots.stdout).expect("rauc status json");
+    assert_eq!(v["boot_primary"], "rootfs.0", "{v}");
+}
+
+#[test]
+fn the_post_install_hook_works_with_busybox_as_on_the_image() {
+    // The image's shell and tools are busybox (packagegroup-core-boot), not Debian's dash
+    // and coreutils that RAUC uses above: run the hook with Debian's busybox applets alone.
+    let root = Command::new("id").arg("-u").output().unwrap().stdout == b"0\n";
+    if !root || !have("busybox") {
+        assert!(
+            std::env::var_os("FPGAGDR_REQUIRE_RAUC").is_none(),
+            "busybox hooks: FPGAGDR_REQUIRE_RAUC is set but not root or no busybox"
+        );
+        eprintln!("skipped: busybox hooks: needs root (file owners) and busybox");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    running_system(&d.join("running"));
+    let slot = new_rootfs_tree(d);
+    write(&d.join("bundle/tegra-bl.cap"), CAPSULE, 0o644, 0);
+    for sub in ["esp", "efivars", "applets"] {
+        std::fs::create_dir_all(d.join(sub)).unwrap();
+    }
+    let install = Command::new("busybox")
+        .arg("--install")
+        .arg("-s")
+        .arg(d.join("applets"))
+        .status()
+        .unwrap();
+    assert!(install.success());
+    let out = Command::new(d.join("applets/sh"))
+        .arg(hooks())
+        .arg("slot-post-install")
+        .env_clear()
+        .env("PATH", d.join("applets"))
+        .env("RAUC_SLOT_CLASS", "rootfs")
+        .env("RAUC_SLOT_MOUNT_POINT", &slot)
+        .env("RAUC_BUNDLE_MOUNT_POINT", d.join("bundle"))
+        .env("FPGAGDR_CARRY_FROM", d.join("running"))
+        .env("FPGAGDR_ESP_DIR", d.join("esp"))
+        .env("FPGAGDR_EFIVARS_DIR", d.join("efivars"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "hook under busybox: {out:?}");
+    assert_carried_over(&Root(slot));
+    assert_capsule_staged(&d.join("esp"), &d.join("efivars"));
+}
