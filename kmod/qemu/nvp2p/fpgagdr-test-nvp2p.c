@@ -3,7 +3,8 @@
  * TEST DOUBLE of NVIDIA's nvidia_p2p kernel API (issue 5), for QEMU guests
  * that have no NVIDIA GPU.  It exports the nvidia_p2p_* symbols that
  * fpgagdr's nvidia_p2p back-end (built with FPGAGDR_NVP2P=compat) uses,
- * with the contract of fpgagdr-nv-p2p-compat.h.  Never load it where
+ * and behaves as fpgagdr-nv-p2p-compat.h says NVIDIA's current driver does
+ * (open kernel modules, kernel-open/nvidia/nv-p2p.c).  Never load it where
  * nvidia.ko is.
  *
  * "GPU memory" is an address space of its own: every 64 KiB-aligned
@@ -13,29 +14,38 @@
  * touch either).  Through debugfs, fpgagdr-test-nvp2p/:
  *   mem      pread()/pwrite() at file offset = GPU address: what
  *            cudaMemcpy() would do
- *   free     write "ADDR LEN": cudaFree().  Every non-persistent page table
+ *   free     write "ADDR LEN": cudaFree().  Every callback page table
  *            overlapping the range gets its free callback, called with the
- *            double's "driver lock" held (as NVIDIA holds its own); then the
+ *            double's "API lock" held (as NVIDIA holds its RM API lock);
+ *            after the callback the double unmaps the table's remaining
+ *            mappings and frees the table, as NVIDIA does.  Then the
  *            range's GPU pages are dropped (pinned ones live on until their
  *            page table is released)
- *   revoke_in_map  N: the next N nvidia_p2p_dma_map_pages() calls fire the
- *            table's free callback before they return (a cudaFree racing
- *            the pin)
- *   stats    live page tables, mappings, GPU pages, callbacks, misuse
- * Module parameter persistent (0644) is nvidia_p2p_cap_persistent_pages:
- * 1 lets nvidia_p2p_get_pages() accept a NULL callback.
+ *   revoke_in_get  N: the next N nvidia_p2p_get_pages() calls fire the
+ *            table's callback (and free it) before they return: a cudaFree
+ *            racing the pin
+ *   revoke_in_map  N: the same in the next N nvidia_p2p_dma_map_pages(),
+ *            after the mapping is made
+ *   revoke_in_unmap  N: the next N nvidia_p2p_dma_unmap_pages() of a
+ *            callback table first start its callback on another thread
+ *            and give it up to 200 ms: a cudaFree racing an unpin, in the
+ *            order that lets the driver free the table under the unmap
+ *   stats    live page tables, mappings, GPU pages, callbacks, tables the
+ *            driver freed after a callback, misuse
+ * Module parameter persistent (0644, default 1):
+ * nvidia_p2p_get_pages_persistent() works; 0 makes it fail -ENOTSUPP, as
+ * on a MIG-enabled GPU or vGPU.
  *
- * The contract it enforces (misuse is a WARN, which fails a QEMU run):
- * a page table is released exactly once: by nvidia_p2p_put_pages(), or,
- * after its free callback fired, by nvidia_p2p_free_page_table();
- * free_page_table() and free_dma_mapping() only after the callback;
- * unmapping with the peer it was mapped for.  After a callback
- * put_pages() still succeeds and releases the table (the open driver
- * answers a table already unlinked with success).  Unlike NVIDIA's open
- * kernel modules, the double does not free a table itself after its
- * callback returns: it keeps it until the client releases it, and reports
- * one never released when the module is unloaded.
+ * What it enforces (misuse is a WARN, which fails a QEMU run): every call
+ * names a table or mapping that exists; a persistent table is released by
+ * nvidia_p2p_put_pages_persistent(), a callback table by
+ * nvidia_p2p_put_pages() or by its callback; unmapping with the peer it
+ * was mapped for.  A table the driver freed after its callback stays known
+ * (as NVIDIA's put_pages answers it with success): put_pages() of it
+ * returns 0; dma_map_pages() or dma_unmap_pages() on it, a use after free
+ * on the real driver, is misuse.
  */
+#include <linux/completion.h>
 #include <linux/debugfs.h>
 #include <linux/dma-mapping.h>
 #include <linux/fs.h>
@@ -47,6 +57,7 @@
 #include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 
 #include "fpgagdr-nv-p2p-compat.h"
@@ -54,10 +65,9 @@
 #define TNV_PAGE	SZ_64K
 #define TNV_ORDER	(16 - PAGE_SHIFT)
 
-int nvidia_p2p_cap_persistent_pages;
-EXPORT_SYMBOL(nvidia_p2p_cap_persistent_pages);
-module_param_named(persistent, nvidia_p2p_cap_persistent_pages, int, 0644);
-MODULE_PARM_DESC(persistent, "TEST DOUBLE: offer persistent pages (NULL free callback), default 0");
+static int tnv_persistent = 1;
+module_param_named(persistent, tnv_persistent, int, 0644);
+MODULE_PARM_DESC(persistent, "TEST DOUBLE: nvidia_p2p_get_pages_persistent() works (0: -ENOTSUPP, as with MIG or vGPU), default 1");
 
 /**
  * struct tnv_chunk - one 64 KiB GPU page
@@ -70,7 +80,8 @@ struct tnv_chunk {
 	struct page *page;
 };
 
-enum { TNV_LIVE, TNV_REVOKED };
+/* callback tables: LIVE -> REVOKED (callback running) -> DEAD (freed) */
+enum { TNV_LIVE, TNV_REVOKED, TNV_DEAD };
 
 /**
  * struct tnv_table - a page table handed out
@@ -78,7 +89,8 @@ enum { TNV_LIVE, TNV_REVOKED };
  * @node: in tnv_tables
  * @maps: its struct tnv_map, under tnv_lock
  * @va: GPU address of the first page
- * @state: TNV_LIVE or TNV_REVOKED (free callback fired), under tnv_lock
+ * @state: TNV_LIVE, TNV_REVOKED or TNV_DEAD, under tnv_lock; a DEAD table
+ *	keeps only this struct, for put_pages to find
  * @cb: free callback, NULL for persistent pages
  * @data: its argument
  * @chunks: the GPU pages, referenced
@@ -113,11 +125,15 @@ static DEFINE_XARRAY(tnv_mem);
 /* protects tnv_tables, every table's state and maps */
 static DEFINE_SPINLOCK(tnv_lock);
 static LIST_HEAD(tnv_tables);
-/* "the driver's lock": held across free callbacks and by put_pages */
+/*
+ * "The RM API lock": held across free callbacks (and the frees after
+ * them), and taken by put_pages and dma_map_pages, as NVIDIA's are
+ */
 static DEFINE_MUTEX(tnv_cb_lock);
-static atomic_t tnv_revoke_in_map;
+static atomic_t tnv_revoke_in_get, tnv_revoke_in_map, tnv_revoke_in_unmap;
 static atomic64_t tnv_ntables, tnv_nmaps, tnv_nchunks, tnv_callbacks,
-	tnv_nmisuse;
+	tnv_ndead, tnv_nmisuse;
+static struct workqueue_struct *tnv_wq;
 static struct dentry *tnv_dbg;
 static const u8 tnv_uuid[16] = "fpgagdr-testgpu";
 
@@ -215,25 +231,41 @@ static void tnv_map_free(struct tnv_map *map)
 	atomic64_dec(&tnv_nmaps);
 }
 
-/* Free a table unlinked from tnv_tables, with whatever maps it has. */
-static void tnv_table_free(struct tnv_table *t)
+/*
+ * Release what a table holds (its maps, GPU pages and arrays), leaving the
+ * struct; @maps must no longer be reachable by the client's calls.
+ */
+static void tnv_table_strip(struct tnv_table *t, struct list_head *maps)
 {
 	struct tnv_map *map, *tmp;
 	u32 i;
 
-	list_for_each_entry_safe(map, tmp, &t->maps, node) {
+	list_for_each_entry_safe(map, tmp, maps, node) {
 		list_del(&map->node);
 		tnv_map_free(map);
 	}
 	for (i = 0; i < t->pt.entries; i++)
-		if (t->chunks[i])
+		if (t->chunks && t->chunks[i])
 			tnv_chunk_put(t->chunks[i]);
 	kfree(t->chunks);
 	kfree(t->page);
 	kfree(t->pt.pages);
 	kfree(t->pt.gpu_uuid);
-	kfree(t);
+	t->chunks = NULL;
+	t->page = NULL;
+	/* what a client reading freed memory would most likely find */
+	memset(&t->pt, 0x6b, sizeof(t->pt));
 	atomic64_dec(&tnv_ntables);
+}
+
+/* Free a table unlinked from tnv_tables, with whatever it still holds. */
+static void tnv_table_free(struct tnv_table *t)
+{
+	if (t->state != TNV_DEAD)
+		tnv_table_strip(t, &t->maps);
+	else
+		atomic64_dec(&tnv_ndead);
+	kfree(t);
 }
 
 static struct tnv_table *tnv_table_alloc(u64 va, u32 n)
@@ -271,65 +303,12 @@ free:
 	return NULL;
 }
 
-int nvidia_p2p_get_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
-			 u64 length, struct nvidia_p2p_page_table **page_table,
-			 void (*free_callback)(void *data), void *data)
-{
-	struct tnv_table *t;
-
-	if (p2p_token || va_space || !page_table || !length ||
-	    !IS_ALIGNED(virtual_address, TNV_PAGE) ||
-	    !IS_ALIGNED(length, TNV_PAGE) || length / TNV_PAGE > U32_MAX)
-		return -EINVAL;
-	if (!free_callback && !READ_ONCE(nvidia_p2p_cap_persistent_pages))
-		return -EINVAL;
-	if (free_callback && !data)
-		return -EINVAL;
-	t = tnv_table_alloc(virtual_address, length / TNV_PAGE);
-	if (!t)
-		return -ENOMEM;
-	t->cb = free_callback;
-	t->data = data;
-	spin_lock(&tnv_lock);
-	list_add_tail(&t->node, &tnv_tables);
-	spin_unlock(&tnv_lock);
-	*page_table = &t->pt;
-	return 0;
-}
-EXPORT_SYMBOL(nvidia_p2p_get_pages);
-
-int nvidia_p2p_put_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
-			 struct nvidia_p2p_page_table *page_table)
-{
-	struct tnv_table *t;
-
-	/* waits for a free callback in flight, as NVIDIA's does */
-	mutex_lock(&tnv_cb_lock);
-	spin_lock(&tnv_lock);
-	t = tnv_find_table(page_table);
-	if (t && t->va == virtual_address)
-		list_del(&t->node);
-	spin_unlock(&tnv_lock);
-	mutex_unlock(&tnv_cb_lock);
-	if (!t) {
-		tnv_misuse("put_pages of an unknown or released page table\n");
-		return -EINVAL;
-	}
-	if (t->va != virtual_address) {
-		tnv_misuse("put_pages at %#llx of a table at %#llx\n",
-			   virtual_address, t->va);
-		return -EINVAL;
-	}
-	tnv_table_free(t);
-	return 0;
-}
-EXPORT_SYMBOL(nvidia_p2p_put_pages);
-
-/* Fire @t's callback; tnv_cb_lock held.  Context: may sleep. */
+/* Fire @t's callback, then free the table as NVIDIA does; tnv_cb_lock held. */
 static void tnv_revoke(struct tnv_table *t)
 {
 	void (*cb)(void *data) = NULL;
 	void *data = NULL;
+	LIST_HEAD(maps);
 
 	lockdep_assert_held(&tnv_cb_lock);
 	spin_lock(&tnv_lock);
@@ -342,9 +321,139 @@ static void tnv_revoke(struct tnv_table *t)
 	if (!cb)
 		return;
 	atomic64_inc(&tnv_callbacks);
-	/* @t may be released by the callback: do not touch it after */
 	cb(data);
+	/* the callback has returned: unmap what is left, free the table */
+	spin_lock(&tnv_lock);
+	list_splice_init(&t->maps, &maps);
+	t->state = TNV_DEAD;
+	spin_unlock(&tnv_lock);
+	tnv_table_strip(t, &maps);
+	atomic64_inc(&tnv_ndead);
 }
+
+static void tnv_revoke_locked(struct tnv_table *t)
+{
+	mutex_lock(&tnv_cb_lock);
+	tnv_revoke(t);
+	mutex_unlock(&tnv_cb_lock);
+}
+
+static int tnv_get(u64 va, u64 length, struct nvidia_p2p_page_table **pt,
+		   void (*cb)(void *data), void *data)
+{
+	struct tnv_table *t;
+
+	if (!pt || !length || !IS_ALIGNED(va, TNV_PAGE) ||
+	    !IS_ALIGNED(length, TNV_PAGE) || length / TNV_PAGE > U32_MAX)
+		return -EINVAL;
+	t = tnv_table_alloc(va, length / TNV_PAGE);
+	if (!t)
+		return -ENOMEM;
+	t->cb = cb;
+	t->data = data;
+	spin_lock(&tnv_lock);
+	list_add_tail(&t->node, &tnv_tables);
+	spin_unlock(&tnv_lock);
+	*pt = &t->pt;
+	return 0;
+}
+
+int nvidia_p2p_get_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
+			 u64 length, struct nvidia_p2p_page_table **page_table,
+			 void (*free_callback)(void *data), void *data)
+{
+	struct tnv_table *t;
+	int ret;
+
+	/* since CUDA 12.2 a NULL callback is refused, not persistent */
+	if (p2p_token || va_space || !free_callback || !data)
+		return -EINVAL;
+	ret = tnv_get(virtual_address, length, page_table, free_callback, data);
+	if (ret)
+		return ret;
+	if (atomic_add_unless(&tnv_revoke_in_get, -1, 0)) {
+		/* the callback is registered: a cudaFree may come first */
+		t = container_of(*page_table, struct tnv_table, pt);
+		tnv_revoke_locked(t);
+	}
+	return 0;
+}
+EXPORT_SYMBOL(nvidia_p2p_get_pages);
+
+int nvidia_p2p_get_pages_persistent(u64 virtual_address, u64 length,
+				    struct nvidia_p2p_page_table **page_table,
+				    u32 flags)
+{
+	if (flags & NVIDIA_P2P_FLAGS_FORCE_BAR1_MAPPING)
+		return -ENOTSUPP;
+	if (flags)
+		return -EINVAL;
+	if (!READ_ONCE(tnv_persistent))
+		return -ENOTSUPP;	/* MIG, vGPU */
+	return tnv_get(virtual_address, length, page_table, NULL, NULL);
+}
+EXPORT_SYMBOL(nvidia_p2p_get_pages_persistent);
+
+/* Unlink the table a client releases; NULL (and a WARN) if it may not. */
+static struct tnv_table *tnv_take_table(struct nvidia_p2p_page_table *pt,
+					u64 va, bool persistent)
+{
+	struct tnv_table *t;
+	int bad = 0;
+
+	spin_lock(&tnv_lock);
+	t = tnv_find_table(pt);
+	if (!t)
+		bad = 1;
+	else if (t->va != va)
+		bad = 2;
+	else if (persistent != !t->cb)
+		bad = 3;
+	else
+		list_del(&t->node);
+	spin_unlock(&tnv_lock);
+	if (bad)
+		tnv_misuse("%s of %s\n",
+			   persistent ? "put_pages_persistent" : "put_pages",
+			   bad == 1 ? "an unknown or released page table" :
+			   bad == 2 ? "a table at another address" :
+			   persistent ? "a callback table" :
+			   "a persistent table");
+	return bad ? NULL : t;
+}
+
+int nvidia_p2p_put_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
+			 struct nvidia_p2p_page_table *page_table)
+{
+	struct tnv_table *t;
+
+	/* waits for a free callback in flight, as NVIDIA's does */
+	mutex_lock(&tnv_cb_lock);
+	t = tnv_take_table(page_table, virtual_address, false);
+	mutex_unlock(&tnv_cb_lock);
+	if (!t)
+		return -EINVAL;
+	/* a table the callback took: NVIDIA answers 0, touching nothing */
+	tnv_table_free(t);
+	return 0;
+}
+EXPORT_SYMBOL(nvidia_p2p_put_pages);
+
+int nvidia_p2p_put_pages_persistent(u64 virtual_address,
+				    struct nvidia_p2p_page_table *page_table,
+				    u32 flags)
+{
+	struct tnv_table *t;
+
+	if (flags)
+		return -EINVAL;
+	t = tnv_take_table(page_table, virtual_address, true);
+	if (!t)
+		return -EINVAL;
+	tnv_table_free(t);
+	return 0;
+}
+EXPORT_SYMBOL(nvidia_p2p_put_pages_persistent);
 
 static int tnv_map_pages(struct pci_dev *peer, struct tnv_table *t,
 			 struct tnv_map *map)
@@ -374,21 +483,29 @@ int nvidia_p2p_dma_map_pages(struct pci_dev *peer,
 {
 	struct tnv_map *map;
 	struct tnv_table *t;
-	int ret;
+	int ret, state = 0;
 
 	if (!peer || !page_table || !dma_mapping)
 		return -EINVAL;
+	/* NVIDIA maps under its API lock: after a callback in flight */
+	mutex_lock(&tnv_cb_lock);
 	spin_lock(&tnv_lock);
 	t = tnv_find_table(page_table);
-	ret = !t ? -ENOENT : t->state != TNV_LIVE ? -EINVAL : 0;
+	if (t)
+		state = t->state;
 	spin_unlock(&tnv_lock);
-	if (ret == -ENOENT)
-		tnv_misuse("dma_map_pages of an unknown or released table\n");
-	if (ret)
+	if (!t || state != TNV_LIVE) {
+		mutex_unlock(&tnv_cb_lock);
+		tnv_misuse("dma_map_pages of %s\n", !t ?
+			   "an unknown or released table" :
+			   "a table its callback took (use after free)");
 		return -EINVAL;
+	}
 	map = kzalloc(sizeof(*map), GFP_KERNEL);
-	if (!map)
+	if (!map) {
+		mutex_unlock(&tnv_cb_lock);
 		return -ENOMEM;
+	}
 	map->table = t;
 	map->m.version = NVIDIA_P2P_DMA_MAPPING_VERSION;
 	map->m.page_size_type = NVIDIA_P2P_PAGE_SIZE_64KB;
@@ -396,18 +513,17 @@ int nvidia_p2p_dma_map_pages(struct pci_dev *peer,
 	atomic64_inc(&tnv_nmaps);
 	ret = tnv_map_pages(peer, t, map);
 	if (ret) {
+		mutex_unlock(&tnv_cb_lock);
 		tnv_map_free(map);
 		return ret;
 	}
 	spin_lock(&tnv_lock);
 	list_add_tail(&map->node, &t->maps);
 	spin_unlock(&tnv_lock);
+	mutex_unlock(&tnv_cb_lock);
 	*dma_mapping = &map->m;
-	if (atomic_add_unless(&tnv_revoke_in_map, -1, 0)) {
-		mutex_lock(&tnv_cb_lock);
-		tnv_revoke(t);
-		mutex_unlock(&tnv_cb_lock);
-	}
+	if (t->cb && atomic_add_unless(&tnv_revoke_in_map, -1, 0))
+		tnv_revoke_locked(t);
 	return 0;
 }
 EXPORT_SYMBOL(nvidia_p2p_dma_map_pages);
@@ -415,30 +531,86 @@ EXPORT_SYMBOL(nvidia_p2p_dma_map_pages);
 /* Unlink a mapping the client names; NULL (and a WARN) if it may not. */
 static struct tnv_map *tnv_take_map(struct nvidia_p2p_dma_mapping *m,
 				    struct nvidia_p2p_page_table *pt,
-				    struct pci_dev *peer, bool revoked_only)
+				    struct pci_dev *peer)
 {
 	struct tnv_map *map;
+	struct tnv_table *t;
 	int bad = 0;
 
 	spin_lock(&tnv_lock);
 	map = tnv_find_map(m);
+	t = tnv_find_table(pt);
 	if (!map)
-		bad = 1;
-	else if (pt && &map->table->pt != pt)
+		bad = t && t->state == TNV_DEAD ? 4 : 1;
+	else if (&map->table->pt != pt)
 		bad = 2;
-	else if (peer && map->m.pci_dev != peer)
+	else if (map->m.pci_dev != peer)
 		bad = 3;
-	else if (revoked_only && map->table->state != TNV_REVOKED)
-		bad = 4;
 	else
 		list_del(&map->node);
 	spin_unlock(&tnv_lock);
 	if (bad)
-		tnv_misuse("mapping %s\n", bad == 1 ? "unknown or freed" :
+		tnv_misuse("dma_unmap_pages: mapping %s\n",
+			   bad == 1 ? "unknown or freed" :
 			   bad == 2 ? "of another page table" :
 			   bad == 3 ? "unmapped for another peer" :
-			   "freed before its free callback");
+			   "of a table freed after its callback (use after free)");
 	return bad ? NULL : map;
+}
+
+/**
+ * struct tnv_race - a free callback started from dma_unmap_pages()
+ * @work: runs it
+ * @ref: the work's and the waiter's
+ * @t: the table
+ * @done: the callback and the free after it are over
+ */
+struct tnv_race {
+	struct work_struct work;
+	struct kref ref;
+	struct tnv_table *t;
+	struct completion done;
+};
+
+static void tnv_race_release(struct kref *ref)
+{
+	kfree(container_of(ref, struct tnv_race, ref));
+}
+
+static void tnv_race_work(struct work_struct *work)
+{
+	struct tnv_race *r = container_of(work, struct tnv_race, work);
+
+	tnv_revoke_locked(r->t);
+	complete(&r->done);
+	kref_put(&r->ref, tnv_race_release);
+}
+
+/* cudaFree on another CPU while an unpin is about to unmap @pt. */
+static void tnv_race_unmap(struct nvidia_p2p_page_table *pt)
+{
+	struct tnv_table *t;
+	struct tnv_race *r;
+	bool live;
+
+	spin_lock(&tnv_lock);
+	t = tnv_find_table(pt);
+	live = t && t->cb && t->state == TNV_LIVE;
+	spin_unlock(&tnv_lock);
+	if (!live || !atomic_add_unless(&tnv_revoke_in_unmap, -1, 0))
+		return;
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return;
+	INIT_WORK(&r->work, tnv_race_work);
+	kref_init(&r->ref);
+	kref_get(&r->ref);
+	r->t = t;
+	init_completion(&r->done);
+	queue_work(tnv_wq, &r->work);
+	/* a client that lets its callback return before the unmap loses */
+	wait_for_completion_timeout(&r->done, msecs_to_jiffies(200));
+	kref_put(&r->ref, tnv_race_release);
 }
 
 int nvidia_p2p_dma_unmap_pages(struct pci_dev *peer,
@@ -449,7 +621,8 @@ int nvidia_p2p_dma_unmap_pages(struct pci_dev *peer,
 
 	if (!peer || !page_table || !dma_mapping)
 		return -EINVAL;
-	map = tnv_take_map(dma_mapping, page_table, peer, false);
+	tnv_race_unmap(page_table);
+	map = tnv_take_map(dma_mapping, page_table, peer);
 	if (!map)
 		return -EINVAL;
 	tnv_map_free(map);
@@ -457,42 +630,15 @@ int nvidia_p2p_dma_unmap_pages(struct pci_dev *peer,
 }
 EXPORT_SYMBOL(nvidia_p2p_dma_unmap_pages);
 
+/* No-ops, as in NVIDIA's driver since R515: it frees after the callback. */
 int nvidia_p2p_free_dma_mapping(struct nvidia_p2p_dma_mapping *dma_mapping)
 {
-	struct tnv_map *map;
-
-	if (!dma_mapping)
-		return -EINVAL;
-	map = tnv_take_map(dma_mapping, NULL, NULL, true);
-	if (!map)
-		return -EINVAL;
-	tnv_map_free(map);
 	return 0;
 }
 EXPORT_SYMBOL(nvidia_p2p_free_dma_mapping);
 
 int nvidia_p2p_free_page_table(struct nvidia_p2p_page_table *page_table)
 {
-	struct tnv_table *t;
-	int bad = 0;
-
-	if (!page_table)
-		return -EINVAL;
-	spin_lock(&tnv_lock);
-	t = tnv_find_table(page_table);
-	if (!t)
-		bad = 1;
-	else if (t->state != TNV_REVOKED)
-		bad = 2;
-	else
-		list_del(&t->node);
-	spin_unlock(&tnv_lock);
-	if (bad) {
-		tnv_misuse("free_page_table of a %s table\n",
-			   bad == 1 ? "unknown or released" : "live");
-		return -EINVAL;
-	}
-	tnv_table_free(t);
 	return 0;
 }
 EXPORT_SYMBOL(nvidia_p2p_free_page_table);
@@ -612,6 +758,7 @@ static int tnv_stats_show(struct seq_file *m, void *unused)
 	seq_printf(m, "mappings %lld\n", atomic64_read(&tnv_nmaps));
 	seq_printf(m, "gpu_pages %lld\n", atomic64_read(&tnv_nchunks));
 	seq_printf(m, "callbacks %lld\n", atomic64_read(&tnv_callbacks));
+	seq_printf(m, "freed_after_callback %lld\n", atomic64_read(&tnv_ndead));
 	seq_printf(m, "misuse %lld\n", atomic64_read(&tnv_nmisuse));
 	return 0;
 }
@@ -619,11 +766,18 @@ DEFINE_SHOW_ATTRIBUTE(tnv_stats);
 
 static int __init tnv_init(void)
 {
+	tnv_wq = alloc_workqueue("fpgagdr-test-nvp2p", WQ_UNBOUND, 0);
+	if (!tnv_wq)
+		return -ENOMEM;
 	tnv_dbg = debugfs_create_dir("fpgagdr-test-nvp2p", NULL);
 	debugfs_create_file("mem", 0600, tnv_dbg, NULL, &tnv_mem_fops);
 	debugfs_create_file("free", 0200, tnv_dbg, NULL, &tnv_free_fops);
+	debugfs_create_atomic_t("revoke_in_get", 0600, tnv_dbg,
+				&tnv_revoke_in_get);
 	debugfs_create_atomic_t("revoke_in_map", 0600, tnv_dbg,
 				&tnv_revoke_in_map);
+	debugfs_create_atomic_t("revoke_in_unmap", 0600, tnv_dbg,
+				&tnv_revoke_in_unmap);
 	debugfs_create_file("stats", 0444, tnv_dbg, NULL, &tnv_stats_fops);
 	pr_info("fpgagdr-test-nvp2p: TEST DOUBLE of nvidia_p2p loaded (no GPU)\n");
 	return 0;
@@ -636,9 +790,15 @@ static void __exit tnv_exit(void)
 	unsigned long idx;
 
 	debugfs_remove_recursive(tnv_dbg);
-	/* fpgagdr is unloaded (it holds our symbols): anything left leaked */
+	destroy_workqueue(tnv_wq);
+	/*
+	 * fpgagdr is unloaded (it holds our symbols): a live table left is a
+	 * leak; one freed after its callback is not (NVIDIA keeps nothing)
+	 */
 	list_for_each_entry_safe(t, tmp, &tnv_tables, node) {
-		tnv_misuse("page table at %#llx never released\n", t->va);
+		if (t->state != TNV_DEAD)
+			tnv_misuse("page table at %#llx never released\n",
+				   t->va);
 		list_del(&t->node);
 		tnv_table_free(t);
 	}

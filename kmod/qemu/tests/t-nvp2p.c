@@ -3,9 +3,12 @@
  * The x86 dGPU back-end (nvidia_p2p) against the TEST DOUBLE
  * fpgagdr-test-nvp2p.ko: "GPU memory" is the double's, any 64 KiB-aligned
  * GPU address, read and written through its debugfs file as cudaMemcpy()
- * would.  Pins of 64 KiB pages with the buffer's offset kept, the free
+ * would.  Pins of 64 KiB pages with the buffer's offset kept; persistent
+ * pins (the default, as on a current driver) and their fallback to a free
+ * callback where persistent pins are refused (MIG, vGPU); the free
  * callback (cudaFree) with and without a transfer in flight, during a pin,
- * racing an unpin; persistent pages.
+ * racing an unpin, and in the order that lets NVIDIA free the table under
+ * the unpin's unmap.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -33,6 +36,12 @@ static void nv_expect(__u64 va, const void *want, __u64 len, const char *w)
 	free(got);
 }
 
+/* As on a MIG-enabled GPU: persistent pins refused, pins take a callback. */
+static void nv_callback_pins(bool on)
+{
+	CHECK_OK(t_dbg_write(NV_PARAM_PERSISTENT, on ? "0" : "1"));
+}
+
 static void nv_all_released(void)
 {
 	CHECK(t_dbg(DBG_NV "stats", "tables") == 0, "%lld page tables live",
@@ -55,7 +64,8 @@ static void test_status(void)
 	      s.platform);
 	CHECK(s.default_kind == FPGAGDR_MEM_NV_P2P, "kind %u", s.default_kind);
 	CHECK(s.gpu_page_size == 65536, "gpu page %u", s.gpu_page_size);
-	CHECK(!(s.caps & FPGAGDR_CAP_NV_PERSISTENT), "persistent at start");
+	CHECK(s.caps & FPGAGDR_CAP_NV_PERSISTENT, "no persistent pins: caps %#x",
+	      s.caps);
 	close(fd);
 }
 
@@ -167,6 +177,7 @@ static void test_free_callback_then_estale(void)
 	int fd = t_open();
 	__u32 h;
 
+	nv_callback_pins(true);
 	CHECK_OK(t_pin(fd, FPGAGDR_MEM_NV_P2P, va, len, &h));
 	CHECK_OK(t_xfer(fd, FPGAGDR_DIR_C2H, 0, h, 0, 0, len, 5000));
 	CHECK_OK(t_nv_free(va, len));
@@ -176,6 +187,7 @@ static void test_free_callback_then_estale(void)
 	CHECK_OK(t_unpin(fd, h));
 	close(fd);
 	nv_all_released();
+	nv_callback_pins(false);
 }
 
 static void test_free_callback_during_transfer(void)
@@ -185,6 +197,7 @@ static void test_free_callback_during_transfer(void)
 	int fd = t_open();
 	double t0;
 
+	nv_callback_pins(true);
 	b.fd = fd;
 	CHECK_OK(t_pin(fd, FPGAGDR_MEM_NV_P2P, va, len, &b.handle));
 	t_bg_start_hung(&b);
@@ -201,22 +214,66 @@ static void test_free_callback_during_transfer(void)
 	close(fd);
 	CHECK_OK(t_nv_free(va, len));
 	nv_all_released();
+	nv_callback_pins(false);
 }
 
+/* cudaFree while the pin is being made: after get_pages, after dma_map. */
 static void test_free_callback_while_pinning(void)
 {
+	static const char * const when[] = { "revoke_in_get", "revoke_in_map" };
 	const __u64 va = GPU_VA(7), len = 128 * KIB;
+	char path[128];
+	int fd = t_open();
+	unsigned int i;
+	__u32 h;
+
+	nv_callback_pins(true);
+	for (i = 0; i < ARRAY_SIZE(when); i++) {
+		long long cb = t_dbg(DBG_NV "stats", "callbacks");
+
+		snprintf(path, sizeof(path), DBG_NV "%s", when[i]);
+		CHECK_OK(t_dbg_write(path, "1"));
+		CHECK_ERR(t_pin(fd, FPGAGDR_MEM_NV_P2P, va, len, &h), ESTALE);
+		CHECK(t_dbg(DBG_NV "stats", "callbacks") == cb + 1,
+		      "%s: no callback", when[i]);
+		nv_all_released();
+		CHECK_OK(t_pin(fd, FPGAGDR_MEM_NV_P2P, va, len, &h));
+		CHECK_OK(t_unpin(fd, h));
+	}
+	close(fd);
+	CHECK_OK(t_nv_free(va, len));
+	nv_all_released();
+	nv_callback_pins(false);
+}
+
+/*
+ * The callback starts (on another CPU) once unpin has claimed the pin and
+ * is about to unmap: NVIDIA frees the table when the callback returns, so
+ * the callback must not return before the unmap.  The double gives it
+ * 200 ms, then unmaps; a mapping it has already freed is a misuse.
+ */
+static void test_callback_starting_under_unpin(void)
+{
+	const __u64 va = GPU_VA(14), len = 256 * KIB;
+	long long cb = t_dbg(DBG_NV "stats", "callbacks");
 	int fd = t_open();
 	__u32 h;
 
-	CHECK_OK(t_dbg_write(DBG_NV "revoke_in_map", "1"));
-	CHECK_ERR(t_pin(fd, FPGAGDR_MEM_NV_P2P, va, len, &h), ESTALE);
-	nv_all_released();
+	nv_callback_pins(true);
 	CHECK_OK(t_pin(fd, FPGAGDR_MEM_NV_P2P, va, len, &h));
+	CHECK_OK(t_xfer(fd, FPGAGDR_DIR_C2H, 0, h, 0, 0, len, 5000));
+	CHECK_OK(t_dbg_write(DBG_NV "revoke_in_unmap", "1"));
+	CHECK_OK(t_unpin(fd, h));
+	CHECK(t_dbg(DBG_NV "stats", "callbacks") == cb + 1, "no callback");
+	nv_all_released();
+	/* the engine and the back-end still work */
+	CHECK_OK(t_pin(fd, FPGAGDR_MEM_NV_P2P, va, len, &h));
+	CHECK_OK(t_xfer(fd, FPGAGDR_DIR_C2H, 1, h, 0, 0, len, 5000));
 	CHECK_OK(t_unpin(fd, h));
 	close(fd);
 	CHECK_OK(t_nv_free(va, len));
 	nv_all_released();
+	nv_callback_pins(false);
 }
 
 /**
@@ -263,6 +320,7 @@ static void test_unpin_races_free_callback(void)
 	pthread_t a, b;
 	int i;
 
+	nv_callback_pins(true);
 	r.fd = t_open();
 	for (i = 0; i < 40; i++) {
 		CHECK_OK(t_pin(r.fd, FPGAGDR_MEM_NV_P2P, r.va, r.len,
@@ -279,19 +337,16 @@ static void test_unpin_races_free_callback(void)
 	}
 	close(r.fd);
 	nv_all_released();
+	nv_callback_pins(false);
 }
 
 static void test_persistent_pages(void)
 {
 	const __u64 va = GPU_VA(9), len = 256 * KIB;
 	long long cb = t_dbg(DBG_NV "stats", "callbacks");
-	struct fpgagdr_status s;
 	int fd = t_open();
 	__u32 h;
 
-	CHECK_OK(t_dbg_write(NV_PARAM_PERSISTENT, "1"));
-	CHECK_OK(t_status(fd, &s));
-	CHECK(s.caps & FPGAGDR_CAP_NV_PERSISTENT, "caps %#x", s.caps);
 	CHECK_OK(t_pin(fd, FPGAGDR_MEM_NV_P2P, va, len, &h));
 	CHECK_OK(t_nv_free(va, len));
 	CHECK(t_dbg(DBG_NV "stats", "callbacks") == cb,
@@ -300,9 +355,28 @@ static void test_persistent_pages(void)
 	CHECK_OK(t_xfer(fd, FPGAGDR_DIR_C2H, 0, h, 0, 0, len, 5000));
 	CHECK(t_dbg(DBG_NV "stats", "gpu_pages") >= 4, "pages gone");
 	CHECK_OK(t_unpin(fd, h));
-	CHECK_OK(t_dbg_write(NV_PARAM_PERSISTENT, "0"));
 	close(fd);
 	nv_all_released();
+}
+
+/* Persistent pins refused (MIG, vGPU): the pin takes a free callback. */
+static void test_refused_persistent_falls_back_to_callback(void)
+{
+	const __u64 va = GPU_VA(15), len = 128 * KIB;
+	long long cb = t_dbg(DBG_NV "stats", "callbacks");
+	int fd = t_open();
+	__u32 h;
+
+	nv_callback_pins(true);
+	CHECK_OK(t_pin(fd, FPGAGDR_MEM_NV_P2P, va, len, &h));
+	CHECK_OK(t_xfer(fd, FPGAGDR_DIR_C2H, 0, h, 0, 0, len, 5000));
+	CHECK_OK(t_nv_free(va, len));
+	CHECK(t_dbg(DBG_NV "stats", "callbacks") == cb + 1, "no callback");
+	CHECK_ERR(t_xfer(fd, FPGAGDR_DIR_C2H, 0, h, 0, 0, len, 5000), ESTALE);
+	CHECK_OK(t_unpin(fd, h));
+	close(fd);
+	nv_all_released();
+	nv_callback_pins(false);
 }
 
 static void test_close_releases_gpu_pins(void)
@@ -336,7 +410,11 @@ int suite_nvp2p(void)
 		{ "free_callback_while_pinning",
 		  test_free_callback_while_pinning },
 		{ "unpin_races_free_callback", test_unpin_races_free_callback },
+		{ "callback_starting_under_unpin",
+		  test_callback_starting_under_unpin },
 		{ "persistent_pages", test_persistent_pages },
+		{ "refused_persistent_falls_back_to_callback",
+		  test_refused_persistent_falls_back_to_callback },
 		{ "close_releases_gpu_pins", test_close_releases_gpu_pins },
 	};
 
