@@ -6,8 +6,8 @@
 # against Debian's kernel headers with W=1 and sparse, checkpatch --strict, the user-space
 # unit tests of its descriptor, SG and pin arithmetic, then the real module in Debian's
 # kernel under QEMU with its test-only software card, driven by C tests and by the Rust
-# library's functional suite), the OTA tests against a real RAUC, and the Yocto layer's
-# offline checks.
+# library's functional suite), the OTA tests against a real RAUC, the Yocto layer's
+# offline checks, and the dashboard's type check (tsc on its JSDoc).
 # Installs what it needs from Debian and npm when missing (needs root for apt-get).
 set -euo pipefail
 root=$(cd "$(dirname "$0")" && pwd)
@@ -56,5 +56,5 @@ say "Yocto layer (kas files, bitbake parser, oelint-adv, crates pinned by Cargo.
 meta-fpgagdr/scripts/check.sh
 
 say "dashboard in headless Chromium"
-(cd webui && npm ci --no-audit --no-fund --silent)
+(cd webui && npm ci --no-audit --no-fund --silent && npm run --silent typecheck)
 FPGAGDRD_BIN="$root/target/debug/fpgagdrd" node --test webui/tests/

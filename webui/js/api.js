@@ -202,6 +202,28 @@ export function getStatus() {
   return call('GET', 'status');
 }
 
+/**
+ * GET /pipeline/history, columns turned into rows shaped as stream snapshots
+ * (t, fps, gbps, latency_us; a stage without a sample in a row is left out).
+ * @returns {Promise<import('./stream.js').Snapshot[]>} the last 60 s, oldest first
+ */
+export async function getPipelineHistory() {
+  /** @type {{t: number[], fps: number[], gbps: number[], latency_us: Record<string, {p50: (number|null)[], p99: (number|null)[], max: (number|null)[]}>}} */
+  const h = await call('GET', 'pipeline/history');
+  const stages = Object.entries(h.latency_us ?? {});
+  return (h.t ?? []).map((t, i) => {
+    /** @type {Record<string, {p50: number, p99: number, max: number}>} */
+    const latency = {};
+    for (const [stage, q] of stages) {
+      const p50 = q.p50[i], p99 = q.p99[i], max = q.max[i];
+      if (p50 != null && p99 != null && max != null) latency[stage] = { p50, p99, max };
+    }
+    return /** @type {import('./stream.js').Snapshot} */ (/** @type {unknown} */ ({
+      t, fps: h.fps[i], gbps: h.gbps[i], latency_us: latency,
+    }));
+  });
+}
+
 /** @returns {Promise<Result>} rejects with status 404 while there is no result yet */
 export function getLatestResult() {
   return call('GET', 'results/latest');

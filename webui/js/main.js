@@ -8,6 +8,8 @@
 // comes back; GET /results/latest when a new result appeared, at most every
 // RESULT_EVERY_MS, for the frame details the stream does not carry.
 //
+// fps and latency charts: GET /pipeline/history on load (drawn at once); stream
+// batches that come first wait in backfill.js and follow the history.
 // Power panel: GET /telemetry/history on load (charts drawn at once), then
 // each snapshot's telemetry point extends it; GET /telemetry every
 // TELEMETRY_EVERY_MS while the live page is shown, for the tables.
@@ -18,9 +20,10 @@
 // events (upload with progress, install, slot table).
 
 import {
-  ApiError, getConfig, getConfigSchema, getLatestResult, getOta, getStatus, getSystem, getTelemetry,
-  getTelemetryHistory, installBundle, patchConfig, pipeline, setTokenPrompt, uploadBundle,
+  ApiError, getConfig, getConfigSchema, getLatestResult, getOta, getPipelineHistory, getStatus, getSystem,
+  getTelemetry, getTelemetryHistory, installBundle, patchConfig, pipeline, setTokenPrompt, uploadBundle,
 } from './api.js';
+import { Backfill } from './backfill.js';
 import { ChartSet, COLUMN_COUNT, WINDOW_S, appendSnapshot, currentRates, fpsChart, latencyChart } from './charts.js';
 import { TelemetryHistory, energyChart, loadChart, powerChart, tempChart } from './power.js';
 import { SeriesWindow } from './series.js';
@@ -175,16 +178,37 @@ function boot() {
   /** set by an outage: the next row is preceded by an all-NaN row, so lines break there */
   let gapNext = false;
   const gapRow = new Array(COLUMN_COUNT).fill(NaN);
+  /** @type {Backfill<import('./stream.js').Snapshot>} */
+  const backfill = new Backfill(HISTORY_ROWS);
+
+  /** @param {import('./stream.js').Snapshot[]} rows oldest first; those not newer than the chart's newest are dropped */
+  function chartRows(rows) {
+    const fresh = rows.filter((s) => series.length === 0 || s.t > series.lastX());
+    if (fresh.length === 0) return;
+    if (gapNext && series.length > 0) {
+      gapRow[0] = (series.lastX() + fresh[0].t) / 2;
+      series.push(gapRow);
+    }
+    gapNext = false;
+    for (const s of fresh) appendSnapshot(series, s);
+    series.trimBefore(series.lastX() - WINDOW_S - 1);
+    charts.requestRedraw();
+  }
+
+  async function loadPipelineHistory() {
+    /** @type {import('./stream.js').Snapshot[]} */
+    let rows = [];
+    try {
+      rows = await getPipelineHistory();
+    } catch (e) {
+      console.warn('fpgagdr: pipeline history:', message(e));
+    }
+    chartRows(backfill.fill(rows));
+  }
+
   openStream({
     onBatch(batch) {
-      if (gapNext && series.length > 0) {
-        gapRow[0] = (series.lastX() + batch[0].t) / 2;
-        series.push(gapRow);
-      }
-      gapNext = false;
-      for (const s of batch) appendSnapshot(series, s);
-      series.trimBefore(series.lastX() - WINDOW_S - 1);
-      charts.requestRedraw();
+      chartRows(backfill.hold(batch));
       onTelemetry(batch);
       const last = batch[batch.length - 1];
       // a batch may have been sampled before the reply to Start/Stop: keep
@@ -216,6 +240,7 @@ function boot() {
     },
   });
   refreshStatus();
+  loadPipelineHistory();
   loadHistory();
   pollTelemetry();
 

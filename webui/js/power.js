@@ -7,6 +7,7 @@
 // specs of those columns. Must not fetch or touch the DOM: main.js feeds it,
 // charts.js draws it, views/power.js writes the numbers.
 
+import { Backfill } from './backfill.js';
 import { WINDOW_S, cssColor } from './charts.js';
 import * as fmt from './format.js';
 import { SeriesWindow } from './series.js';
@@ -37,10 +38,13 @@ export class TelemetryHistory {
     /** @type {string[]} rail names, the order of every point's rails_mw */
     this.rails = [];
     this.lastT = -Infinity;
-    /** whether the REST history has been loaded; until then points wait */
-    this.loaded = false;
-    /** @type {TelemetryPoint[]} points from the stream before the history came */
-    this.pending = [];
+    /** @type {Backfill<TelemetryPoint>} stream points wait here until the history came */
+    this.backfill = new Backfill(ROWS);
+  }
+
+  /** whether the REST history has been loaded; until then points wait */
+  get loaded() {
+    return this.backfill.loaded;
   }
 
   /**
@@ -52,10 +56,7 @@ export class TelemetryHistory {
     this.series.clear();
     this.lastT = -Infinity;
     this.rails = (h.rails ?? []).slice(0, MAX_RAILS);
-    this.loaded = true;
-    for (const p of h.points ?? []) this.append(p);
-    for (const p of this.pending) this.append(p);
-    this.pending = [];
+    for (const p of this.backfill.fill(h.points ?? [])) this.append(p);
   }
 
   /**
@@ -64,12 +65,9 @@ export class TelemetryHistory {
    * @returns {boolean} whether it was appended
    */
   push(p) {
-    if (!this.loaded) {
-      this.pending.push(p);
-      if (this.pending.length > ROWS) this.pending.shift();
-      return false;
-    }
-    return this.append(p);
+    let added = false;
+    for (const q of this.backfill.hold([p])) added = this.append(q) || added;
+    return added;
   }
 
   /** @param {TelemetryPoint} p */

@@ -132,6 +132,28 @@ describe('dashboard', { timeout: 180_000, skip: !BIN && 'FPGAGDRD_BIN is not set
     await screenshot('dashboard.png'); // the running pipeline, for humans
   });
 
+  it('keeps the fps and latency charts\' history across a reload', async () => {
+    // ≥ 5 s of snapshots (10 a second) in the service's history
+    await page.waitForFunction(
+      () => Number(document.querySelector('[data-chart="latency"]')?.getAttribute('data-points')) >= 50,
+      null, { timeout: 30_000 },
+    );
+    await page.reload({ waitUntil: 'load' });
+    await page.waitForFunction(
+      () => Number(document.querySelector('[data-chart="latency"]')?.getAttribute('data-points')) > 0,
+      null, { timeout: UI_MS },
+    );
+    const { latency, fps, ms } = await page.evaluate(() => ({
+      latency: Number(document.querySelector('[data-chart="latency"]')?.getAttribute('data-points')),
+      fps: Number(document.querySelector('[data-chart="fps"]')?.getAttribute('data-points')),
+      ms: performance.now(),
+    }));
+    // the stream alone brings ~10 rows a second: this many this soon came from the history
+    assert.ok(latency >= 45, `${latency} latency points ${Math.round(ms)} ms after the reload`);
+    assert.ok(latency > (ms / 1000) * 10 + 15, `${latency} points ${Math.round(ms)} ms after the reload: not the history`);
+    assert.equal(fps, latency, 'both charts draw the same rows');
+  });
+
   it('stops and starts the pipeline, asking for the token once', async () => {
     const state = page.getByTestId('pipeline-state');
     await page.waitForFunction(

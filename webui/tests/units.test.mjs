@@ -1,9 +1,10 @@
 // units.test.mjs: the page's DOM-free modules, in Node: the history ring
-// (js/series.js), the telemetry history (js/power.js) and the unit formatting
-// (js/format.js). The page as a whole is dashboard.test.mjs and pages.test.mjs.
+// (js/series.js), history-then-stream ordering (js/backfill.js), the telemetry
+// history (js/power.js) and the unit formatting (js/format.js). The page as a whole is dashboard.test.mjs and pages.test.mjs.
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { Backfill } from '../js/backfill.js';
 import * as fmt from '../js/format.js';
 import { MAX_RAILS, TelemetryHistory } from '../js/power.js';
 import { SeriesWindow } from '../js/series.js';
@@ -38,6 +39,25 @@ describe('SeriesWindow', () => {
     for (let t = 0; t < 5; t++) s.push([t]);
     const [xs] = s.columns();
     assert.equal(xs.buffer, s.cols[0].buffer);
+  });
+});
+
+describe('Backfill', () => {
+  const rows = (/** @type {number[]} */ ...ts) => ts.map((t) => ({ t }));
+
+  it('holds stream rows until the history came, then gives the history first', () => {
+    const b = new Backfill(10);
+    assert.deepEqual(b.hold(rows(5.1, 5.2)), []);
+    assert.deepEqual(b.fill(rows(4.9, 5.0, 5.1)).map((r) => r.t), [4.9, 5.0, 5.1, 5.1, 5.2],
+      'the overlap is left to the consumer, which drops rows not newer than its newest');
+    assert.deepEqual(b.hold(rows(5.3)).map((r) => r.t), [5.3], 'after the history, rows pass through');
+  });
+
+  it('keeps the newest rows while waiting, and passes them on when the history failed', () => {
+    const b = new Backfill(2);
+    b.hold(rows(1, 2));
+    b.hold(rows(3));
+    assert.deepEqual(b.fill([]).map((r) => r.t), [2, 3]);
   });
 });
 

@@ -1,6 +1,7 @@
 //! What the dashboard's pages rely on, through the real binary: the API token on every
 //! mutating request (refused without it, nothing changed), the token generated on first
-//! start, SSE resume after `Last-Event-ID`, and `GET /api/v1/system`.
+//! start, SSE resume after `Last-Event-ID`, the chart history a page loads on open
+//! (`GET /api/v1/pipeline/history`), and `GET /api/v1/system`.
 
 mod common;
 
@@ -200,6 +201,66 @@ fn the_stream_resumes_after_last_event_id_with_consecutive_ids() {
     // Without an id the stream starts live: its first id is past the resumed ones.
     let mut live = open_stream(&svc, "/api/v1/stream", None);
     assert!(ids(&read_events(&mut live, 1))[0] > last + 8);
+}
+
+#[test]
+fn pipeline_history_has_aligned_columns_of_the_running_pipeline() {
+    let svc = Service::start(&replay("chelsea.png"));
+    svc.wait_frames_above(20);
+    let h = common::wait_for("a second of pipeline history", || {
+        let h = svc.get_json("/api/v1/pipeline/history");
+        match h["t"].as_array() {
+            Some(t) if t.len() >= 10 => Ok(h),
+            _ => Err(h.to_string()),
+        }
+    });
+    assert_eq!(h["period_s"], 0.1, "{h}");
+    let col = |v: &Value| -> Vec<Option<f64>> {
+        v.as_array()
+            .unwrap_or_else(|| panic!("not a column: {v}"))
+            .iter()
+            .map(Value::as_f64)
+            .collect()
+    };
+    let t = col(&h["t"]);
+    let n = t.len();
+    assert!(t.windows(2).all(|w| w[0] < w[1]), "t rises: {t:?}");
+    assert!(
+        t.iter().all(|x| x.is_some_and(|x| x > 1.0e9)),
+        "unix seconds: {t:?}"
+    );
+    for key in ["fps", "gbps"] {
+        let c = col(&h[key]);
+        assert_eq!(c.len(), n, "{key}");
+        assert!(
+            c.iter().all(|x| x.is_some_and(|x| x >= 0.0)),
+            "{key}: {c:?}"
+        );
+    }
+    assert!(
+        col(&h["fps"]).iter().any(|x| x.unwrap() > 0.0),
+        "frames flow"
+    );
+    for stage in ["dma", "preprocess", "inference", "end_to_end"] {
+        let q = &h["latency_us"][stage];
+        let (p50, p99, max) = (col(&q["p50"]), col(&q["p99"]), col(&q["max"]));
+        assert!(
+            p50.len() == n && p99.len() == n && max.len() == n,
+            "{stage}"
+        );
+        let mut seen = 0;
+        for i in 0..n {
+            match (p50[i], p99[i], max[i]) {
+                (Some(a), Some(b), Some(c)) => {
+                    assert!(0.0 < a && a <= b && b <= c, "{stage} row {i}: {a} {b} {c}");
+                    seen += 1;
+                }
+                (None, None, None) => {}
+                other => panic!("{stage} row {i}: a partial row {other:?}"),
+            }
+        }
+        assert!(seen > 0, "{stage}: no measured row in {n}");
+    }
 }
 
 fn put(root: &Path, rel: &str, value: &str) {

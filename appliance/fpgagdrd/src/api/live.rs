@@ -3,9 +3,9 @@
 //! batches about 3 times a second; named events of other rooms (`ota`) on the same
 //! stream.
 //!
-//! Owns: [`Live`] (the broadcast of batches and the ring of recent ones), [`spawn_sampler`],
-//! [`stream`]. Neighbours: reads `metrics.rs` / `pipeline::Shared`; `webui/js/stream.js`
-//! consumes.
+//! Owns: [`Live`] (the broadcast of batches, the ring of recent ones, and the chart
+//! history of `history.rs` the sampler fills), [`spawn_sampler`], [`stream`].
+//! Neighbours: reads `metrics.rs` / `pipeline::Shared`; `webui/js/stream.js` consumes.
 //!
 //! Resume: the last [`RESUME_BATCHES`] batches (about 60 s) stay in a ring. A client that
 //! reconnects with `Last-Event-ID: N` (an `EventSource` sends it by itself), or opens
@@ -26,6 +26,7 @@ use tokio_stream::Stream;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::BroadcastStream;
 
+use super::history::PipelineHistory;
 use crate::metrics::{CounterValues, LatestBrief, Snapshot};
 use crate::pipeline::Shared;
 use crate::telemetry::Telemetry;
@@ -57,6 +58,8 @@ pub struct Live {
     /// Recent batches, oldest first. Pushing and sending happen under this lock, and so
     /// do subscribing and copying, so a resuming client sees each batch exactly once.
     recent: Arc<std::sync::Mutex<VecDeque<Batch>>>,
+    /// Every snapshot's rates and latencies for the last 60 s (`GET /pipeline/history`).
+    history: Arc<std::sync::Mutex<PipelineHistory>>,
     closing: tokio::sync::watch::Sender<bool>,
 }
 
@@ -75,6 +78,7 @@ impl Live {
             recent: Arc::new(std::sync::Mutex::new(VecDeque::with_capacity(
                 RESUME_BATCHES,
             ))),
+            history: Arc::default(),
             closing: tokio::sync::watch::channel(false).0,
         }
     }
@@ -88,6 +92,19 @@ impl Live {
         recent.push_back(batch.clone());
         // No subscriber is fine: the batch is simply not sent.
         let _ = self.tx.send(batch);
+    }
+
+    /// Adds `s` to the chart history.
+    pub fn record(&self, s: &Snapshot) {
+        self.history.lock().expect("history poisoned").push(s);
+    }
+
+    /// `GET /api/v1/pipeline/history`'s document (see `history.rs`).
+    pub fn history_json(&self) -> serde_json::Value {
+        self.history
+            .lock()
+            .expect("history poisoned")
+            .to_json(SAMPLE_EVERY.as_secs_f64())
     }
 
     /// Sends a named event (`event: NAME`, `data: JSON`, no id) to every open stream.
@@ -183,7 +200,9 @@ pub fn spawn_sampler(shared: Arc<Shared>, telemetry: Arc<Telemetry>, live: Live)
         let mut id = (unix_now() * 1000.0) as u64;
         loop {
             tick.tick().await;
-            batch.push(snapshot(&shared, &telemetry, &mut history));
+            let s = snapshot(&shared, &telemetry, &mut history);
+            live.record(&s);
+            batch.push(s);
             if batch.len() >= BATCH {
                 id += 1;
                 let json = serde_json::json!({ "batch": batch }).to_string();
