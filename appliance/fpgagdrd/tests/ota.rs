@@ -17,7 +17,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 
-use common::rauc::{COMPATIBLE, GUID, Rauc, backend, have, keys, rauc_ready, test_double};
+use common::rauc::{
+    COMPATIBLE, GUID, Rauc, backend, have, keys, private_bus_conf, rauc_ready, test_double,
+};
 use common::{PATIENCE, Service, wait_for};
 use serde_json::{Value, json};
 
@@ -627,18 +629,7 @@ fn a_bus_without_rauc_on_it_is_reported_as_such() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let bus = format!("unix:path={}/bus", dir.path().display());
-    std::fs::write(
-        dir.path().join("bus.conf"),
-        format!(
-            "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\" \
-             \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n\
-             <busconfig><type>session</type><listen>{bus}</listen>\
-             <policy context=\"default\"><allow own=\"*\"/><allow send_destination=\"*\"/>\
-             <allow receive_sender=\"*\"/></policy></busconfig>\n"
-        ),
-    )
-    .unwrap();
+    let bus = private_bus_conf(dir.path());
     // Killed when the test ends, passed or failed.
     struct Daemon(Child);
     impl Drop for Daemon {

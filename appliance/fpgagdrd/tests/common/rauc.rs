@@ -27,6 +27,24 @@ pub(crate) fn test_double() -> PathBuf {
     repo().join("images/rauc/test/nvbootctrl-test-double")
 }
 
+/// Writes `DIR/bus.conf`, a `dbus-daemon` config for a private bus on `DIR/bus` that
+/// lets everyone own and call everything; returns the bus address.
+pub(crate) fn private_bus_conf(dir: &Path) -> String {
+    let bus = format!("unix:path={}/bus", dir.display());
+    std::fs::write(
+        dir.join("bus.conf"),
+        format!(
+            "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\" \
+             \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n\
+             <busconfig><type>session</type><listen>{bus}</listen>\
+             <policy context=\"default\"><allow own=\"*\"/><allow send_destination=\"*\"/>\
+             <allow receive_sender=\"*\"/></policy></busconfig>\n"
+        ),
+    )
+    .unwrap();
+    bus
+}
+
 pub(crate) fn have(cmd: &str) -> bool {
     Command::new("sh")
         .args(["-c", &format!("command -v {cmd}")])
@@ -159,18 +177,7 @@ impl Rauc {
             backend = backend().display(),
         );
         std::fs::write(d.join("system.conf"), conf).unwrap();
-        let bus = format!("unix:path={}/bus", d.display());
-        std::fs::write(
-            d.join("bus.conf"),
-            format!(
-                "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\" \
-                 \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n\
-                 <busconfig><type>session</type><listen>{bus}</listen>\
-                 <policy context=\"default\"><allow own=\"*\"/><allow send_destination=\"*\"/>\
-                 <allow receive_sender=\"*\"/></policy></busconfig>\n"
-            ),
-        )
-        .unwrap();
+        let bus = private_bus_conf(d);
         let dbus = Command::new("dbus-daemon")
             .arg(format!("--config-file={}/bus.conf", d.display()))
             .arg("--nofork")
