@@ -4,11 +4,12 @@
 # simulated card, real frames and the real model. The dashboard address is printed.
 # Extra arguments go to fpgagdrd (e.g. ./run.sh --listen 0.0.0.0:8080).
 set -euo pipefail
+# Relative paths in the arguments (--config ./my.json) are the caller's: fpgagdrd runs
+# in the folder run.sh was started from.
 root=$(cd "$(dirname "$0")" && pwd)
-cd "$root"
 command -v cargo >/dev/null || { echo "run.sh: cargo (Rust 1.95+) is needed: https://rustup.rs" >&2; exit 1; }
-appliance/scripts/fetch-deps.sh
-cargo build --release --locked -p fpgagdrd
+"$root/appliance/scripts/fetch-deps.sh"
+(cd "$root" && cargo build --release --locked -p fpgagdrd)
 export ORT_DYLIB_PATH="$root/.deps/onnxruntime/libonnxruntime.so"
 export FPGAGDR_DATA_DIR="$root/.deps/share"
 exec "$root/target/release/fpgagdrd" "$@"

@@ -3,7 +3,7 @@
 
 Owns: the offline syntax check of the layer, with the `bb` library that the PyPI
 package bitbake-setup ships (the same parser `bitbake -p` uses). Must not: stand in
-for a parse against the real layers (tools/yocto-check.sh does that): classes and
+for a parse against the real layers (scripts/dry-run.sh does that): classes and
 configuration from other layers are not here, so every class the layer inherits
 from elsewhere is an empty stand-in, and only the layer's own files are judged.
 
@@ -33,7 +33,7 @@ import bb.data  # noqa: E402
 import bb.parse  # noqa: E402
 
 # Classes the layer may inherit from oe-core, meta-tegra, meta-rust-bin and meta-rauc
-# (checked for real by tools/yocto-check.sh); here they are empty stand-ins.
+# (checked for real by scripts/dry-run.sh); here they are empty stand-ins.
 KNOWN_CLASSES = {
     "allarch", "bundle", "cargo_bin", "core-image", "image", "module", "systemd",
     "useradd", "update-rc.d", "features_check", "deploy", "kernel-module-split",

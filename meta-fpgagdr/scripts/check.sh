@@ -15,7 +15,7 @@
 # Installs the pinned tools of scripts/requirements.txt into a git-ignored venv
 # (meta-fpgagdr/.check/), and python3-venv / shellcheck / systemd from Debian when missing
 # (needs root). The parse against the real upstream layers is separate:
-# ../shared/tools/yocto-check.sh (docs/yocto.md).
+# meta-fpgagdr/scripts/dry-run.sh (docs/yocto.md).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -43,7 +43,8 @@ struct Cli {
     #[arg(long)]
     token_file: Option<PathBuf>,
     /// Telemetry sampling rate, Hz (0.5 to 50).
-    #[arg(long, default_value_t = fpgagdrd::telemetry::DEFAULT_HZ, value_parser = parse_hz)]
+    #[arg(long, default_value_t = fpgagdrd::telemetry::DEFAULT_HZ, value_parser = parse_hz,
+          allow_hyphen_values = true)]
     telemetry_hz: f64,
     /// D-Bus bus where RAUC is: `system`, `session` or an address such as
     /// unix:path=/tmp/bus. Default: $FPGAGDR_RAUC_BUS, else system.
@@ -70,17 +71,30 @@ struct Cli {
     /// systemd, seconds (0.5 to 3600: an idle inference thread turns every 0.25 s;
     /// never less than twice card.timeout_ms). Raise it for a model whose single run
     /// takes longer.
-    #[arg(long, default_value_t = fpgagdrd::notify::DEFAULT_STALL_LIMIT_S, value_parser = parse_stall_limit)]
+    #[arg(long, default_value_t = fpgagdrd::notify::DEFAULT_STALL_LIMIT_S, value_parser = parse_stall_limit,
+          allow_hyphen_values = true)]
     stall_limit_s: f64,
 }
 
-fn parse_stall_limit(s: &str) -> Result<f64, String> {
-    let v: f64 = s.parse().map_err(|e| format!("{s}: {e}"))?;
-    if (0.5..=3600.0).contains(&v) {
-        Ok(v)
-    } else {
-        Err(format!("rule stall-limit: {v} s is outside 0.5..=3600 s"))
+/// A number in `range`, or the message of `rule` naming what was given and the range.
+fn parse_in(
+    s: &str,
+    rule: &str,
+    unit: &str,
+    range: std::ops::RangeInclusive<f64>,
+) -> Result<f64, String> {
+    let within = format!("{}..={} {unit}", range.start(), range.end());
+    match s.trim().parse::<f64>() {
+        Ok(v) if range.contains(&v) => Ok(v),
+        Ok(v) => Err(format!("rule {rule}: {v} {unit} is outside {within}")),
+        Err(_) => Err(format!(
+            "rule {rule}: {s:?} is not a number (expected {within})"
+        )),
     }
+}
+
+fn parse_stall_limit(s: &str) -> Result<f64, String> {
+    parse_in(s, "stall-limit", "s", 0.5..=3600.0)
 }
 
 /// OTA settings from the command line, the environment and the config location.
@@ -114,16 +128,7 @@ fn ota_settings(
 }
 
 fn parse_hz(s: &str) -> Result<f64, String> {
-    let hz: f64 = s.parse().map_err(|e| format!("{s}: {e}"))?;
-    if fpgagdrd::telemetry::HZ_RANGE.contains(&hz) {
-        Ok(hz)
-    } else {
-        Err(format!(
-            "rule telemetry-rate: {hz} Hz is outside {}..={} Hz",
-            fpgagdrd::telemetry::HZ_RANGE.start(),
-            fpgagdrd::telemetry::HZ_RANGE.end()
-        ))
-    }
+    parse_in(s, "telemetry-rate", "Hz", fpgagdrd::telemetry::HZ_RANGE)
 }
 
 fn parse_listen(s: &str) -> Result<SocketAddr, String> {
@@ -182,6 +187,11 @@ fn run() -> Result<(), String> {
         );
     }
     let store = ConfigStore::open(config_path)?;
+    // Bound before the API token is generated and printed, so a start that cannot
+    // listen (port taken) does not spend the token's one showing.
+    let listener = std::net::TcpListener::bind(cli.listen)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .map_err(|e| format!("listening on {}: {e}", cli.listen))?;
     tracing::info!(
         "config {} ; data directory {}",
         store.path().display(),
@@ -230,7 +240,7 @@ fn run() -> Result<(), String> {
         shared.clone(),
     );
     let result = runtime.block_on(serve(Parts {
-        listen: cli.listen,
+        listener,
         card,
         store,
         shared,
@@ -252,7 +262,7 @@ fn run() -> Result<(), String> {
 
 /// What [`serve`] wires together: everything `run` prepared before the runtime.
 struct Parts {
-    listen: SocketAddr,
+    listener: std::net::TcpListener,
     card: CardChoice,
     store: ConfigStore,
     shared: Arc<Shared>,
@@ -267,7 +277,7 @@ struct Parts {
 
 async fn serve(parts: Parts) -> Result<(), String> {
     let Parts {
-        listen,
+        listener,
         card,
         store,
         shared,
@@ -295,9 +305,8 @@ async fn serve(parts: Parts) -> Result<(), String> {
         sysfs_root,
         ota,
     };
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .map_err(|e| format!("listening on {listen}: {e}"))?;
+    let listener =
+        tokio::net::TcpListener::from_std(listener).map_err(|e| format!("listening: {e}"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     tracing::info!("serving {} dashboard files and the API", assets::count());
     println!("fpgagdrd: dashboard at http://{addr}/");
@@ -311,8 +320,12 @@ async fn serve(parts: Parts) -> Result<(), String> {
         "serving http://{addr}/, pipeline {}",
         shared.state().as_str()
     ));
-    notifier.spawn_watchdog(shared, stall_limit);
+    let watchdog = notifier.spawn_watchdog(shared, stall_limit);
     shutdown().await;
+    // No ping or "running" STATUS after STOPPING.
+    if let Some(w) = watchdog {
+        w.abort();
+    }
     notifier.stopping();
     live.close();
     stop_tx.send_replace(true);

@@ -114,13 +114,25 @@ impl Notifier {
     /// running its timers stops the pings too). Every `WATCHDOG_USEC`/2 it applies
     /// [`verdict`] and sends `WATCHDOG=1` with a fresh `STATUS=`, or only the `STATUS=`
     /// naming the stalled thread; without a watchdog it refreshes `STATUS=` every 5 s.
-    /// Does nothing when not run by systemd.
-    pub fn spawn_watchdog(self, shared: Arc<Shared>, stall_limit: Duration) {
+    /// Does nothing (and returns `None`) when not run by systemd; abort the task before
+    /// [`Notifier::stopping`].
+    pub fn spawn_watchdog(
+        self,
+        shared: Arc<Shared>,
+        stall_limit: Duration,
+    ) -> Option<tokio::task::JoinHandle<()>> {
         if !self.enabled {
-            return;
+            return None;
         }
         let every = self.watchdog.map_or(STATUS_EVERY, |d| d / 2);
-        tokio::spawn(async move {
+        match self.watchdog {
+            Some(w) => tracing::info!(
+                "watchdog: WATCHDOG=1 every {every:?} (WatchdogSec {w:?}) while the pipeline's \
+                 threads turn within {stall_limit:?}, or twice card.timeout_ms when longer"
+            ),
+            None => tracing::info!("systemd notifications on; no watchdog set (WatchdogSec)"),
+        }
+        Some(tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             let mut last = (now_ns(), shared.counters.read().frames_inferred);
@@ -163,7 +175,7 @@ impl Notifier {
                     }
                 }
             }
-        });
+        }))
     }
 }
 

@@ -204,6 +204,32 @@ fn the_stream_resumes_after_last_event_id_with_consecutive_ids() {
 }
 
 #[test]
+fn a_start_that_cannot_listen_generates_no_token() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fpgagdrd"))
+        .args(["--listen", &addr, "--config"])
+        .arg(dir.path().join("config.json"))
+        .env_remove("FPGAGDR_TOKEN")
+        .env("ORT_DYLIB_PATH", common::ort_library())
+        .env("FPGAGDR_DATA_DIR", common::data_dir())
+        .output()
+        .expect("run fpgagdrd");
+    assert!(!out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("listening on {addr}")), "{err}");
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("API token"),
+        "{out:?}"
+    );
+    assert!(
+        !dir.path().join("token").exists(),
+        "the token's one showing was spent on a start that failed"
+    );
+}
+
+#[test]
 fn pipeline_history_has_aligned_columns_of_the_running_pipeline() {
     let svc = Service::start(&replay("chelsea.png"));
     svc.wait_frames_above(20);

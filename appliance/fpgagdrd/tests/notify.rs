@@ -128,6 +128,12 @@ fn ready_watchdog_withheld_while_a_model_run_stalls_and_stopping() {
         .expect("fpgagdrd still running after SIGTERM");
     assert!(exit.success(), "{exit:?}");
     manager.until("STOPPING=1", |m| has(m, "STOPPING=1"));
+    // Nothing after STOPPING: no ping, no "running" status for systemctl to show.
+    let mut buf = [0u8; 512];
+    while let Ok(n) = manager.socket.recv(&mut buf) {
+        let m = String::from_utf8_lossy(&buf[..n]).into_owned();
+        assert!(!has(&m, "WATCHDOG=1"), "a ping after STOPPING: {m:?}");
+    }
 }
 
 #[test]
