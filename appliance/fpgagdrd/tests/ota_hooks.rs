@@ -16,7 +16,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::rauc::{COMPATIBLE, Rauc, have, keys, rauc_ready, repo};
+use common::rauc::{COMPATIBLE, Rauc, have, keys, rauc_ready, ready_unless, repo};
 
 /// Owner of `/etc/fpgagdr` in the new image: the `fpgagdr` user of another build.
 const NEW_UID: u32 = 4242;
@@ -33,18 +33,12 @@ fn hooks() -> PathBuf {
 }
 
 fn ready(test: &str) -> bool {
-    if !rauc_ready(test) {
-        return false;
-    }
-    if !have("mkfs.ext4") {
-        assert!(
-            std::env::var_os("FPGAGDR_REQUIRE_RAUC").is_none(),
-            "{test}: FPGAGDR_REQUIRE_RAUC is set but mkfs.ext4 is missing (e2fsprogs)"
-        );
-        eprintln!("skipped: {test}: mkfs.ext4 is missing (apt-get install e2fsprogs)");
-        return false;
-    }
-    true
+    rauc_ready(test)
+        && ready_unless(
+            test,
+            (!have("mkfs.ext4"))
+                .then(|| "mkfs.ext4 is missing (apt-get install e2fsprogs)".to_string()),
+        )
 }
 
 fn write(path: &Path, body: &[u8], mode: u32, uid: u32) {
@@ -396,12 +390,10 @@ fn the_post_install_hook_works_with_busybox_as_on_the_image() {
     // The image's shell and tools are busybox (packagegroup-core-boot), not Debian's dash
     // and coreutils that RAUC uses above: run the hook with Debian's busybox applets alone.
     let root = Command::new("id").arg("-u").output().unwrap().stdout == b"0\n";
-    if !root || !have("busybox") {
-        assert!(
-            std::env::var_os("FPGAGDR_REQUIRE_RAUC").is_none(),
-            "busybox hooks: FPGAGDR_REQUIRE_RAUC is set but not root or no busybox"
-        );
-        eprintln!("skipped: busybox hooks: needs root (file owners) and busybox");
+    if !ready_unless(
+        "busybox hooks",
+        (!root || !have("busybox")).then(|| "needs root (file owners) and busybox".to_string()),
+    ) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

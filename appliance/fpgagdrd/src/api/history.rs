@@ -45,17 +45,12 @@ impl Default for PipelineHistory {
     }
 }
 
-fn round(v: f64, step: f64) -> f64 {
-    (v / step).round() * step
-}
-
-/// `v` as a JSON number rounded to `step`, or `null` when not finite.
+/// `v` as a JSON number rounded to `step` (a power of ten), or `null` when not finite.
 fn num(v: f64, step: f64) -> Value {
-    let r = round(v, step);
-    // Rounding by multiplication leaves binary tails (0.30000000000000004): print
-    // through the decimal digits the step has.
+    // Printed with the step's decimal digits and read back: rounding by arithmetic
+    // would leave binary tails (0.30000000000000004) in the JSON.
     let digits = (-step.log10()).ceil().max(0.0) as usize;
-    format!("{r:.digits$}")
+    format!("{v:.digits$}")
         .parse::<f64>()
         .ok()
         .filter(|f| f.is_finite())
@@ -84,14 +79,9 @@ impl PipelineHistory {
         });
     }
 
-    /// Rows held.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.rows.len()
-    }
-
-    /// Whether no row is held yet.
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
     }
 
     /// The JSON document described in the module doc.

@@ -68,7 +68,13 @@ pub(crate) fn missing() -> Option<String> {
 /// `true` when the test may go on; prints why it is skipped otherwise (or fails when
 /// `FPGAGDR_REQUIRE_RAUC=1`).
 pub(crate) fn rauc_ready(test: &str) -> bool {
-    match missing() {
+    ready_unless(test, missing())
+}
+
+/// `true` when `missing` is `None`; otherwise prints why `test` is skipped and gives
+/// `false`, or fails when `FPGAGDR_REQUIRE_RAUC=1` (CI).
+pub(crate) fn ready_unless(test: &str, missing: Option<String>) -> bool {
+    match missing {
         None => true,
         Some(why) => {
             assert!(
