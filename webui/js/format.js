@@ -26,7 +26,8 @@ function sig3(v) {
   const a = Math.abs(v);
   if (a >= 100) return v.toFixed(0);
   if (a >= 10) return v.toFixed(1);
-  return v.toFixed(2);
+  if (a >= 1 || a === 0) return v.toFixed(2);
+  return v.toPrecision(3);
 }
 
 /**

@@ -129,4 +129,12 @@ describe('format (power panel)', () => {
     assert.equal(fmt.pct(7.46), '7.5\u202f%');
     assert.equal(fmt.celsius(51.25), '51.3\u202f°C');
   });
+
+  it('keeps 3 significant digits below 1, so frames per joule stays the inverse of mJ per frame', () => {
+    assert.equal(fmt.num3(7.388), '7.39');
+    assert.equal(fmt.num3(118.4), '118');
+    assert.equal(fmt.num3(1000 / 7355), '0.136');
+    assert.equal(fmt.num3(0.0042), '0.00420');
+    assert.equal(fmt.num3(0), '0.00');
+  });
 });
