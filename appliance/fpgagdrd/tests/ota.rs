@@ -18,7 +18,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 
 use common::rauc::{
-    COMPATIBLE, GUID, Rauc, backend, have, keys, private_bus_conf, rauc_ready, test_double,
+    COMPATIBLE, GUID, Rauc, backend, have, install, keys, ota, private_bus_conf, rauc_ready,
+    sha256_hex, test_double, upload, wait_ota,
 };
 use common::{PATIENCE, Service, wait_for};
 use serde_json::{Value, json};
@@ -28,39 +29,6 @@ fn image(seed: u8) -> Vec<u8> {
     (0..3_000_000u32)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8 ^ seed)
         .collect()
-}
-
-fn upload(svc: &Service, bundle: &[u8]) -> common::Reply {
-    svc.request(
-        "POST",
-        "/api/v1/ota/bundles",
-        Some(bundle),
-        &[("content-type", "application/octet-stream")],
-    )
-}
-
-fn install(svc: &Service, sha: &str) -> common::Reply {
-    svc.request(
-        "POST",
-        "/api/v1/ota/install",
-        Some(json!({"bundle": sha}).to_string().as_bytes()),
-        &[],
-    )
-}
-
-fn ota(svc: &Service) -> Value {
-    svc.get_json("/api/v1/ota")
-}
-
-fn wait_ota(svc: &Service, what: &str, accept: impl Fn(&Value) -> bool) -> Value {
-    wait_for(what, || {
-        let v = ota(svc);
-        if accept(&v) {
-            Ok(v)
-        } else {
-            Err(v.to_string())
-        }
-    })
 }
 
 /// The `ota` events of the live stream, as they come.
@@ -90,14 +58,6 @@ fn ota_events(svc: &Service) -> mpsc::Receiver<Value> {
         }
     });
     rx
-}
-
-fn sha256_hex(data: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 fn spool_files(env: &Rauc) -> Vec<String> {

@@ -16,7 +16,10 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::rauc::{COMPATIBLE, Rauc, have, keys, rauc_ready, ready_unless, repo};
+use common::rauc::{
+    COMPATIBLE, Rauc, have, install, keys, rauc_ready, ready_unless, repo, sha256_hex, upload,
+    wait_ota,
+};
 
 /// Owner of `/etc/fpgagdr` in the new image: the `fpgagdr` user of another build.
 const NEW_UID: u32 = 4242;
@@ -161,24 +164,36 @@ fn new_rootfs_tree(dir: &Path) -> PathBuf {
     tree
 }
 
-/// A signed bundle with the new rootfs, the layer's hooks and a capsule.
+/// A signed bundle with the new rootfs, the layer's hooks and a capsule, for this
+/// system's compatible.
 fn bundle(env: &Rauc) -> PathBuf {
-    let src = env.path("hooks-bundle.d");
+    bundle_for(env, "hooks", COMPATIBLE, true)
+}
+
+/// A signed bundle `NAME.raucb` laid out as `fpgagdr-bundle` builds it: the new rootfs
+/// (ext4), the layer's hook script declared for `install-check` and the rootfs slot's
+/// `post-install`, for `compatible`, with the bootloader capsule when `capsule`.
+fn bundle_for(env: &Rauc, name: &str, compatible: &str, capsule: bool) -> PathBuf {
+    let src = env.path(&format!("{name}-bundle.d"));
     std::fs::create_dir_all(&src).unwrap();
-    std::fs::rename(new_rootfs(env.dir.path()), src.join("rootfs.ext4")).unwrap();
+    let work = env.path(&format!("{name}-rootfs"));
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::rename(new_rootfs(&work), src.join("rootfs.ext4")).unwrap();
     std::fs::copy(hooks(), src.join("hooks.sh")).unwrap();
     std::fs::set_permissions(src.join("hooks.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::write(src.join("tegra-bl.cap"), CAPSULE).unwrap();
+    if capsule {
+        std::fs::write(src.join("tegra-bl.cap"), CAPSULE).unwrap();
+    }
     std::fs::write(
         src.join("manifest.raucm"),
         format!(
-            "[update]\ncompatible={COMPATIBLE}\nversion=2.0-hooks\n\n[bundle]\nformat=plain\n\n\
+            "[update]\ncompatible={compatible}\nversion=2.0-{name}\n\n[bundle]\nformat=plain\n\n\
              [hooks]\nfilename=hooks.sh\nhooks=install-check\n\n\
              [image.rootfs]\nfilename=rootfs.ext4\nhooks=post-install\n"
         ),
     )
     .unwrap();
-    env.sign("hooks", &src, &keys().good)
+    env.sign(name, &src, &keys().good)
 }
 
 fn rauc_install(env: &Rauc, bundle: &Path) -> std::process::Output {
@@ -427,4 +442,77 @@ fn the_post_install_hook_works_with_busybox_as_on_the_image() {
     assert!(out.status.success(), "hook under busybox: {out:?}");
     assert_carried_over(&Root(slot));
     assert_capsule_staged(&d.join("esp"), &d.join("efivars"));
+}
+
+/// Asserts that an installation changed nothing: slot B never written, the boot chain
+/// not switched, no slot marked unbootable, no capsule staged.
+#[track_caller]
+fn assert_nothing_installed(env: &Rauc) {
+    let b = std::fs::read(env.path("slots/B.img")).unwrap();
+    assert!(b.iter().all(|x| *x == 0), "slot B was written");
+    let st = env.bootctrl();
+    assert!(st.contains("active=0") && st.contains("current=0"), "{st}");
+    let log = env.bootctrl_log();
+    assert!(!log.contains("set-slot-as-unbootable"), "{log}");
+    assert!(!log.contains("set-active-boot-slot"), "{log}");
+    assert!(
+        tree(&env.path("esp")).is_empty(),
+        "{:?}",
+        tree(&env.path("esp"))
+    );
+    assert!(
+        !env.path(&format!("efivars/OsIndications-{GLOBAL_GUID}"))
+            .exists()
+    );
+}
+
+/// The compatible of the other Jetson the layer builds for: its bundle must never
+/// install here.
+const OTHER_BOARD: &str = "fpgagdr-jetson-agx-orin-devkit";
+
+#[test]
+fn a_bundle_for_another_board_is_refused_by_the_hook_through_rauc_install_and_the_api() {
+    // RAUC runs a bundle's install-check hook *instead of* its own compatible check, so
+    // the hook itself must compare them. The real bundle layout, the real hook.
+    if !ready("wrong compatible, real hook") {
+        return;
+    }
+    let env = Rauc::start_with(true, "ext4");
+    running_system(&env.path("running"));
+    let path = bundle_for(&env, "agx", OTHER_BOARD, true);
+
+    // 1. `rauc install` (what a shell, hawkBit or a spooled file amounts to).
+    let out = rauc_install(&env, &path);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "rauc install succeeded: {said}");
+    assert!(
+        said.contains(OTHER_BOARD) && said.contains(COMPATIBLE),
+        "the refusal names both compatibles: {said}"
+    );
+    assert_nothing_installed(&env);
+
+    // 2. Through the API: the upload check refuses it ...
+    let svc = env.service();
+    wait_ota(&svc, "OTA available", |v| v["available"] == true);
+    let bytes = std::fs::read(&path).unwrap();
+    let p = upload(&svc, &bytes).problem(422, "ota-bundle");
+    assert!(
+        p["detail"].as_str().unwrap_or("").contains(OTHER_BOARD),
+        "{p}"
+    );
+    // ... and a bundle already in the spool (left by an earlier version, or copied there)
+    // is refused by RAUC through the hook when installed.
+    let sha = sha256_hex(&bytes);
+    std::fs::copy(&path, env.path(&format!("spool/{sha}.raucb"))).unwrap();
+    assert_eq!(install(&svc, &sha).status, 202);
+    let v = wait_ota(&svc, "the refusal", |v| v["last_result"].is_object());
+    assert_eq!(v["last_result"]["ok"], false, "{v}");
+    let err = v["last_result"]["error"].as_str().unwrap_or("");
+    assert!(err.contains(OTHER_BOARD), "{v}");
+    assert_eq!(v["primary_slot"], "rootfs.0", "{v}");
+    assert_nothing_installed(&env);
 }

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
-use super::{Service, wait_for};
+use serde_json::{Value, json};
+
+use super::{Reply, Service, wait_for};
 
 pub(crate) const COMPATIBLE: &str = "fpgagdr-ci-test";
 pub(crate) const SLOT_BYTES: u64 = 4 * 1024 * 1024;
@@ -324,4 +326,50 @@ impl Rauc {
             ],
         )
     }
+}
+
+/// `POST /api/v1/ota/bundles` with `bundle` as the body.
+pub(crate) fn upload(svc: &Service, bundle: &[u8]) -> Reply {
+    svc.request(
+        "POST",
+        "/api/v1/ota/bundles",
+        Some(bundle),
+        &[("content-type", "application/octet-stream")],
+    )
+}
+
+/// `POST /api/v1/ota/install` for the spooled bundle `sha`.
+pub(crate) fn install(svc: &Service, sha: &str) -> Reply {
+    svc.request(
+        "POST",
+        "/api/v1/ota/install",
+        Some(json!({"bundle": sha}).to_string().as_bytes()),
+        &[],
+    )
+}
+
+/// `GET /api/v1/ota`.
+pub(crate) fn ota(svc: &Service) -> Value {
+    svc.get_json("/api/v1/ota")
+}
+
+/// Polls `GET /api/v1/ota` until `accept` holds (bounded by [`super::PATIENCE`]).
+pub(crate) fn wait_ota(svc: &Service, what: &str, accept: impl Fn(&Value) -> bool) -> Value {
+    wait_for(what, || {
+        let v = ota(svc);
+        if accept(&v) {
+            Ok(v)
+        } else {
+            Err(v.to_string())
+        }
+    })
+}
+
+/// Lower-case hex SHA-256 of `data` (the spool's name for a bundle).
+pub(crate) fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }

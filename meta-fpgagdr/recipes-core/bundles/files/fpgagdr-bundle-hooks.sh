@@ -2,8 +2,14 @@
 # RAUC bundle hooks of fpgagdr-bundle (RAUC_BUNDLE_HOOKS). RAUC runs this from the mounted
 # bundle with the hook name as $1.
 #
-#   install-check      refuse early (before anything is written) when the device has no
-#                      rootfs A/B redundancy: the backend would refuse later anyway.
+#   install-check      RAUC runs this *instead of* its own compatible check, so it does
+#                      that check itself: the bundle's compatible (RAUC_MF_COMPATIBLE)
+#                      must equal the system's (RAUC_SYSTEM_COMPATIBLE, system.conf).
+#                      It also refuses a device without rootfs A/B redundancy (the
+#                      backend would refuse later anyway). Both before anything is
+#                      written; a refusal exits with RAUC's rejection code (10 or more)
+#                      and the reason as the last line on stderr, which RAUC reports
+#                      ("Hook returned: ...").
 #   slot-post-install  for the rootfs slot, mounted read-write by RAUC:
 #                      1. carry the appliance's settings and state over from the running
 #                         system into the new slot (list below), so an update keeps the
@@ -41,6 +47,25 @@ GLOBAL_GUID=8be4df61-93ca-11d2-aa0d-00e098032b8c
 die() {
 	echo "fpgagdr-bundle-hooks: $*" >&2
 	exit 1
+}
+
+# RAUC's install-check hook rejects a bundle with an exit code of 10 or more
+# (INSTALL_HOOK_REJECT_CODE); the last line on stderr is the reason it reports.
+REJECT=10
+reject() {
+	echo "fpgagdr-bundle-hooks: $*" >&2
+	exit "$REJECT"
+}
+
+install_check() {
+	sys=${RAUC_SYSTEM_COMPATIBLE:-}
+	mf=${RAUC_MF_COMPATIBLE:-}
+	[ -n "$sys" ] || reject "RAUC passed no system compatible (RAUC_SYSTEM_COMPATIBLE): refusing the bundle"
+	[ "$mf" = "$sys" ] ||
+		reject "compatible mismatch: the bundle is for '$mf' but this system is '$sys': refusing it (nothing written)"
+	n=$("$NVBOOTCTRL" -t rootfs get-number-slots 2>/dev/null) || n=0
+	[ "$n" = 2 ] ||
+		reject "rootfs A/B redundancy is not enabled on this device: refusing the update (flash the A/B layout first)"
 }
 
 # carry_file REL: $FROM/REL into the new slot, modes and owner kept.
@@ -121,8 +146,7 @@ stage_capsule() {
 
 case ${1:-} in
 install-check)
-	n=$("$NVBOOTCTRL" -t rootfs get-number-slots 2>/dev/null) || n=0
-	[ "$n" = 2 ] || die "rootfs A/B redundancy is not enabled on this device: refusing the update (flash the A/B layout first)"
+	install_check
 	;;
 slot-post-install)
 	if [ "${RAUC_SLOT_CLASS:-}" = rootfs ]; then
