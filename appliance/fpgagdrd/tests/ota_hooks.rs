@@ -351,7 +351,7 @@ fn an_update_carries_settings_and_state_into_the_new_slot_and_stages_the_capsule
         "rauc install: {out:?}\n{}",
         std::fs::read_to_string(env.path("rauc.log")).unwrap_or_default()
     );
-    assert!(env.bootctrl().contains("active=1"), "{}", env.bootctrl());
+    assert_eq!(rauc_status(&env)["boot_primary"], "rootfs.1");
 
     assert_carried_over(&Mounted::slot_b(&env).0);
     assert_capsule_staged(&env.path("esp"), &env.path("efivars"));
@@ -392,12 +392,26 @@ fn an_update_whose_state_does_not_fit_fails_and_the_primary_stays() {
         "{:?}",
         tree(&env.path("esp"))
     );
-    let slots = Rauc::rauc_command(env.dir.path(), &env.bus)
+    let v = rauc_status(&env);
+    assert_eq!(v["boot_primary"], "rootfs.0", "{v}");
+}
+
+/// `rauc status --detailed` as JSON.
+fn rauc_status(env: &Rauc) -> serde_json::Value {
+    let out = Rauc::rauc_command(env.dir.path(), &env.bus)
         .args(["status", "--detailed", "--output-format=json"])
         .output()
         .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&slots.stdout).expect("rauc status json");
-    assert_eq!(v["boot_primary"], "rootfs.0", "{v}");
+    assert!(out.status.success(), "rauc status: {out:?}");
+    serde_json::from_slice(&out.stdout).expect("rauc status json")
+}
+
+/// The value bytes of the fake `OsIndications` variable (after its 4 attribute bytes),
+/// or `None` when it does not exist.
+fn os_indications(env: &Rauc) -> Option<Vec<u8>> {
+    std::fs::read(env.path(&format!("efivars/OsIndications-{GLOBAL_GUID}")))
+        .ok()
+        .map(|v| v[4..].to_vec())
 }
 
 #[test]
@@ -515,4 +529,67 @@ fn a_bundle_for_another_board_is_refused_by_the_hook_through_rauc_install_and_th
     assert!(err.contains(OTHER_BOARD), "{v}");
     assert_eq!(v["primary_slot"], "rootfs.0", "{v}");
     assert_nothing_installed(&env);
+}
+
+/// `RootfsStatusSlotB` as the test double keeps it: `true` when normal (bootable).
+fn slot_b_bootable(env: &Rauc) -> bool {
+    let var = env.path(&format!("efivars/RootfsStatusSlotB-{}", common::rauc::GUID));
+    std::fs::read(var).map_or(true, |v| v[4] == 0)
+}
+
+#[test]
+fn with_a_capsule_the_boot_chain_switch_is_left_to_the_firmware() {
+    // On L4T R36 the rootfs slot follows the boot chain, and a staged capsule makes UEFI
+    // update the other boot chain and switch to it; switching the chain by hand
+    // (nvbootctrl set-active-boot-slot) before that would cancel the capsule update.
+    if !ready("capsule: firmware switches") {
+        return;
+    }
+    let env = Rauc::start_with(true, "ext4");
+    running_system(&env.path("running"));
+    let out = rauc_install(&env, &bundle(&env));
+    assert!(out.status.success(), "rauc install: {out:?}");
+    assert_capsule_staged(&env.path("esp"), &env.path("efivars"));
+    let log = env.bootctrl_log();
+    assert!(
+        !log.contains("set-active-boot-slot"),
+        "the boot chain was switched by hand before the capsule applied:\n{log}"
+    );
+    let st = env.bootctrl();
+    assert!(st.contains("active=0"), "{st}");
+    // RAUC marked B unbootable when it began; it must be bootable for UEFI to switch.
+    assert!(slot_b_bootable(&env), "slot B left unbootable");
+    // What boots next is the chain the capsule switches to.
+    assert_eq!(rauc_status(&env)["boot_primary"], "rootfs.1");
+
+    // A later installation without a capsule, before any reboot: the capsule staged by
+    // the first is withdrawn (it belongs to another bundle) and the chain is switched.
+    let out = rauc_install(&env, &bundle_for(&env, "nocap", COMPATIBLE, false));
+    assert!(out.status.success(), "rauc install: {out:?}");
+    let ind = os_indications(&env).expect("OsIndications");
+    assert_eq!(ind[0] & 4, 0, "the first capsule is still staged: {ind:?}");
+    assert!(env.bootctrl_log().contains("set-active-boot-slot 1"));
+    assert!(env.bootctrl().contains("active=1"), "{}", env.bootctrl());
+    assert!(!env.path("esp/EFI/UpdateCapsule/TEGRA_BL.Cap").exists());
+}
+
+#[test]
+fn marking_the_booted_slot_active_withdraws_a_staged_capsule() {
+    // `rauc status mark-active booted` after an update means "stay here": the capsule
+    // would otherwise switch the boot chain at the next boot all the same.
+    if !ready("capsule: mark-active booted") {
+        return;
+    }
+    let env = Rauc::start_with(true, "ext4");
+    running_system(&env.path("running"));
+    assert!(rauc_install(&env, &bundle(&env)).status.success());
+    assert_eq!(os_indications(&env).expect("OsIndications")[0] & 4, 4);
+    let out = Rauc::rauc_command(env.dir.path(), &env.bus)
+        .args(["status", "mark-active", "booted"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "mark-active booted: {out:?}");
+    assert_eq!(os_indications(&env).expect("OsIndications")[0] & 4, 0);
+    assert!(env.bootctrl().contains("active=0"), "{}", env.bootctrl());
+    assert_eq!(rauc_status(&env)["boot_primary"], "rootfs.0");
 }

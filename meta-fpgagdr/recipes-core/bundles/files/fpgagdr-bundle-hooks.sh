@@ -9,14 +9,20 @@
 #                      backend would refuse later anyway). Both before anything is
 #                      written; a refusal exits with RAUC's rejection code (10 or more)
 #                      and the reason as the last line on stderr, which RAUC reports
-#                      ("Hook returned: ...").
+#                      ("Hook returned: ..."). Once accepted, a bootloader capsule that
+#                      an earlier installation staged and no reboot has applied yet is
+#                      withdrawn: it belongs to another bundle, and it would switch the
+#                      boot chain to the slot this installation is about to rewrite.
 #   slot-post-install  for the rootfs slot, mounted read-write by RAUC:
 #                      1. carry the appliance's settings and state over from the running
 #                         system into the new slot (list below), so an update keeps the
 #                         config, the API token and the device's identity;
 #                      2. when the bundle carries the bootloader capsule (tegra-bl.cap,
 #                         meta-tegra's UEFI capsule), stage it on the ESP and ask UEFI to
-#                         apply it at the next boot (OsIndications bit 2).
+#                         apply it at the next boot (OsIndications bit 2). UEFI then
+#                         updates the other boot chain and switches to it, and the rootfs
+#                         slot follows (L4T R36); the boot-control backend therefore
+#                         leaves the chain alone when RAUC makes the slot primary.
 #                      A failure in either fails the installation: RAUC then leaves the
 #                      primary slot as it was, and the half-written slot is never booted.
 #
@@ -36,13 +42,15 @@
 # logs in), anything changed after the installation and before the reboot.
 #
 # Environment for tests (device defaults otherwise): FPGAGDR_CARRY_FROM (the running
-# system's root; default /), FPGAGDR_ESP_DIR (a mounted ESP; default: mount
-# /dev/disk/by-partlabel/esp), FPGAGDR_EFIVARS_DIR, FPGAGDR_NVBOOTCTRL.
+# system's root; default /), FPGAGDR_ESP_DIR (a mounted ESP; default: /boot/efi where
+# meta-tegra's esp.mount mounts it, else /dev/disk/by-partlabel/esp mounted here),
+# FPGAGDR_EFIVARS_DIR, FPGAGDR_NVBOOTCTRL.
 set -eu
 
 EFIVARS=${FPGAGDR_EFIVARS_DIR:-/sys/firmware/efi/efivars}
 NVBOOTCTRL=${FPGAGDR_NVBOOTCTRL:-nvbootctrl}
 GLOBAL_GUID=8be4df61-93ca-11d2-aa0d-00e098032b8c
+OSINDICATIONS="$EFIVARS/OsIndications-$GLOBAL_GUID"
 
 die() {
 	echo "fpgagdr-bundle-hooks: $*" >&2
@@ -66,6 +74,7 @@ install_check() {
 	n=$("$NVBOOTCTRL" -t rootfs get-number-slots 2>/dev/null) || n=0
 	[ "$n" = 2 ] ||
 		reject "rootfs A/B redundancy is not enabled on this device: refusing the update (flash the A/B layout first)"
+	withdraw_capsule
 }
 
 # carry_file REL: $FROM/REL into the new slot, modes and owner kept.
@@ -120,23 +129,69 @@ carry_over() {
 	echo "fpgagdr-bundle-hooks: settings and state carried over into the new slot"
 }
 
+# open_esp: sets $esp to the mounted ESP (mounting it when nobody has); close_esp undoes
+# a mount made here. Fails (status 1) when the ESP cannot be mounted.
+open_esp() {
+	esp=${FPGAGDR_ESP_DIR:-}
+	mounted=""
+	[ -z "$esp" ] || return 0
+	if grep -qs ' /boot/efi ' /proc/mounts; then
+		esp=/boot/efi
+		return 0
+	fi
+	esp=$(mktemp -d)
+	if ! mount /dev/disk/by-partlabel/esp "$esp"; then
+		rmdir "$esp"
+		return 1
+	fi
+	mounted=1
+}
+close_esp() {
+	if [ -n "$mounted" ]; then umount "$esp" && rmdir "$esp"; fi
+}
+
+# capsule_staged: true when OsIndications asks UEFI to process a capsule on disk (bit 2).
+capsule_staged() {
+	[ -e "$OSINDICATIONS" ] || return 1
+	b=$(od -An -tu1 -j4 -N1 "$OSINDICATIONS" 2>/dev/null | tr -d ' ')
+	[ -n "$b" ] && [ $((b & 4)) -ne 0 ]
+}
+
+# withdraw_capsule: clear bit 2 of OsIndications (its other bits kept; one 12-byte write,
+# attributes NV+BS+RT first) and remove the staged file from the ESP where it can be had
+# (without the bit UEFI does not look at it).
+withdraw_capsule() {
+	capsule_staged || return 0
+	# shellcheck disable=SC2046 # one word per byte, on purpose
+	set -- $(od -An -tu1 -j4 -N8 "$OSINDICATIONS")
+	[ $# = 8 ] || reject "cannot read $OSINDICATIONS to withdraw the capsule an earlier installation staged"
+	v='\0007\0000\0000\0000'
+	first=1
+	for b in "$@"; do
+		if [ "$first" = 1 ]; then b=$((b & ~4)); first=0; fi
+		v="$v$(printf '\\0%03o' "$b")"
+	done
+	chattr -i "$OSINDICATIONS" 2>/dev/null || true
+	printf '%b' "$v" | dd of="$OSINDICATIONS" bs=12 count=1 2>/dev/null ||
+		reject "cannot clear $OSINDICATIONS: the capsule an earlier installation staged is still pending"
+	if open_esp; then
+		rm -f "$esp/EFI/UpdateCapsule/TEGRA_BL.Cap"
+		close_esp
+	fi
+	echo "fpgagdr-bundle-hooks: the bootloader capsule of an earlier installation, not yet applied, is withdrawn"
+}
+
 stage_capsule() {
 	cap="${RAUC_BUNDLE_MOUNT_POINT:?}/tegra-bl.cap"
 	[ -f "$cap" ] || return 0
-	esp=${FPGAGDR_ESP_DIR:-}
-	mounted=""
-	if [ -z "$esp" ]; then
-		esp=$(mktemp -d)
-		mount /dev/disk/by-partlabel/esp "$esp" || die "cannot mount the ESP to stage the capsule"
-		mounted=1
-	fi
+	open_esp || die "cannot mount the ESP to stage the capsule"
 	mkdir -p "$esp/EFI/UpdateCapsule"
 	cp "$cap" "$esp/EFI/UpdateCapsule/TEGRA_BL.Cap.tmp"
 	sync
 	mv "$esp/EFI/UpdateCapsule/TEGRA_BL.Cap.tmp" "$esp/EFI/UpdateCapsule/TEGRA_BL.Cap"
 	sync
-	if [ -n "$mounted" ]; then umount "$esp" && rmdir "$esp"; fi
-	var="$EFIVARS/OsIndications-$GLOBAL_GUID"
+	close_esp
+	var=$OSINDICATIONS
 	if [ -e "$var" ]; then chattr -i "$var" 2>/dev/null || true; fi
 	# Attributes NV+BS+RT, then EFI_OS_INDICATIONS_FILE_CAPSULE_DELIVERY_SUPPORTED (bit 2).
 	printf '\007\000\000\000\004\000\000\000\000\000\000\000' | dd of="$var" bs=12 count=1 2>/dev/null ||
