@@ -381,6 +381,54 @@ fn the_service_killed_during_an_install_reports_it_correctly_after_restart() {
     assert!(env.slot("A").iter().all(|b| *b == 0xA5), "slot A untouched");
 }
 
+#[test]
+fn rauc_killed_during_an_install_and_restarted_is_reported_as_a_failed_install() {
+    // RAUC (not the service) dies mid-install and comes back: it never sends Completed,
+    // and its LastError is empty because it is a new process. The primary slot never
+    // changed, so the service must report a failure and keep the bundle.
+    if !rauc_ready("RAUC killed during install") {
+        return;
+    }
+    let mut env = Rauc::start(true);
+    let svc = env.service();
+    wait_ota(&svc, "OTA available", |v| v["available"] == true);
+    let img = image(8);
+    let bundle = std::fs::read(env.bundle("gated", COMPATIBLE, &keys().good, &img, true)).unwrap();
+    let sha = upload(&svc, &bundle).json()["sha256"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(install(&svc, &sha).status, 202);
+    wait_ota(&svc, "the install under way", |v| {
+        v["progress"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("rootfs"))
+    });
+    env.restart_rauc("A");
+    env.open_gate(); // the orphaned hook of the killed RAUC may end now
+    let v = wait_ota(&svc, "the outcome once RAUC is back", |v| {
+        v["available"] == true && v["last_result"].is_object()
+    });
+    assert_eq!(v["last_result"]["ok"], false, "a false success: {v}");
+    let err = v["last_result"]["error"].as_str().unwrap_or("");
+    assert!(
+        err.contains("rootfs.0"),
+        "the error names the primary slot: {v}"
+    );
+    assert_eq!(v["operation"], "idle", "{v}");
+    assert_eq!(v["primary_slot"], "rootfs.0", "{v}");
+    assert!(env.bootctrl().contains("active=0"), "{}", env.bootctrl());
+    assert!(env.slot("A").iter().all(|b| *b == 0xA5), "slot A untouched");
+    // The bundle is kept, and installing it again works.
+    assert_eq!(spool_files(&env), vec![format!("{sha}.raucb")]);
+    assert_eq!(install(&svc, &sha).status, 202);
+    let v = wait_ota(&svc, "the second install's result", |v| {
+        v["last_result"]["ok"] == true
+    });
+    assert_eq!(v["primary_slot"], "rootfs.1", "{v}");
+    assert_eq!(&env.slot("B")[..img.len()], &img[..]);
+}
+
 // 7 ------------------------------------------------------------------------------------
 
 /// The backend against the test double, in a fresh fake device.

@@ -199,20 +199,36 @@ impl Rauc {
                 .then_some(())
                 .ok_or_else(|| "no socket".into())
         });
-        let rauc = Self::rauc_command(d, &bus)
-            .args(["service", "--override-boot-slot=A"])
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(d.join("rauc.log")).unwrap())
-            .spawn()
-            .expect("spawn rauc service");
+        let rauc = Self::spawn_rauc(d, &bus, "A");
         let env = Rauc {
             dir,
             bus,
             dbus,
             rauc,
         };
+        env.wait_rauc();
+        env
+    }
+
+    /// `rauc service` on `bus`, booted from `boot_slot`, its log appended to `rauc.log`.
+    fn spawn_rauc(d: &Path, bus: &str, boot_slot: &str) -> Child {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(d.join("rauc.log"))
+            .unwrap();
+        Self::rauc_command(d, bus)
+            .arg("service")
+            .arg(format!("--override-boot-slot={boot_slot}"))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn rauc service")
+    }
+
+    fn wait_rauc(&self) {
         wait_for("RAUC on the private bus", || {
-            let out = Self::rauc_command(env.dir.path(), &env.bus)
+            let out = Self::rauc_command(self.dir.path(), &self.bus)
                 .arg("status")
                 .output()
                 .map_err(|e| e.to_string())?;
@@ -221,7 +237,20 @@ impl Rauc {
                 .then_some(())
                 .ok_or_else(|| String::from_utf8_lossy(&out.stderr).to_string())
         });
-        env
+    }
+
+    /// Kills `rauc service` with SIGKILL (a crash, the OOM killer, `systemctl kill`),
+    /// unmounts what it left mounted, and starts it again, booted from `boot_slot`.
+    pub(crate) fn restart_rauc(&mut self, boot_slot: &str) {
+        let _ = self.rauc.kill();
+        let _ = self.rauc.wait();
+        let _ = Command::new("umount")
+            .args(["-R", "-l"])
+            .arg(self.dir.path().join("mnt/bundle"))
+            .stderr(Stdio::null())
+            .status();
+        self.rauc = Self::spawn_rauc(self.dir.path(), &self.bus, boot_slot);
+        self.wait_rauc();
     }
 
     /// `rauc` with this environment's config, bus and test double.
