@@ -11,7 +11,10 @@
 #   5. shellcheck on every shell script of the layer and images/
 #   6. systemd's own checker on the layer's units (systemd-analyze verify, with the
 #      recipes' @paths@ filled in), and fpgagdrd.service's exposure score
-#      (systemd-analyze security --offline) held at 2.0 or better
+#      (systemd-analyze security --offline) held at 2.0 or better; the health gate as
+#      systemd's loader resolves it: meta-tegra's nv_update_verifier.service (a
+#      stand-in with its ordering and command) with the layer's drop-in runs after,
+#      and requires, fpgagdr-mark-good.service, which has no FailureAction
 # Installs the pinned tools of scripts/requirements.txt into a git-ignored venv
 # (meta-fpgagdr/.check/), and python3-venv / shellcheck / systemd from Debian when missing
 # (needs root). The parse against the real upstream layers is separate:
@@ -109,10 +112,19 @@ units() {
   # verify wants each ExecStart= executable to exist: the units name @bindir@/fpgagdrd.
   mkdir -p "$work/bin"
   ln -s "$(type -P true)" "$work/bin/fpgagdrd"
+  ln -s "$(type -P true)" "$work/bin/nvbootctrl"
   while IFS= read -r -d '' unit; do
     sed -e "s,@bindir@,$work/bin,g" -e 's,@libdir@,/usr/lib,g' -e 's,@datadir@,/usr/share,g' \
       -e 's,@sysconfdir@,/etc,g' "$unit" >"$work/$(basename "$unit")"
   done < <(find "$layer" -path "$cache" -prune -o -name '*.service' -print0)
+  # meta-tegra's nv_update_verifier.service (tegra-redundant-boot) is not in this layer:
+  # a stand-in with its ordering and command, and the layer's drop-in for it.
+  printf '%s\n' '[Unit]' 'Description=OTA bootloader update verifier (stand-in)' \
+    'After=nvstartup.service' '' '[Service]' 'Type=simple' \
+    "ExecStart=$work/bin/nvbootctrl verify" '' '[Install]' 'WantedBy=multi-user.target' \
+    >"$work/nv_update_verifier.service"
+  mkdir -p "$work/nv_update_verifier.service.d"
+  cp "$layer"/recipes-core/rauc-health/files/50-fpgagdr-health-gate.conf "$work/nv_update_verifier.service.d/"
   # verify warns and carries on over a setting it cannot parse: any word from it fails.
   local said
   if ! said=$(cd "$work" && systemd-analyze verify --man=no ./*.service 2>&1) || [ -n "$said" ]; then
@@ -120,10 +132,31 @@ units() {
     rm -rf "$work"
     return 1
   fi
+  # The health gate, as systemd's loader resolves the units (its debug dump of each).
+  local dump verifier markgood gate=0
+  dump=$(cd "$work" && SYSTEMD_LOG_LEVEL=debug systemd-analyze verify --man=no ./*.service 2>&1)
+  unit_dump() { printf '%s\n' "$dump" | awk -v u="-> Unit $1:" 'index($0, u) { on = 1; next } /-> Unit / { on = 0 } on'; }
+  verifier=$(unit_dump nv_update_verifier.service)
+  markgood=$(unit_dump fpgagdr-mark-good.service)
+  for dep in 'After: fpgagdr-mark-good.service' 'Requires: fpgagdr-mark-good.service'; do
+    if ! grep -q "$dep" <<<"$verifier"; then
+      echo "nv_update_verifier.service (nvbootctrl verify) lacks '$dep': it would confirm the boot before the health gate" >&2
+      gate=1
+    fi
+  done
+  # systemd prints "Failure Action:" only when one is set.
+  if ! grep -q 'Fragment Path:' <<<"$markgood"; then
+    echo "systemd did not load fpgagdr-mark-good.service" >&2
+    gate=1
+  elif grep 'Failure Action:' <<<"$markgood" | grep -vq 'none'; then
+    echo "fpgagdr-mark-good.service has a FailureAction: a failure there would reboot (loop)" >&2
+    gate=1
+  fi
+  if [ "$gate" != 0 ]; then rm -rf "$work"; return 1; fi
   score=$(systemd-analyze security --offline=true "$work/fpgagdrd.service" 2>/dev/null |
     sed -n 's/.*Overall exposure level for fpgagdrd.service: \([0-9.]*\).*/\1/p')
   rm -rf "$work"
-  echo "units: $(find "$layer" -path "$cache" -prune -o -name '*.service' -print | wc -l) verified; fpgagdrd.service exposure $score"
+  echo "units: $(find "$layer" -path "$cache" -prune -o -name '*.service' -print | wc -l) verified, nvbootctrl verify after the health gate; fpgagdrd.service exposure $score"
   if [ -z "$score" ] || ! awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }'; then
     echo "fpgagdrd.service exposure ${score:-?} is worse than 2.0 (docs/yocto.md)" >&2
     return 1

@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::rauc::{
-    COMPATIBLE, Rauc, have, install, keys, rauc_ready, ready_unless, repo, sha256_hex, upload,
-    wait_ota,
+    COMPATIBLE, NOBODY, Rauc, have, install, keys, rauc_ready, ready_unless, repo, sha256_hex,
+    upload, wait_ota,
 };
 
 /// Owner of `/etc/fpgagdr` in the new image: the `fpgagdr` user of another build.
@@ -286,10 +286,15 @@ fn assert_carried_over(b: &Root) {
         std::fs::read(b.0.join("var/lib/fpgagdr/state/history.bin")).unwrap(),
         [7u8; 4096]
     );
-    assert!(
-        !b.0.join("var/lib/fpgagdr/ota").exists(),
-        "the OTA spool was carried over"
-    );
+    // The new slot's spool holds only the installation marker for mark-good.
+    let spool = tree(&b.0.join("var/lib/fpgagdr/ota"));
+    assert_eq!(spool, ["installation"], "the OTA spool was carried over");
+    let marker = b.read("var/lib/fpgagdr/ota/installation");
+    let id = marker
+        .lines()
+        .find_map(|l| l.strip_prefix("id="))
+        .unwrap_or("");
+    assert_eq!(id.len(), 36, "a uuid per installation: {marker}");
     // Site settings and the device's identity.
     assert_eq!(
         b.read("etc/default/fpgagdrd"),
@@ -592,4 +597,40 @@ fn marking_the_booted_slot_active_withdraws_a_staged_capsule() {
     assert_eq!(os_indications(&env).expect("OsIndications")[0] & 4, 0);
     assert!(env.bootctrl().contains("active=0"), "{}", env.bootctrl());
     assert_eq!(rauc_status(&env)["boot_primary"], "rootfs.0");
+}
+
+#[test]
+fn after_an_update_mark_good_judges_the_new_slot_by_the_marker_the_hook_wrote() {
+    // The chain on one device: the real hook installs slot B and leaves its installation
+    // marker there; after the "reboot" into B the real mark-good reads B's spool, finds
+    // an update (not a factory boot), the service unhealthy and slot A good: B is marked
+    // bad and the reboot requested.
+    if !ready("hook marker -> mark-good") {
+        return;
+    }
+    let mut env = Rauc::start_with(true, "ext4");
+    running_system(&env.path("running"));
+    let out = rauc_install(&env, &bundle_for(&env, "plain", COMPATIBLE, false));
+    assert!(out.status.success(), "rauc install: {out:?}");
+    env.boot_into("B");
+    let root = env.path("slot-b");
+    std::fs::create_dir_all(&root).unwrap();
+    let m = Command::new("mount")
+        .args(["-o", "loop"])
+        .arg(env.path("slots/B.img"))
+        .arg(&root)
+        .status()
+        .unwrap();
+    assert!(m.success(), "mount slot B");
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _b = Unmount(root.clone());
+    let v = env.mark_good(&env.bus, NOBODY, "1", &root.join("var/lib/fpgagdr/ota"));
+    assert!(env.unbootable("B"), "B not marked bad: {}", v.said);
+    assert!(v.rebooted && !v.ok, "{}", v.said);
+    assert!(!env.unbootable("A"));
 }

@@ -338,6 +338,64 @@ impl Rauc {
         out_path
     }
 
+    /// Simulates a reboot into slot `letter` (`A`/`B`): the test double's current and
+    /// active slot become it, and RAUC starts again booted from it.
+    pub(crate) fn boot_into(&mut self, letter: &str) {
+        let n = if letter == "A" { 0 } else { 1 };
+        let ab = u8::from(self.bootctrl().contains("ab=1"));
+        std::fs::write(
+            self.path("nvbootctrl.state"),
+            format!("ab={ab}\ncurrent={n}\nactive={n}\n"),
+        )
+        .unwrap();
+        self.restart_rauc(letter);
+    }
+
+    /// `true` when the test double holds slot `letter` (`A`/`B`) unbootable.
+    pub(crate) fn unbootable(&self, letter: &str) -> bool {
+        std::fs::read(self.path(&format!("efivars/RootfsStatusSlot{letter}-{GUID}")))
+            .is_ok_and(|v| v[4] != 0)
+    }
+
+    /// Runs the real `fpgagdrd --mark-good-after-health` against this RAUC on `bus`,
+    /// probing the service at `listen` for `timeout_s`, with the OTA spool `spool`, the
+    /// nvbootctrl test double, and a TEST DOUBLE of the reboot command (it only records
+    /// that it was called; `systemctl reboot` on the device).
+    pub(crate) fn mark_good(
+        &self,
+        bus: &str,
+        listen: &str,
+        timeout_s: &str,
+        spool: &Path,
+    ) -> Verdict {
+        let flag = self.path("reboot-requested");
+        let _ = std::fs::remove_file(&flag);
+        let out = Command::new(env!("CARGO_BIN_EXE_fpgagdrd"))
+            .args(["--mark-good-after-health", "--listen", listen])
+            .args(["--rauc-bus", bus, "--health-timeout-s", timeout_s])
+            .args(["--rauc-wait-s", "3"])
+            .arg("--ota-spool")
+            .arg(spool)
+            .env("FPGAGDR_NVBOOTCTRL", test_double())
+            .env("FPGAGDR_EFIVARS_DIR", self.path("efivars"))
+            .env("NVBOOTCTRL_TEST_STATE", self.path("nvbootctrl.state"))
+            .env(
+                "FPGAGDR_REBOOT_COMMAND",
+                format!("touch {}", flag.display()),
+            )
+            .output()
+            .expect("run --mark-good-after-health");
+        Verdict {
+            ok: out.status.success(),
+            said: format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+            rebooted: flag.exists(),
+        }
+    }
+
     pub(crate) fn open_gate(&self) {
         std::fs::write(self.path("gate"), "").unwrap();
     }
@@ -356,6 +414,19 @@ impl Rauc {
         )
     }
 }
+
+/// What one run of `fpgagdrd --mark-good-after-health` did.
+pub(crate) struct Verdict {
+    /// Exit status 0 (the boot may be confirmed to the bootloader).
+    pub(crate) ok: bool,
+    /// Its stdout and stderr.
+    pub(crate) said: String,
+    /// The reboot test double was called.
+    pub(crate) rebooted: bool,
+}
+
+/// An address where no service answers: the appliance is not healthy.
+pub(crate) const NOBODY: &str = "127.0.0.1:9";
 
 /// `POST /api/v1/ota/bundles` with `bundle` as the body.
 pub(crate) fn upload(svc: &Service, bundle: &[u8]) -> Reply {

@@ -16,7 +16,11 @@
 #   slot-post-install  for the rootfs slot, mounted read-write by RAUC:
 #                      1. carry the appliance's settings and state over from the running
 #                         system into the new slot (list below), so an update keeps the
-#                         config, the API token and the device's identity;
+#                         config, the API token and the device's identity; then write
+#                         the installation marker /var/lib/fpgagdr/ota/installation
+#                         (id=<uuid>, slot, time) that tells fpgagdrd
+#                         --mark-good-after-health this slot came from an update (a slot
+#                         without one is a factory boot, never marked bad);
 #                      2. when the bundle carries the bootloader capsule (tegra-bl.cap,
 #                         meta-tegra's UEFI capsule), stage it on the ESP and ask UEFI to
 #                         apply it at the next boot (OsIndications bit 2). UEFI then
@@ -125,8 +129,21 @@ carry_over() {
 	done
 	carry_file etc/rauc-hawkbit-updater/config.conf
 	carry_link etc/systemd/system/multi-user.target.wants/rauc-hawkbit-updater.service
+	mark_installation
 	sync
 	echo "fpgagdr-bundle-hooks: settings and state carried over into the new slot"
+}
+
+# mark_installation: the marker fpgagdrd --mark-good-after-health reads in the new slot's
+# OTA spool; one id per installation (its verdict is stamped with it).
+mark_installation() {
+	spool="$TO/var/lib/fpgagdr/ota"
+	mkdir -p "$spool" || die "cannot create /var/lib/fpgagdr/ota in the new slot"
+	if [ -n "$owner" ]; then chown "$owner" "$TO/var/lib/fpgagdr" "$spool"; fi
+	id=$(cat /proc/sys/kernel/random/uuid 2>/dev/null) || id="$(date +%s)-$$"
+	printf 'id=%s\nslot=%s\ninstalled=%s\n' "$id" "${RAUC_SLOT_NAME:-}" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+		>"$spool/installation.fpgagdr-new" || die "cannot write the installation marker into the new slot"
+	mv -f "$spool/installation.fpgagdr-new" "$spool/installation"
 }
 
 # open_esp: sets $esp to the mounted ESP (mounting it when nobody has); close_esp undoes
