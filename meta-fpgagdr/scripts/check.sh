@@ -6,6 +6,9 @@
 #      pinned by commit (scripts/kas-check.py)
 #   3. bitbake's own parser (bb from PyPI bitbake-setup) on every .conf, .bb,
 #      .bbappend, .bbclass of the layer (scripts/bbparse-check.py)
+#   3b. the release build's development-key check (fpgagdr_rauc.bbclass) run through
+#      bitbake's parser on real keyrings: one certificate, and two (release CA and
+#      development CA, both orders) (scripts/dev-key-check-test.py)
 #   4. oelint-adv --release scarthgap on every recipe, append and class; suppressions
 #      with their reasons: scripts/oelint-suppressions.txt
 #   5. shellcheck on every shell script of the layer and images/
@@ -16,7 +19,7 @@
 #      stand-in with its ordering and command) with the layer's drop-in runs after,
 #      and requires, fpgagdr-mark-good.service, which has no FailureAction
 # Installs the pinned tools of scripts/requirements.txt into a git-ignored venv
-# (meta-fpgagdr/.check/), and python3-venv / shellcheck / systemd from Debian when missing
+# (meta-fpgagdr/.check/), and python3-venv / shellcheck / systemd / openssl from Debian when missing
 # (needs root). The parse against the real upstream layers is separate:
 # meta-fpgagdr/scripts/dry-run.sh (docs/yocto.md).
 set -euo pipefail
@@ -40,6 +43,7 @@ apt_need() { # apt_need COMMAND-TEST PACKAGE
 apt_need "command -v shellcheck" shellcheck
 apt_need "python3 -c 'import ensurepip, tomllib'" python3-venv
 apt_need "command -v systemd-analyze" systemd
+apt_need "command -v openssl" openssl
 stamp=$(sha256sum "$here/requirements.txt" | cut -d' ' -f1)
 if [ "$(cat "$venv/.stamp" 2>/dev/null)" != "$stamp" ]; then
   say "installing the pinned tools into $venv"
@@ -73,6 +77,8 @@ check "kas files" "$py" "$here/kas-check.py" "$root"
 
 # --- 3. bitbake's parser ----------------------------------------------------------
 check "bitbake parser" "$py" "$here/bbparse-check.py" "$layer"
+
+check "development-key check" "$py" "$here/dev-key-check-test.py" "$layer"
 
 # --- 4. oelint-adv ----------------------------------------------------------------
 oelint() {
