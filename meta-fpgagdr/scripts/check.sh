@@ -9,6 +9,8 @@
 #   3b. the release build's development-key check (fpgagdr_rauc.bbclass) run through
 #      bitbake's parser on real keyrings: one certificate, and two (release CA and
 #      development CA, both orders) (scripts/dev-key-check-test.py)
+#   3c. the admin user's initial password hash is that of the documented password, and
+#      its sudoers rule parses (visudo -c)
 #   4. oelint-adv --release scarthgap on every recipe, append and class; suppressions
 #      with their reasons: scripts/oelint-suppressions.txt
 #   5. shellcheck on every shell script of the layer and images/
@@ -19,7 +21,7 @@
 #      stand-in with its ordering and command) with the layer's drop-in runs after,
 #      and requires, fpgagdr-mark-good.service, which has no FailureAction
 # Installs the pinned tools of scripts/requirements.txt into a git-ignored venv
-# (meta-fpgagdr/.check/), and python3-venv / shellcheck / systemd / openssl from Debian when missing
+# (meta-fpgagdr/.check/), and python3-venv / shellcheck / systemd / openssl / sudo (visudo) from Debian when missing
 # (needs root). The parse against the real upstream layers is separate:
 # meta-fpgagdr/scripts/dry-run.sh (docs/yocto.md).
 set -euo pipefail
@@ -44,6 +46,7 @@ apt_need "command -v shellcheck" shellcheck
 apt_need "python3 -c 'import ensurepip, tomllib'" python3-venv
 apt_need "command -v systemd-analyze" systemd
 apt_need "command -v openssl" openssl
+apt_need "command -v visudo" sudo
 stamp=$(sha256sum "$here/requirements.txt" | cut -d' ' -f1)
 if [ "$(cat "$venv/.stamp" 2>/dev/null)" != "$stamp" ]; then
   say "installing the pinned tools into $venv"
@@ -79,6 +82,22 @@ check "kas files" "$py" "$here/kas-check.py" "$root"
 check "bitbake parser" "$py" "$here/bbparse-check.py" "$layer"
 
 check "development-key check" "$py" "$here/dev-key-check-test.py" "$layer"
+
+# The admin user's initial password hash in the image recipe is that of the password
+# docs/yocto.md gives ("fpgagdr").
+admin_password() {
+  local hash salt
+  hash=$(sed -n 's/^FPGAGDR_ADMIN_PASSWORD_HASH ??= "\(.*\)"$/\1/p' "$layer/recipes-core/images/fpgagdr-image.bb" | tr -d '\134')
+  salt=$(cut -d'$' -f3 <<<"$hash")
+  if [ -z "$hash" ] || [ "$(openssl passwd -6 -salt "$salt" fpgagdr)" != "$hash" ]; then
+    echo "FPGAGDR_ADMIN_PASSWORD_HASH is not the hash of the documented initial password 'fpgagdr'" >&2
+    return 1
+  fi
+  echo "admin: initial password hash is that of 'fpgagdr' (expired at first login)"
+}
+check "admin initial password" admin_password
+# sudo's own parser on the admin rule the image installs.
+check "sudoers rule (visudo)" visudo -c -f "$layer/recipes-core/fpgagdr-admin/files/50-fpgagdr-admin.sudoers"
 
 # --- 4. oelint-adv ----------------------------------------------------------------
 oelint() {

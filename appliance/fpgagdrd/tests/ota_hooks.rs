@@ -30,6 +30,10 @@ const IMAGE_BYTES: u64 = 3 * 1024 * 1024;
 /// The bootloader capsule the bundle carries.
 const CAPSULE: &[u8] = b"test capsule: stands in for meta-tegra's tegra-bl.cap";
 const GLOBAL_GUID: &str = "8be4df61-93ca-11d2-aa0d-00e098032b8c";
+/// The admin password the site set at the first login (a crypt hash).
+const SITE_HASH: &str = "$6$site0salt$Q2hhbmdlZEJ5VGhlU2l0ZUF0Rmlyc3RMb2dpbg";
+/// The image's initial admin password hash (expired: last change 0).
+const INITIAL_HASH: &str = "$6$fpgagdr0initial$txLIuiA0auBsDbJtmFw";
 
 fn hooks() -> PathBuf {
     repo().join("meta-fpgagdr/recipes-core/bundles/files/fpgagdr-bundle-hooks.sh")
@@ -119,6 +123,28 @@ fn running_system(root: &Path) {
         0o600,
         0,
     );
+    // The admin user: its password changed at the first login, a key added at flash time.
+    write(
+        &root.join("etc/passwd"),
+        format!(
+            "root:x:0:0:root:/home/root:/bin/sh\nadmin:x:{OLD_UID}:{OLD_UID}::/home/admin:/bin/sh\n"
+        )
+        .as_bytes(),
+        0o644,
+        0,
+    );
+    write(
+        &root.join("etc/shadow"),
+        format!("root:*:19000:0:99999:7:::\nadmin:{SITE_HASH}:20400:0:99999:7:::\n").as_bytes(),
+        0o400,
+        0,
+    );
+    write(
+        &root.join("home/admin/.ssh/authorized_keys"),
+        b"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAISiteKey me@laptop\n",
+        0o600,
+        OLD_UID,
+    );
     let wants = root.join("etc/systemd/system/multi-user.target.wants");
     std::fs::create_dir_all(&wants).unwrap();
     std::os::unix::fs::symlink(
@@ -154,6 +180,26 @@ fn new_rootfs_tree(dir: &Path) -> PathBuf {
         0,
     );
     write(&tree.join("etc/machine-id"), b"", 0o444, 0);
+    // The new image's admin user (another uid), with the initial, expired password.
+    write(
+        &tree.join("etc/passwd"),
+        format!(
+            "root:x:0:0:root:/home/root:/bin/sh\nfpgagdr:x:999:999::/var/lib/fpgagdr:/sbin/nologin\n\
+             admin:x:{NEW_UID}:{NEW_UID}::/home/admin:/bin/sh\n"
+        )
+        .as_bytes(),
+        0o644,
+        0,
+    );
+    write(
+        &tree.join("etc/shadow"),
+        format!("root:*:0:0:99999:7:::\nfpgagdr:!:0::::::\nadmin:{INITIAL_HASH}:0:0:99999:7:::\n")
+            .as_bytes(),
+        0o400,
+        0,
+    );
+    std::fs::create_dir_all(tree.join("home/admin")).unwrap();
+    std::os::unix::fs::chown(tree.join("home/admin"), Some(NEW_UID), Some(NEW_UID)).unwrap();
     std::fs::create_dir_all(tree.join("etc/fpgagdr")).unwrap();
     std::fs::set_permissions(
         tree.join("etc/fpgagdr"),
@@ -321,6 +367,26 @@ fn assert_carried_over(b: &Root) {
         std::fs::read_link(link).unwrap(),
         Path::new("/usr/lib/systemd/system/rauc-hawkbit-updater.service")
     );
+    // The admin user keeps its password (not expired again) and its SSH keys; everything
+    // else of the new image's accounts stays the new image's.
+    assert_eq!(
+        b.read("etc/shadow"),
+        format!("root:*:0:0:99999:7:::\nfpgagdr:!:0::::::\nadmin:{SITE_HASH}:20400:0:99999:7:::\n")
+    );
+    assert_eq!(b.meta("etc/shadow"), (0o400, 0, 0));
+    assert!(
+        b.read("etc/passwd")
+            .contains(&format!("admin:x:{NEW_UID}:"))
+    );
+    assert_eq!(
+        b.read("home/admin/.ssh/authorized_keys"),
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAISiteKey me@laptop\n"
+    );
+    assert_eq!(
+        b.meta("home/admin/.ssh/authorized_keys"),
+        (0o600, NEW_UID, NEW_UID)
+    );
+    assert_eq!(b.meta("home/admin/.ssh"), (0o700, NEW_UID, NEW_UID));
     let all = tree(&b.0);
     assert!(
         all.iter().all(|p| !p.contains("fpgagdr-new")),
@@ -461,6 +527,34 @@ fn the_post_install_hook_works_with_busybox_as_on_the_image() {
     assert!(out.status.success(), "hook under busybox: {out:?}");
     assert_carried_over(&Root(slot));
     assert_capsule_staged(&d.join("esp"), &d.join("efivars"));
+
+    // install-check: RAUC's rejection code and reason for another board; accepted for
+    // this one (and the capsule staged above is withdrawn).
+    std::fs::write(d.join("nvbootctrl.state"), "ab=1\ncurrent=0\nactive=0\n").unwrap();
+    let check = |mf: &str| {
+        Command::new(d.join("applets/sh"))
+            .arg(hooks())
+            .arg("install-check")
+            .env_clear()
+            .env("PATH", d.join("applets"))
+            .env("RAUC_SYSTEM_COMPATIBLE", COMPATIBLE)
+            .env("RAUC_MF_COMPATIBLE", mf)
+            .env("FPGAGDR_ESP_DIR", d.join("esp"))
+            .env("FPGAGDR_EFIVARS_DIR", d.join("efivars"))
+            .env("FPGAGDR_NVBOOTCTRL", common::rauc::test_double())
+            .env("NVBOOTCTRL_TEST_STATE", d.join("nvbootctrl.state"))
+            .output()
+            .unwrap()
+    };
+    let out = check("fpgagdr-jetson-agx-orin-devkit");
+    assert_eq!(out.status.code(), Some(10), "{out:?}");
+    let reason = String::from_utf8_lossy(&out.stderr);
+    assert!(reason.contains("compatible mismatch"), "{reason}");
+    let out = check(COMPATIBLE);
+    assert!(out.status.success(), "{out:?}");
+    let ind = std::fs::read(d.join(format!("efivars/OsIndications-{GLOBAL_GUID}"))).unwrap();
+    assert_eq!(ind[4] & 4, 0, "the staged capsule was not withdrawn");
+    assert!(!d.join("esp/EFI/UpdateCapsule/TEGRA_BL.Cap").exists());
 }
 
 /// Asserts that an installation changed nothing: slot B never written, the boot chain

@@ -42,8 +42,12 @@
 #   /etc/machine-id           when it holds an id: DHCP client id and journal stay the same
 #   /etc/ssh/ssh_host_*       the SSH host keys: clients see the same host after an update
 #   /etc/rauc-hawkbit-updater/config.conf and its enablement link: fleet updates go on
-# Not carried: root's authorized_keys (the image's FPGAGDR_SSH_AUTHORIZED_KEYS decide who
-# logs in), anything changed after the installation and before the reboot.
+#   the admin user's password (its /etc/shadow hash and last-change day, so the one set
+#   at the first login stays and is not expired again) and its ~/.ssh/authorized_keys
+#   (keys added by images/flash.sh --ssh-key or by hand), owned by the new image's admin
+# Not carried: other accounts (the new image's /etc/passwd and /etc/shadow stay), other
+# changes made by hand under /etc, anything changed after the installation and before
+# the reboot.
 #
 # Environment for tests (device defaults otherwise): FPGAGDR_CARRY_FROM (the running
 # system's root; default /), FPGAGDR_ESP_DIR (a mounted ESP; default: /boot/efi where
@@ -129,9 +133,39 @@ carry_over() {
 	done
 	carry_file etc/rauc-hawkbit-updater/config.conf
 	carry_link etc/systemd/system/multi-user.target.wants/rauc-hawkbit-updater.service
+	carry_admin
 	mark_installation
 	sync
 	echo "fpgagdr-bundle-hooks: settings and state carried over into the new slot"
+}
+
+# carry_admin: the admin user's password and SSH keys, when both systems have the user.
+carry_admin() {
+	[ -f "$FROM/etc/passwd" ] && [ -f "$TO/etc/passwd" ] || return 0
+	old_home=$(awk -F: '$1 == "admin" { print $6 }' "$FROM/etc/passwd")
+	new_entry=$(awk -F: '$1 == "admin" { print $3 ":" $4 ":" $6 }' "$TO/etc/passwd")
+	[ -n "$old_home" ] && [ -n "$new_entry" ] || return 0
+	ids=${new_entry%:*}
+	new_home=${new_entry##*:}
+	keys="$FROM$old_home/.ssh/authorized_keys"
+	if [ -f "$keys" ]; then
+		mkdir -p "$TO$new_home/.ssh"
+		cp "$keys" "$TO$new_home/.ssh/authorized_keys.fpgagdr-new" || die "cannot carry admin's authorized_keys into the new slot"
+		chmod 0600 "$TO$new_home/.ssh/authorized_keys.fpgagdr-new"
+		mv -f "$TO$new_home/.ssh/authorized_keys.fpgagdr-new" "$TO$new_home/.ssh/authorized_keys"
+		chmod 0700 "$TO$new_home/.ssh"
+		chown -R "$ids" "$TO$new_home/.ssh"
+	fi
+	[ -f "$FROM/etc/shadow" ] && [ -f "$TO/etc/shadow" ] || return 0
+	old=$(awk -F: '$1 == "admin" { print $2 ":" $3 }' "$FROM/etc/shadow")
+	case $old in '' | :*) return 0 ;; esac
+	grep -q '^admin:' "$TO/etc/shadow" || return 0
+	mode=$(stat -c %a "$TO/etc/shadow")
+	awk -F: -v OFS=: -v hash="${old%:*}" -v changed="${old##*:}" \
+		'$1 == "admin" { $2 = hash; $3 = changed } { print }' "$TO/etc/shadow" >"$TO/etc/shadow.fpgagdr-new" ||
+		die "cannot carry admin's password into the new slot"
+	chmod "$mode" "$TO/etc/shadow.fpgagdr-new"
+	mv -f "$TO/etc/shadow.fpgagdr-new" "$TO/etc/shadow"
 }
 
 # mark_installation: the marker fpgagdrd --mark-good-after-health reads in the new slot's
