@@ -657,6 +657,11 @@ fn an_unhealthy_update_is_marked_bad_and_rebooted_only_when_the_other_slot_is_go
     assert!(v.rebooted, "no reboot after Mark bad: {}", v.said);
     assert!(!v.ok, "the boot must not be confirmed: {}", v.said);
     assert!(!env.unbootable("A"));
+    // Should B come up again all the same (A failing in turn), it is not judged again:
+    // no second reboot, no loop.
+    let v = mark_good(&env, &env.bus, NOBODY, "1");
+    assert!(v.said.contains("judged before (bad)"), "{}", v.said);
+    assert!(!v.rebooted, "{}", v.said);
 
     // Slot A is bad too (an earlier update that failed): B stays, nothing is marked,
     // no reboot; the boot may be confirmed.

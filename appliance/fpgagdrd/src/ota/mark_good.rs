@@ -25,8 +25,9 @@
 //! The installation marker (`<spool>/installation`, [`MARKER`]) is written into the new
 //! slot by the bundle's `slot-post-install` hook; a slot without one holds the image it
 //! was flashed with. A verdict is taken once per installation: a stamp ([`STAMP`]) with
-//! the booted slot and the marker's id; a later boot of the same installation finds it
-//! and does nothing (a transient fault later never rolls back a confirmed update).
+//! the booted slot, the marker's id and the verdict (`good`/`bad`); a later boot of the
+//! same installation finds it and does nothing (a transient fault later never rolls back
+//! a confirmed update, and a slot marked bad that comes up again is not rebooted again).
 //!
 //! Environment (defaults are the device's): `FPGAGDR_NVBOOTCTRL` (the `nvbootctrl` to
 //! ask whether A/B is armed), `FPGAGDR_REBOOT_COMMAND` (run by `sh -c` after a successful
@@ -273,13 +274,21 @@ pub fn run(
     };
     let installation = installation(spool);
     let stamp = spool.join(STAMP);
-    let verdict = format!(
+    // The stamp: "<booted slot> <installation id or factory> <good|bad>".
+    let key = format!(
         "{} {}",
         booted.as_deref().unwrap_or("?"),
         installation.as_deref().unwrap_or("factory")
     );
-    if rauc.is_ok() && std::fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == verdict) {
-        println!("fpgagdrd: slot {verdict} was confirmed before");
+    let before = std::fs::read_to_string(&stamp).unwrap_or_default();
+    if let Some((judged, result)) = before.trim().rsplit_once(' ')
+        && judged == key
+        && rauc.is_ok()
+    {
+        match result {
+            "good" => println!("fpgagdrd: slot {key} was confirmed before"),
+            other => println!("fpgagdrd: slot {key} was judged before ({other})"),
+        }
         return Ok(());
     }
     let deadline = Instant::now() + timeout;
@@ -301,10 +310,13 @@ pub fn run(
         health,
     };
     let slot = booted.unwrap_or_else(|| "?".into());
-    let write_stamp = || {
-        std::fs::create_dir_all(spool)
-            .and_then(|()| std::fs::write(&stamp, format!("{verdict}\n")))
-            .map_err(|e| format!("{}: {e}", stamp.display()))
+    // A stamp that cannot be written only means the next boot judges again.
+    let write_stamp = |result: &str| {
+        if let Err(e) = std::fs::create_dir_all(spool)
+            .and_then(|()| std::fs::write(&stamp, format!("{key} {result}\n")))
+        {
+            println!("fpgagdrd: cannot write {}: {e}", stamp.display());
+        }
     };
     match (decide(&facts), rauc) {
         (Decision::Leave(why), _) => {
@@ -314,7 +326,7 @@ pub fn run(
         (Decision::MarkGood, Ok(r)) => {
             match mark(&runtime, &r, "good") {
                 Ok(msg) => {
-                    write_stamp()?;
+                    write_stamp("good");
                     println!("fpgagdrd: healthy; slot {slot} marked good ({msg})");
                 }
                 Err(e) => println!(
@@ -333,7 +345,7 @@ pub fn run(
                      stays unconfirmed, so the bootloader goes back to the other slot after its boot retries"
                 )
             })?;
-            write_stamp()?;
+            write_stamp("bad");
             let command =
                 std::env::var("FPGAGDR_REBOOT_COMMAND").unwrap_or_else(|_| REBOOT_COMMAND.into());
             let rebooting = std::process::Command::new("sh")
