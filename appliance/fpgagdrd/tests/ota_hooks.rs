@@ -728,3 +728,26 @@ fn after_an_update_mark_good_judges_the_new_slot_by_the_marker_the_hook_wrote() 
     assert!(v.rebooted && !v.ok, "{}", v.said);
     assert!(!env.unbootable("A"));
 }
+
+#[test]
+fn a_capsule_after_a_switch_by_hand_puts_the_chain_back_for_the_firmware() {
+    // A first update without a capsule switched the chain by hand (active B, still
+    // running A); a second one, with a capsule, before any reboot: the firmware applies
+    // a capsule only when the active chain is the current one, so the backend puts it
+    // back and leaves the switch to the capsule update.
+    if !ready("capsule after a switch by hand") {
+        return;
+    }
+    let env = Rauc::start_with(true, "ext4");
+    running_system(&env.path("running"));
+    let out = rauc_install(&env, &bundle_for(&env, "nocap", COMPATIBLE, false));
+    assert!(out.status.success(), "rauc install: {out:?}");
+    assert!(env.bootctrl().contains("active=1"), "{}", env.bootctrl());
+    let out = rauc_install(&env, &bundle(&env));
+    assert!(out.status.success(), "rauc install: {out:?}");
+    assert_capsule_staged(&env.path("esp"), &env.path("efivars"));
+    let st = env.bootctrl();
+    assert!(st.contains("active=0") && st.contains("current=0"), "{st}");
+    assert!(slot_b_bootable(&env), "slot B left unbootable");
+    assert_eq!(rauc_status(&env)["boot_primary"], "rootfs.1");
+}

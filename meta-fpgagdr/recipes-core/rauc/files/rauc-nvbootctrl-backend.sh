@@ -23,7 +23,9 @@
 # rootfs slot follows. Switching the chain by hand first (set-active-boot-slot) would
 # make the firmware skip the capsule (NVIDIA's and OE4T's OTA flows leave it out when a
 # capsule is staged). So, with a capsule staged:
-#   set-primary OTHER   makes OTHER bootable and leaves the switch to the firmware
+#   set-primary OTHER   makes OTHER bootable and leaves the switch to the firmware (an
+#                       earlier switch by hand, active != current, is undone first: it
+#                       too makes the firmware skip the capsule)
 #   set-primary CURRENT withdraws the capsule (clears the bit), then switches as usual
 #   get-primary         reports OTHER, the chain the firmware switches to
 #
@@ -155,7 +157,14 @@ get-primary)
 set-primary)
 	n=$(slot_number "${2:-}")
 	if capsule_staged; then
-		if [ "$n" != "$(current_number)" ]; then
+		cur=$(current_number)
+		if [ "$n" != "$cur" ]; then
+			# An earlier switch by hand (active chain != current) also makes the firmware
+			# skip the capsule: put the active chain back to the current one first.
+			act=$(dump | sed -n 's/^Active rootfs slot: *\([A-Za-z0-9]*\).*/\1/p')
+			if [ "$(bootname "${act:-?}")" != "$(bootname "$cur")" ]; then
+				rootfs set-active-boot-slot "$cur" >/dev/null || die "nvbootctrl -t rootfs set-active-boot-slot $cur failed"
+			fi
 			make_bootable "$n"
 			echo "rauc-nvbootctrl-backend: a bootloader capsule is staged: UEFI updates boot chain $2 at the next boot and switches to it, the rootfs slot with it; the chain is not switched by hand (that would cancel the capsule update)" >&2
 			exit 0
