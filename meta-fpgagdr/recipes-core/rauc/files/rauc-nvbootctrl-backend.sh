@@ -21,8 +21,8 @@
 # stages tegra-bl.cap), UEFI applies it at the next boot to the *other* boot chain and
 # switches to that chain, and on L4T R36 (rootfs A/B unified with the boot chain) the
 # rootfs slot follows. Switching the chain by hand first (set-active-boot-slot) would
-# make the firmware skip the capsule (NVIDIA's and OE4T's OTA flows leave it out when a
-# capsule is staged). So, with a capsule staged:
+# make the firmware skip the capsule (OE4T's swupdate example for Jetson and TIER IV's
+# Autoware OTA client leave it out when a capsule is staged). So, with a capsule staged:
 #   set-primary OTHER   makes OTHER bootable and leaves the switch to the firmware (an
 #                       earlier switch by hand, active != current, is undone first: it
 #                       too makes the firmware skip the capsule)
