@@ -6,8 +6,9 @@
 # against Debian's kernel headers with W=1 and sparse, checkpatch --strict, the user-space
 # unit tests of its descriptor, SG and pin arithmetic, then the real module in Debian's
 # kernel under QEMU with its test-only software card, driven by C tests and by the Rust
-# library's functional suite), the OTA tests against a real RAUC, the Yocto layer's
-# offline checks, and the dashboard's type check (tsc on its JSDoc).
+# library's functional suite), the OTA tests against a real RAUC, flash.sh's key
+# injection, the Yocto layer's offline checks, and the dashboard's type check (tsc on
+# its JSDoc).
 # Installs what it needs from Debian and npm when missing (needs root for apt-get).
 set -euo pipefail
 root=$(cd "$(dirname "$0")" && pwd)
@@ -43,6 +44,10 @@ cargo test --locked -q -p fpgagdrd --test gpu -- --nocapture 2>&1 | grep -E '^sk
 
 say "OTA: the service against Debian's real RAUC on a private D-Bus, file-backed slots, signed bundles"
 images/rauc/test/run.sh
+
+say "flash.sh: the admin's SSH key into a flash package's root file system (no Jetson)"
+apt_need debugfs e2fsprogs
+images/test/flash-test.sh
 
 say "kernel module"
 kmod/scripts/check.sh

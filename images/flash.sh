@@ -11,16 +11,22 @@
 # update (issue 9) rolls back. See images/README.md.
 #
 # usage: images/flash.sh [--machine M] [--image NAME] [--deploy DIR] [--tarball FILE]
-#                        [--extract-only] [-- initrd-flash options]
+#                        [--ssh-key FILE] [--out DIR] [--extract-only]
+#                        [-- initrd-flash options]
 #   --machine    jetson-orin-nano-devkit-nvme (default) or jetson-agx-orin-devkit
 #   --deploy     where the build put the images (default:
 #                images/work/build/tmp/deploy/images/MACHINE, or $KAS_WORK_DIR's)
 #   --tarball    the tegraflash package itself (overrides --deploy)
-#   --extract-only  unpack and check, do not flash
+#   --ssh-key    an SSH public key file (e.g. ~/.ssh/id_ed25519.pub; one key or
+#                several, one a line) for the image's admin user: added to
+#                /home/admin/.ssh/authorized_keys of the root file system being
+#                flashed (both slots), next to keys the build put there; no rebuild
+#   --out        where to unpack (default: images/out/MACHINE/TIME, a fresh folder)
+#   --extract-only  unpack and check (and add the key), do not flash
 # Options after -- go to initrd-flash (e.g. --usb-instance, --erase-nvme).
-# Needs: tar, gzip, and for flashing sgdisk, udisksctl, dtc and GNU cpp
-# (Debian/Ubuntu: gdisk udisks2 device-tree-compiler cpp), a USB cable to the
-# Jetson's recovery port, and the Jetson in recovery mode.
+# Needs: tar, gzip, debugfs (e2fsprogs) for --ssh-key, and for flashing sgdisk,
+# udisksctl, dtc and GNU cpp (Debian/Ubuntu: gdisk udisks2 device-tree-compiler cpp),
+# a USB cable to the Jetson's recovery port, and the Jetson in recovery mode.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -28,12 +34,14 @@ machine=jetson-orin-nano-devkit-nvme
 image=fpgagdr-image
 deploy=
 tarball=
+ssh_key=
+out=
 extract_only=0
 flash_args=()
 
 say() { printf 'flash: %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 1; }
-usage() { sed -n '/^# usage:/,/^# Jetson.s recovery/s/^# \{0,1\}//p' "$0"; exit "${1:-0}"; }
+usage() { sed -n '/^# usage:/,/^# a USB cable/s/^# \{0,1\}//p' "$0"; exit "${1:-0}"; }
 
 while [ $# -gt 0 ]; do
   case $1 in
@@ -41,6 +49,8 @@ while [ $# -gt 0 ]; do
     --image) image=${2:?}; shift 2 ;;
     --deploy) deploy=${2:?}; shift 2 ;;
     --tarball) tarball=${2:?}; shift 2 ;;
+    --ssh-key) ssh_key=${2:?}; shift 2 ;;
+    --out) out=${2:?}; shift 2 ;;
     --extract-only) extract_only=1; shift ;;
     -h | --help) usage 0 ;;
     --) shift; flash_args=("$@"); break ;;
@@ -57,6 +67,58 @@ for arg in "${flash_args[@]}"; do
     die "--skip-bootloader leaves the QSPI as it was: the A/B configuration would not be flashed"
 done
 
+# check_public_keys FILE: every line is an OpenSSH public key (authorized_keys syntax:
+# options may come first), or a comment; never a private key.
+check_public_keys() {
+  local f=$1 n=0 line types='(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com)'
+  [ -f "$f" ] || die "--ssh-key $f: no such file"
+  if grep -q 'PRIVATE KEY' "$f"; then
+    die "--ssh-key $f is a private key: give the public key (the .pub file next to it)"
+  fi
+  while IFS= read -r line || [ -n "$line" ]; do
+    case $line in '' | '#'*) continue ;; esac
+    grep -Eq "(^|[[:space:]])$types [A-Za-z0-9+/]+={0,2}([[:space:]]|$)" <<<"$line" ||
+      die "--ssh-key $f: '${line:0:40}...' is not an SSH public key (expected e.g. 'ssh-ed25519 AAAA... me@host')"
+    n=$((n + 1))
+  done <"$f"
+  [ "$n" -gt 0 ] || die "--ssh-key $f holds no SSH public key"
+}
+
+# add_admin_keys IMAGE FILE: append FILE's keys to the admin user's authorized_keys in
+# the ext4 root file system IMAGE (debugfs: no mount, no root), owner admin, .ssh 0700,
+# authorized_keys 0600; then read it back.
+add_admin_keys() {
+  local img=$1 keys=$2 entry uid gid home have merged cmds
+  command -v debugfs >/dev/null || die "--ssh-key needs debugfs (Debian/Ubuntu: e2fsprogs)"
+  entry=$(debugfs -R 'cat /etc/passwd' "$img" 2>/dev/null | awk -F: '$1 == "admin" { print $3 " " $4 " " $6 }')
+  [ -n "$entry" ] || die "the root file system $img has no admin user: build it from this repository's fpgagdr-image"
+  read -r uid gid home <<<"$entry"
+  have=$(debugfs -R "cat $home/.ssh/authorized_keys" "$img" 2>/dev/null || true)
+  merged=$(mktemp)
+  { [ -z "$have" ] || printf '%s\n' "$have"; grep -v -e '^#' -e '^[[:space:]]*$' "$keys"; } | awk '!seen[$0]++' >"$merged"
+  cmds=$(mktemp)
+  {
+    echo "mkdir $home/.ssh"
+    echo "rm $home/.ssh/authorized_keys"
+    echo "write $merged $home/.ssh/authorized_keys"
+    echo "set_inode_field $home/.ssh mode 040700"
+    echo "set_inode_field $home/.ssh uid $uid"
+    echo "set_inode_field $home/.ssh gid $gid"
+    echo "set_inode_field $home/.ssh/authorized_keys mode 0100600"
+    echo "set_inode_field $home/.ssh/authorized_keys uid $uid"
+    echo "set_inode_field $home/.ssh/authorized_keys gid $gid"
+  } >"$cmds"
+  debugfs -w -f "$cmds" "$img" >/dev/null 2>&1 || true
+  if [ "$(debugfs -R "cat $home/.ssh/authorized_keys" "$img" 2>/dev/null)" != "$(cat "$merged")" ]; then
+    rm -f "$merged" "$cmds"
+    die "could not write $home/.ssh/authorized_keys into $img"
+  fi
+  rm -f "$merged" "$cmds"
+  say "SSH key(s) of $ssh_key added for user admin ($home/.ssh/authorized_keys)"
+}
+
+[ -z "$ssh_key" ] || check_public_keys "$ssh_key"
+
 if [ -z "$tarball" ]; then
   work=${KAS_WORK_DIR:-$here/work}
   deploy=${deploy:-$work/build/tmp/deploy/images/$machine}
@@ -66,7 +128,8 @@ fi
 [ -f "$tarball" ] || die "$tarball: no such file"
 
 # A fresh folder each time: meta-tegra advises against reusing one across flash methods.
-out=$here/out/$machine/$(date +%Y%m%d-%H%M%S)
+out=${out:-$here/out/$machine/$(date +%Y%m%d-%H%M%S)}
+[ ! -e "$out" ] || [ -z "$(ls -A "$out")" ] || die "$out is not empty: flash from a fresh folder"
 mkdir -p "$out"
 say "unpacking $(basename "$tarball") into $out"
 tar -xzf "$tarball" -C "$out"
@@ -84,6 +147,15 @@ done
 [ "$layout_ok" = 1 ] ||
   die "no APP_b partition in the package's layouts: build with the fpgagdr distro (USE_REDUNDANT_FLASH_LAYOUT_DEFAULT = 1)"
 say "A/B layout present (APP and APP_b)"
+
+if [ -n "$ssh_key" ]; then
+  rootfs=$(sed -n 's/^ROOTFS_IMAGE="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$out/.env.initrd-flash")
+  case $rootfs in
+    *.ext4) [ -f "$out/$rootfs" ] || die "the package names $rootfs as its root file system, but it is not there" ;;
+    *) die "the package's root file system '$rootfs' is not an ext4 image: --ssh-key cannot add the key" ;;
+  esac
+  add_admin_keys "$out/$rootfs" "$ssh_key"
+fi
 
 if [ "$extract_only" = 1 ]; then
   say "unpacked; to flash: cd $out && ./initrd-flash"

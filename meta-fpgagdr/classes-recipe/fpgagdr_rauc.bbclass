@@ -21,10 +21,14 @@ FPGAGDR_DEV_KEY_MARKER = "fpgagdr-development-key"
 FPGAGDR_RAUC_STATUSFILE ??= "${localstatedir}/lib/rauc/central.raucs"
 
 def fpgagdr_rauc_check_cert(d, path, what):
-    """Fails the parse when `path` is missing, or a development certificate while
-    FPGAGDR_RELEASE = "1"; warns about a development certificate otherwise."""
+    """Fails the build when `path` is missing or holds no PEM certificate, or when any
+    of its certificates is a development one while FPGAGDR_RELEASE = "1"; warns about a
+    development certificate otherwise. Each certificate is decoded on its own: a keyring
+    may hold several (the rotation layout of docs/ota.md: old CA, then new CA)."""
     import base64
+    import binascii
     import os
+    import re
     if not path or path.startswith("pkcs11:"):
         return
     if not os.path.isfile(path):
@@ -32,16 +36,24 @@ def fpgagdr_rauc_check_cert(d, path, what):
                  "keys, or set FPGAGDR_RAUC_KEY_DIR to your release keys (docs/ota.md)" % (what, path))
     with open(path) as f:
         text = f.read()
-    body = "".join(l for l in text.splitlines() if l and not l.startswith("-----"))
-    try:
-        der = base64.b64decode(body)
-    except Exception:
-        der = b""
-    if d.getVar("FPGAGDR_DEV_KEY_MARKER").encode() in der:
+    blocks = re.findall(r"-----BEGIN CERTIFICATE-----(.*?)-----END CERTIFICATE-----", text, re.S)
+    if not blocks:
+        bb.fatal("%s %s holds no PEM certificate" % (what, path))
+    marker = d.getVar("FPGAGDR_DEV_KEY_MARKER").encode()
+    dev = []
+    for n, body in enumerate(blocks, 1):
+        try:
+            der = base64.b64decode("".join(body.split()), validate=True)
+        except (binascii.Error, ValueError) as e:
+            bb.fatal("%s %s: certificate %d of %d is not valid base64 (%s)" % (what, path, n, len(blocks), e))
+        if marker in der:
+            dev.append(str(n))
+    if dev:
+        which = "%s %s (certificate %s of %d)" % (what, path, ", ".join(dev), len(blocks))
         if bb.utils.to_boolean(d.getVar("FPGAGDR_RELEASE")):
-            bb.fatal("%s %s is a development certificate and FPGAGDR_RELEASE = \"1\": "
-                     "a release is never signed with, or trusts, development keys" % (what, path))
-        bb.warn("%s %s is a development certificate: fine for development, never for a release" % (what, path))
+            bb.fatal("%s is a development certificate and FPGAGDR_RELEASE = \"1\": "
+                     "a release is never signed with, or trusts, development keys" % which)
+        bb.warn("%s is a development certificate: fine for development, never for a release" % which)
 
 python fpgagdr_check_keys() {
     fpgagdr_rauc_check_cert(d, d.getVar("FPGAGDR_RAUC_CERT_TO_CHECK"), "RAUC signing certificate")

@@ -36,7 +36,7 @@ import bb.parse  # noqa: E402
 # (checked for real by scripts/dry-run.sh); here they are empty stand-ins.
 KNOWN_CLASSES = {
     "allarch", "bundle", "cargo_bin", "core-image", "image", "module", "systemd",
-    "useradd", "update-rc.d", "features_check", "deploy", "kernel-module-split",
+    "useradd", "update-rc.d", "features_check", "deploy", "kernel-module-split", "extrausers",
     "packagegroup", "pkgconfig", "rust_bin-common", "externalsrc",
 }
 INHERIT_RE = re.compile(r"^\s*inherit(?:_defer)?\s+(.+)$")

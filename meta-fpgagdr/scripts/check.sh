@@ -6,14 +6,22 @@
 #      pinned by commit (scripts/kas-check.py)
 #   3. bitbake's own parser (bb from PyPI bitbake-setup) on every .conf, .bb,
 #      .bbappend, .bbclass of the layer (scripts/bbparse-check.py)
+#   3b. the release build's development-key check (fpgagdr_rauc.bbclass) run through
+#      bitbake's parser on real keyrings: one certificate, and two (release CA and
+#      development CA, both orders) (scripts/dev-key-check-test.py)
+#   3c. the admin user's initial password hash is that of the documented password, and
+#      its sudoers rule parses (visudo -c)
 #   4. oelint-adv --release scarthgap on every recipe, append and class; suppressions
 #      with their reasons: scripts/oelint-suppressions.txt
 #   5. shellcheck on every shell script of the layer and images/
 #   6. systemd's own checker on the layer's units (systemd-analyze verify, with the
 #      recipes' @paths@ filled in), and fpgagdrd.service's exposure score
-#      (systemd-analyze security --offline) held at 2.0 or better
+#      (systemd-analyze security --offline) held at 2.0 or better; the health gate as
+#      systemd's loader resolves it: meta-tegra's nv_update_verifier.service (a
+#      stand-in with its ordering and command) with the layer's drop-in runs after,
+#      and requires, fpgagdr-mark-good.service, which has no FailureAction
 # Installs the pinned tools of scripts/requirements.txt into a git-ignored venv
-# (meta-fpgagdr/.check/), and python3-venv / shellcheck / systemd from Debian when missing
+# (meta-fpgagdr/.check/), and python3-venv / shellcheck / systemd / openssl / sudo (visudo) from Debian when missing
 # (needs root). The parse against the real upstream layers is separate:
 # meta-fpgagdr/scripts/dry-run.sh (docs/yocto.md).
 set -euo pipefail
@@ -37,6 +45,8 @@ apt_need() { # apt_need COMMAND-TEST PACKAGE
 apt_need "command -v shellcheck" shellcheck
 apt_need "python3 -c 'import ensurepip, tomllib'" python3-venv
 apt_need "command -v systemd-analyze" systemd
+apt_need "command -v openssl" openssl
+apt_need "command -v visudo" sudo
 stamp=$(sha256sum "$here/requirements.txt" | cut -d' ' -f1)
 if [ "$(cat "$venv/.stamp" 2>/dev/null)" != "$stamp" ]; then
   say "installing the pinned tools into $venv"
@@ -70,6 +80,24 @@ check "kas files" "$py" "$here/kas-check.py" "$root"
 
 # --- 3. bitbake's parser ----------------------------------------------------------
 check "bitbake parser" "$py" "$here/bbparse-check.py" "$layer"
+
+check "development-key check" "$py" "$here/dev-key-check-test.py" "$layer"
+
+# The admin user's initial password hash in the image recipe is that of the password
+# docs/yocto.md gives ("fpgagdr").
+admin_password() {
+  local hash salt
+  hash=$(sed -n 's/^FPGAGDR_ADMIN_PASSWORD_HASH ??= "\(.*\)"$/\1/p' "$layer/recipes-core/images/fpgagdr-image.bb" | tr -d '\134')
+  salt=$(cut -d'$' -f3 <<<"$hash")
+  if [ -z "$hash" ] || [ "$(openssl passwd -6 -salt "$salt" fpgagdr)" != "$hash" ]; then
+    echo "FPGAGDR_ADMIN_PASSWORD_HASH is not the hash of the documented initial password 'fpgagdr'" >&2
+    return 1
+  fi
+  echo "admin: initial password hash is that of 'fpgagdr' (expired at first login)"
+}
+check "admin initial password" admin_password
+# sudo's own parser on the admin rule the image installs.
+check "sudoers rule (visudo)" visudo -c -f "$layer/recipes-core/fpgagdr-admin/files/50-fpgagdr-admin.sudoers"
 
 # --- 4. oelint-adv ----------------------------------------------------------------
 oelint() {
@@ -109,10 +137,19 @@ units() {
   # verify wants each ExecStart= executable to exist: the units name @bindir@/fpgagdrd.
   mkdir -p "$work/bin"
   ln -s "$(type -P true)" "$work/bin/fpgagdrd"
+  ln -s "$(type -P true)" "$work/bin/nvbootctrl"
   while IFS= read -r -d '' unit; do
     sed -e "s,@bindir@,$work/bin,g" -e 's,@libdir@,/usr/lib,g' -e 's,@datadir@,/usr/share,g' \
       -e 's,@sysconfdir@,/etc,g' "$unit" >"$work/$(basename "$unit")"
   done < <(find "$layer" -path "$cache" -prune -o -name '*.service' -print0)
+  # meta-tegra's nv_update_verifier.service (tegra-redundant-boot) is not in this layer:
+  # a stand-in with its ordering and command, and the layer's drop-in for it.
+  printf '%s\n' '[Unit]' 'Description=OTA bootloader update verifier (stand-in)' \
+    'After=nvstartup.service' '' '[Service]' 'Type=simple' \
+    "ExecStart=$work/bin/nvbootctrl verify" '' '[Install]' 'WantedBy=multi-user.target' \
+    >"$work/nv_update_verifier.service"
+  mkdir -p "$work/nv_update_verifier.service.d"
+  cp "$layer"/recipes-core/rauc-health/files/50-fpgagdr-health-gate.conf "$work/nv_update_verifier.service.d/"
   # verify warns and carries on over a setting it cannot parse: any word from it fails.
   local said
   if ! said=$(cd "$work" && systemd-analyze verify --man=no ./*.service 2>&1) || [ -n "$said" ]; then
@@ -120,10 +157,31 @@ units() {
     rm -rf "$work"
     return 1
   fi
+  # The health gate, as systemd's loader resolves the units (its debug dump of each).
+  local dump verifier markgood gate=0
+  dump=$(cd "$work" && SYSTEMD_LOG_LEVEL=debug systemd-analyze verify --man=no ./*.service 2>&1)
+  unit_dump() { printf '%s\n' "$dump" | awk -v u="-> Unit $1:" 'index($0, u) { on = 1; next } /-> Unit / { on = 0 } on'; }
+  verifier=$(unit_dump nv_update_verifier.service)
+  markgood=$(unit_dump fpgagdr-mark-good.service)
+  for dep in 'After: fpgagdr-mark-good.service' 'Requires: fpgagdr-mark-good.service'; do
+    if ! grep -q "$dep" <<<"$verifier"; then
+      echo "nv_update_verifier.service (nvbootctrl verify) lacks '$dep': it would confirm the boot before the health gate" >&2
+      gate=1
+    fi
+  done
+  # systemd prints "Failure Action:" only when one is set.
+  if ! grep -q 'Fragment Path:' <<<"$markgood"; then
+    echo "systemd did not load fpgagdr-mark-good.service" >&2
+    gate=1
+  elif grep 'Failure Action:' <<<"$markgood" | grep -vq 'none'; then
+    echo "fpgagdr-mark-good.service has a FailureAction: a failure there would reboot (loop)" >&2
+    gate=1
+  fi
+  if [ "$gate" != 0 ]; then rm -rf "$work"; return 1; fi
   score=$(systemd-analyze security --offline=true "$work/fpgagdrd.service" 2>/dev/null |
     sed -n 's/.*Overall exposure level for fpgagdrd.service: \([0-9.]*\).*/\1/p')
   rm -rf "$work"
-  echo "units: $(find "$layer" -path "$cache" -prune -o -name '*.service' -print | wc -l) verified; fpgagdrd.service exposure $score"
+  echo "units: $(find "$layer" -path "$cache" -prune -o -name '*.service' -print | wc -l) verified, nvbootctrl verify after the health gate; fpgagdrd.service exposure $score"
   if [ -z "$score" ] || ! awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }'; then
     echo "fpgagdrd.service exposure ${score:-?} is worse than 2.0 (docs/yocto.md)" >&2
     return 1

@@ -58,14 +58,19 @@ struct Cli {
     /// Largest update bundle accepted, bytes.
     #[arg(long, default_value_t = fpgagdrd::ota::DEFAULT_MAX_BYTES)]
     ota_max_bytes: u64,
-    /// Do not serve: wait until the service listening at --listen is healthy, then mark
-    /// the booted slot good through RAUC (bad, and exit 1, when it stays unhealthy).
-    /// Once per installation; for fpgagdr-mark-good.service.
+    /// Do not serve: judge this boot for fpgagdr-mark-good.service. Waits until the
+    /// service listening at --listen is healthy, then marks the booted slot good through
+    /// RAUC; an unhealthy slot installed by an update is marked bad (exit 1, and a
+    /// reboot) only when the other slot is good. A factory boot, a device without rootfs
+    /// A/B, or RAUC out of reach is left alone (exit 0). Once per installation.
     #[arg(long)]
     mark_good_after_health: bool,
     /// How long --mark-good-after-health waits for health, seconds.
     #[arg(long, default_value_t = 300)]
     health_timeout_s: u64,
+    /// How long --mark-good-after-health keeps trying to reach RAUC, seconds.
+    #[arg(long, default_value_t = fpgagdrd::ota::mark_good::DEFAULT_RAUC_WAIT.as_secs())]
+    rauc_wait_s: u64,
     /// How long a running pipeline's capture or inference thread may go without a turn
     /// of its loop before the service counts itself hung and stops sending WATCHDOG=1 to
     /// systemd, seconds (0.5 to 3600: an idle inference thread turns every 0.25 s;
@@ -184,6 +189,7 @@ fn run() -> Result<(), String> {
             &ota.bus,
             &ota.spool,
             std::time::Duration::from_secs(cli.health_timeout_s),
+            std::time::Duration::from_secs(cli.rauc_wait_s),
         );
     }
     let store = ConfigStore::open(config_path)?;

@@ -18,7 +18,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 
 use common::rauc::{
-    COMPATIBLE, GUID, Rauc, backend, have, keys, private_bus_conf, rauc_ready, test_double,
+    COMPATIBLE, GUID, NOBODY, Rauc, Verdict, backend, have, install, keys, ota, private_bus_conf,
+    rauc_ready, sha256_hex, test_double, upload, wait_ota,
 };
 use common::{PATIENCE, Service, wait_for};
 use serde_json::{Value, json};
@@ -28,39 +29,6 @@ fn image(seed: u8) -> Vec<u8> {
     (0..3_000_000u32)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8 ^ seed)
         .collect()
-}
-
-fn upload(svc: &Service, bundle: &[u8]) -> common::Reply {
-    svc.request(
-        "POST",
-        "/api/v1/ota/bundles",
-        Some(bundle),
-        &[("content-type", "application/octet-stream")],
-    )
-}
-
-fn install(svc: &Service, sha: &str) -> common::Reply {
-    svc.request(
-        "POST",
-        "/api/v1/ota/install",
-        Some(json!({"bundle": sha}).to_string().as_bytes()),
-        &[],
-    )
-}
-
-fn ota(svc: &Service) -> Value {
-    svc.get_json("/api/v1/ota")
-}
-
-fn wait_ota(svc: &Service, what: &str, accept: impl Fn(&Value) -> bool) -> Value {
-    wait_for(what, || {
-        let v = ota(svc);
-        if accept(&v) {
-            Ok(v)
-        } else {
-            Err(v.to_string())
-        }
-    })
 }
 
 /// The `ota` events of the live stream, as they come.
@@ -90,14 +58,6 @@ fn ota_events(svc: &Service) -> mpsc::Receiver<Value> {
         }
     });
     rx
-}
-
-fn sha256_hex(data: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 fn spool_files(env: &Rauc) -> Vec<String> {
@@ -203,28 +163,12 @@ fn a_good_bundle_installs_into_the_inactive_slot_and_switches_the_primary() {
     // The spool's copy is removed once installed.
     assert!(spool_files(&env).iter().all(|f| !f.ends_with(".raucb")));
 
-    // Mark-good on "first boot": healthy service -> booted slot marked good, once.
-    let mark = |listen: &str, timeout: &str| {
-        Command::new(env!("CARGO_BIN_EXE_fpgagdrd"))
-            .args(["--mark-good-after-health", "--listen", listen])
-            .args(["--rauc-bus", &env.bus, "--health-timeout-s", timeout])
-            .arg("--ota-spool")
-            .arg(env.path("spool"))
-            .output()
-            .expect("run --mark-good-after-health")
-    };
+    // Mark-good on this (factory) boot: healthy service -> booted slot marked good, once.
     let listen = svc.base.trim_start_matches("http://").to_string();
-    let out = mark(&listen, "30");
-    assert!(out.status.success(), "{out:?}");
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("marked good"),
-        "{out:?}"
-    );
-    let out = mark(&listen, "30");
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("confirmed before"),
-        "{out:?}"
-    );
+    let v = mark_good(&env, &env.bus, &listen, "30");
+    assert!(v.ok && v.said.contains("marked good"), "{}", v.said);
+    let v = mark_good(&env, &env.bus, &listen, "30");
+    assert!(v.ok && v.said.contains("confirmed before"), "{}", v.said);
 }
 
 // 2 ------------------------------------------------------------------------------------
@@ -421,6 +365,54 @@ fn the_service_killed_during_an_install_reports_it_correctly_after_restart() {
     assert!(env.slot("A").iter().all(|b| *b == 0xA5), "slot A untouched");
 }
 
+#[test]
+fn rauc_killed_during_an_install_and_restarted_is_reported_as_a_failed_install() {
+    // RAUC (not the service) dies mid-install and comes back: it never sends Completed,
+    // and its LastError is empty because it is a new process. The primary slot never
+    // changed, so the service must report a failure and keep the bundle.
+    if !rauc_ready("RAUC killed during install") {
+        return;
+    }
+    let mut env = Rauc::start(true);
+    let svc = env.service();
+    wait_ota(&svc, "OTA available", |v| v["available"] == true);
+    let img = image(8);
+    let bundle = std::fs::read(env.bundle("gated", COMPATIBLE, &keys().good, &img, true)).unwrap();
+    let sha = upload(&svc, &bundle).json()["sha256"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(install(&svc, &sha).status, 202);
+    wait_ota(&svc, "the install under way", |v| {
+        v["progress"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("rootfs"))
+    });
+    env.restart_rauc("A");
+    env.open_gate(); // the orphaned hook of the killed RAUC may end now
+    let v = wait_ota(&svc, "the outcome once RAUC is back", |v| {
+        v["available"] == true && v["last_result"].is_object()
+    });
+    assert_eq!(v["last_result"]["ok"], false, "a false success: {v}");
+    let err = v["last_result"]["error"].as_str().unwrap_or("");
+    assert!(
+        err.contains("rootfs.0"),
+        "the error names the primary slot: {v}"
+    );
+    assert_eq!(v["operation"], "idle", "{v}");
+    assert_eq!(v["primary_slot"], "rootfs.0", "{v}");
+    assert!(env.bootctrl().contains("active=0"), "{}", env.bootctrl());
+    assert!(env.slot("A").iter().all(|b| *b == 0xA5), "slot A untouched");
+    // The bundle is kept, and installing it again works.
+    assert_eq!(spool_files(&env), vec![format!("{sha}.raucb")]);
+    assert_eq!(install(&svc, &sha).status, 202);
+    let v = wait_ota(&svc, "the second install's result", |v| {
+        v["last_result"]["ok"] == true
+    });
+    assert_eq!(v["primary_slot"], "rootfs.1", "{v}");
+    assert_eq!(&env.slot("B")[..img.len()], &img[..]);
+}
+
 // 7 ------------------------------------------------------------------------------------
 
 /// The backend against the test double, in a fresh fake device.
@@ -566,6 +558,138 @@ fn rauc_refuses_to_install_when_rootfs_ab_is_disabled() {
     assert!(env.bootctrl().contains("active=0"));
     let log = std::fs::read_to_string(env.path("rauc.log")).unwrap_or_default();
     assert!(log.contains("A/B redundancy is not enabled"), "{log}");
+}
+
+// 9 ------------------------------------------------------------------------------------
+
+/// Runs the real `fpgagdrd --mark-good-after-health` against `env`'s RAUC (see
+/// [`Rauc::mark_good`]) with the spool of the test.
+fn mark_good(env: &Rauc, bus: &str, listen: &str, timeout_s: &str) -> Verdict {
+    env.mark_good(bus, listen, timeout_s, &env.path("spool"))
+}
+
+/// Simulates the boot into slot B after an update ([`Rauc::boot_into`]); B's spool
+/// holds the installation marker the bundle's post-install hook writes when
+/// `installed` (false: a factory image).
+fn boot_into_b(env: &mut Rauc, installed: bool) {
+    env.boot_into("B");
+    if installed {
+        std::fs::write(
+            env.path("spool/installation"),
+            "id=5d1f0c2e-test\nslot=rootfs.1\ninstalled=2026-12-01T00:00:00Z\n",
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn mark_good_never_judges_a_factory_boot_as_failed() {
+    // The factory image is in both slots: marking it bad here would mark the other bad
+    // on the next boot too, and the bootloader would fall to the recovery kernel.
+    if !rauc_ready("mark-good factory boot") {
+        return;
+    }
+    let env = Rauc::start(true);
+    let v = mark_good(&env, &env.bus, NOBODY, "1");
+    assert!(
+        v.ok,
+        "an unhealthy factory boot failed the unit: {}",
+        v.said
+    );
+    assert!(!v.rebooted, "{}", v.said);
+    assert!(v.said.contains("factory"), "{}", v.said);
+    assert!(!env.unbootable("A"), "slot A marked bad: {}", v.said);
+    assert!(!env.bootctrl_log().contains("set-slot-as-unbootable"));
+    // Healthy: confirmed (once).
+    let svc = env.service();
+    let listen = svc.base.trim_start_matches("http://").to_string();
+    let v = mark_good(&env, &env.bus, &listen, "30");
+    assert!(v.ok && v.said.contains("marked good"), "{}", v.said);
+}
+
+#[test]
+fn mark_good_leaves_a_device_without_rootfs_ab_alone() {
+    // Flashed without the A/B layout: Mark is refused by the backend; that must neither
+    // fail the unit nor reboot, healthy or not.
+    if !rauc_ready("mark-good without A/B") {
+        return;
+    }
+    let env = Rauc::start(false);
+    let svc = env.service();
+    let listen = svc.base.trim_start_matches("http://").to_string();
+    for (addr, timeout) in [(listen.as_str(), "30"), (NOBODY, "1")] {
+        let v = mark_good(&env, &env.bus, addr, timeout);
+        assert!(v.ok, "{addr}: {}", v.said);
+        assert!(!v.rebooted, "{addr}: {}", v.said);
+        assert!(v.said.contains("A/B"), "{addr}: {}", v.said);
+    }
+}
+
+#[test]
+fn mark_good_with_rauc_unreachable_neither_fails_nor_reboots() {
+    if !rauc_ready("mark-good without RAUC") {
+        return;
+    }
+    let env = Rauc::start(true);
+    let nowhere = format!("unix:path={}", env.path("no-such-bus").display());
+    let v = mark_good(&env, &nowhere, NOBODY, "1");
+    assert!(v.ok, "{}", v.said);
+    assert!(!v.rebooted, "{}", v.said);
+    assert!(v.said.contains("RAUC"), "{}", v.said);
+    assert!(
+        v.said.contains("attempt"),
+        "the retries are logged: {}",
+        v.said
+    );
+    assert!(!env.bootctrl_log().contains("set-slot-as-unbootable"));
+}
+
+#[test]
+fn an_unhealthy_update_is_marked_bad_and_rebooted_only_when_the_other_slot_is_good() {
+    if !rauc_ready("mark-good after an update") {
+        return;
+    }
+    // Slot A (the one the update came from) is good: B is marked bad, then the reboot.
+    let mut env = Rauc::start(true);
+    boot_into_b(&mut env, true);
+    let v = mark_good(&env, &env.bus, NOBODY, "1");
+    assert!(env.unbootable("B"), "B not marked bad: {}", v.said);
+    assert!(v.rebooted, "no reboot after Mark bad: {}", v.said);
+    assert!(!v.ok, "the boot must not be confirmed: {}", v.said);
+    assert!(!env.unbootable("A"));
+    // Should B come up again all the same (A failing in turn), it is not judged again:
+    // no second reboot, no loop.
+    let v = mark_good(&env, &env.bus, NOBODY, "1");
+    assert!(v.said.contains("judged before (bad)"), "{}", v.said);
+    assert!(!v.rebooted, "{}", v.said);
+
+    // Slot A is bad too (an earlier update that failed): B stays, nothing is marked,
+    // no reboot; the boot may be confirmed.
+    let mut env = Rauc::start(true);
+    let dbl = Command::new(test_double())
+        .args(["-t", "rootfs", "set-slot-as-unbootable", "0"])
+        .env("FPGAGDR_EFIVARS_DIR", env.path("efivars"))
+        .env("NVBOOTCTRL_TEST_STATE", env.path("nvbootctrl.state"))
+        .status()
+        .unwrap();
+    assert!(dbl.success());
+    boot_into_b(&mut env, true);
+    let v = mark_good(&env, &env.bus, NOBODY, "1");
+    assert!(v.ok, "{}", v.said);
+    assert!(!v.rebooted, "{}", v.said);
+    assert!(!env.unbootable("B"), "B marked bad with A bad: {}", v.said);
+    assert!(v.said.contains("not known good"), "{}", v.said);
+
+    // Healthy after an update: marked good once; the next boot finds it confirmed.
+    let mut env = Rauc::start(true);
+    boot_into_b(&mut env, true);
+    let svc = env.service();
+    let listen = svc.base.trim_start_matches("http://").to_string();
+    let v = mark_good(&env, &env.bus, &listen, "30");
+    assert!(v.ok && v.said.contains("marked good"), "{}", v.said);
+    assert!(!v.rebooted);
+    let v = mark_good(&env, &env.bus, &listen, "30");
+    assert!(v.ok && v.said.contains("confirmed before"), "{}", v.said);
 }
 
 // 8 ------------------------------------------------------------------------------------

@@ -16,7 +16,10 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::rauc::{COMPATIBLE, Rauc, have, keys, rauc_ready, ready_unless, repo};
+use common::rauc::{
+    COMPATIBLE, NOBODY, Rauc, have, install, keys, rauc_ready, ready_unless, repo, sha256_hex,
+    upload, wait_ota,
+};
 
 /// Owner of `/etc/fpgagdr` in the new image: the `fpgagdr` user of another build.
 const NEW_UID: u32 = 4242;
@@ -27,6 +30,10 @@ const IMAGE_BYTES: u64 = 3 * 1024 * 1024;
 /// The bootloader capsule the bundle carries.
 const CAPSULE: &[u8] = b"test capsule: stands in for meta-tegra's tegra-bl.cap";
 const GLOBAL_GUID: &str = "8be4df61-93ca-11d2-aa0d-00e098032b8c";
+/// The admin password the site set at the first login (a crypt hash).
+const SITE_HASH: &str = "$6$site0salt$Q2hhbmdlZEJ5VGhlU2l0ZUF0Rmlyc3RMb2dpbg";
+/// The image's initial admin password hash (expired: last change 0).
+const INITIAL_HASH: &str = "$6$fpgagdr0initial$txLIuiA0auBsDbJtmFw";
 
 fn hooks() -> PathBuf {
     repo().join("meta-fpgagdr/recipes-core/bundles/files/fpgagdr-bundle-hooks.sh")
@@ -116,6 +123,28 @@ fn running_system(root: &Path) {
         0o600,
         0,
     );
+    // The admin user: its password changed at the first login, a key added at flash time.
+    write(
+        &root.join("etc/passwd"),
+        format!(
+            "root:x:0:0:root:/home/root:/bin/sh\nadmin:x:{OLD_UID}:{OLD_UID}::/home/admin:/bin/sh\n"
+        )
+        .as_bytes(),
+        0o644,
+        0,
+    );
+    write(
+        &root.join("etc/shadow"),
+        format!("root:*:19000:0:99999:7:::\nadmin:{SITE_HASH}:20400:0:99999:7:::\n").as_bytes(),
+        0o400,
+        0,
+    );
+    write(
+        &root.join("home/admin/.ssh/authorized_keys"),
+        b"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAISiteKey me@laptop\n",
+        0o600,
+        OLD_UID,
+    );
     let wants = root.join("etc/systemd/system/multi-user.target.wants");
     std::fs::create_dir_all(&wants).unwrap();
     std::os::unix::fs::symlink(
@@ -151,6 +180,26 @@ fn new_rootfs_tree(dir: &Path) -> PathBuf {
         0,
     );
     write(&tree.join("etc/machine-id"), b"", 0o444, 0);
+    // The new image's admin user (another uid), with the initial, expired password.
+    write(
+        &tree.join("etc/passwd"),
+        format!(
+            "root:x:0:0:root:/home/root:/bin/sh\nfpgagdr:x:999:999::/var/lib/fpgagdr:/sbin/nologin\n\
+             admin:x:{NEW_UID}:{NEW_UID}::/home/admin:/bin/sh\n"
+        )
+        .as_bytes(),
+        0o644,
+        0,
+    );
+    write(
+        &tree.join("etc/shadow"),
+        format!("root:*:0:0:99999:7:::\nfpgagdr:!:0::::::\nadmin:{INITIAL_HASH}:0:0:99999:7:::\n")
+            .as_bytes(),
+        0o400,
+        0,
+    );
+    std::fs::create_dir_all(tree.join("home/admin")).unwrap();
+    std::os::unix::fs::chown(tree.join("home/admin"), Some(NEW_UID), Some(NEW_UID)).unwrap();
     std::fs::create_dir_all(tree.join("etc/fpgagdr")).unwrap();
     std::fs::set_permissions(
         tree.join("etc/fpgagdr"),
@@ -161,24 +210,36 @@ fn new_rootfs_tree(dir: &Path) -> PathBuf {
     tree
 }
 
-/// A signed bundle with the new rootfs, the layer's hooks and a capsule.
+/// A signed bundle with the new rootfs, the layer's hooks and a capsule, for this
+/// system's compatible.
 fn bundle(env: &Rauc) -> PathBuf {
-    let src = env.path("hooks-bundle.d");
+    bundle_for(env, "hooks", COMPATIBLE, true)
+}
+
+/// A signed bundle `NAME.raucb` laid out as `fpgagdr-bundle` builds it: the new rootfs
+/// (ext4), the layer's hook script declared for `install-check` and the rootfs slot's
+/// `post-install`, for `compatible`, with the bootloader capsule when `capsule`.
+fn bundle_for(env: &Rauc, name: &str, compatible: &str, capsule: bool) -> PathBuf {
+    let src = env.path(&format!("{name}-bundle.d"));
     std::fs::create_dir_all(&src).unwrap();
-    std::fs::rename(new_rootfs(env.dir.path()), src.join("rootfs.ext4")).unwrap();
+    let work = env.path(&format!("{name}-rootfs"));
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::rename(new_rootfs(&work), src.join("rootfs.ext4")).unwrap();
     std::fs::copy(hooks(), src.join("hooks.sh")).unwrap();
     std::fs::set_permissions(src.join("hooks.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::write(src.join("tegra-bl.cap"), CAPSULE).unwrap();
+    if capsule {
+        std::fs::write(src.join("tegra-bl.cap"), CAPSULE).unwrap();
+    }
     std::fs::write(
         src.join("manifest.raucm"),
         format!(
-            "[update]\ncompatible={COMPATIBLE}\nversion=2.0-hooks\n\n[bundle]\nformat=plain\n\n\
+            "[update]\ncompatible={compatible}\nversion=2.0-{name}\n\n[bundle]\nformat=plain\n\n\
              [hooks]\nfilename=hooks.sh\nhooks=install-check\n\n\
              [image.rootfs]\nfilename=rootfs.ext4\nhooks=post-install\n"
         ),
     )
     .unwrap();
-    env.sign("hooks", &src, &keys().good)
+    env.sign(name, &src, &keys().good)
 }
 
 fn rauc_install(env: &Rauc, bundle: &Path) -> std::process::Output {
@@ -271,10 +332,15 @@ fn assert_carried_over(b: &Root) {
         std::fs::read(b.0.join("var/lib/fpgagdr/state/history.bin")).unwrap(),
         [7u8; 4096]
     );
-    assert!(
-        !b.0.join("var/lib/fpgagdr/ota").exists(),
-        "the OTA spool was carried over"
-    );
+    // The new slot's spool holds only the installation marker for mark-good.
+    let spool = tree(&b.0.join("var/lib/fpgagdr/ota"));
+    assert_eq!(spool, ["installation"], "the OTA spool was carried over");
+    let marker = b.read("var/lib/fpgagdr/ota/installation");
+    let id = marker
+        .lines()
+        .find_map(|l| l.strip_prefix("id="))
+        .unwrap_or("");
+    assert_eq!(id.len(), 36, "a uuid per installation: {marker}");
     // Site settings and the device's identity.
     assert_eq!(
         b.read("etc/default/fpgagdrd"),
@@ -301,6 +367,26 @@ fn assert_carried_over(b: &Root) {
         std::fs::read_link(link).unwrap(),
         Path::new("/usr/lib/systemd/system/rauc-hawkbit-updater.service")
     );
+    // The admin user keeps its password (not expired again) and its SSH keys; everything
+    // else of the new image's accounts stays the new image's.
+    assert_eq!(
+        b.read("etc/shadow"),
+        format!("root:*:0:0:99999:7:::\nfpgagdr:!:0::::::\nadmin:{SITE_HASH}:20400:0:99999:7:::\n")
+    );
+    assert_eq!(b.meta("etc/shadow"), (0o400, 0, 0));
+    assert!(
+        b.read("etc/passwd")
+            .contains(&format!("admin:x:{NEW_UID}:"))
+    );
+    assert_eq!(
+        b.read("home/admin/.ssh/authorized_keys"),
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAISiteKey me@laptop\n"
+    );
+    assert_eq!(
+        b.meta("home/admin/.ssh/authorized_keys"),
+        (0o600, NEW_UID, NEW_UID)
+    );
+    assert_eq!(b.meta("home/admin/.ssh"), (0o700, NEW_UID, NEW_UID));
     let all = tree(&b.0);
     assert!(
         all.iter().all(|p| !p.contains("fpgagdr-new")),
@@ -336,7 +422,7 @@ fn an_update_carries_settings_and_state_into_the_new_slot_and_stages_the_capsule
         "rauc install: {out:?}\n{}",
         std::fs::read_to_string(env.path("rauc.log")).unwrap_or_default()
     );
-    assert!(env.bootctrl().contains("active=1"), "{}", env.bootctrl());
+    assert_eq!(rauc_status(&env)["boot_primary"], "rootfs.1");
 
     assert_carried_over(&Mounted::slot_b(&env).0);
     assert_capsule_staged(&env.path("esp"), &env.path("efivars"));
@@ -377,12 +463,26 @@ fn an_update_whose_state_does_not_fit_fails_and_the_primary_stays() {
         "{:?}",
         tree(&env.path("esp"))
     );
-    let slots = Rauc::rauc_command(env.dir.path(), &env.bus)
+    let v = rauc_status(&env);
+    assert_eq!(v["boot_primary"], "rootfs.0", "{v}");
+}
+
+/// `rauc status --detailed` as JSON.
+fn rauc_status(env: &Rauc) -> serde_json::Value {
+    let out = Rauc::rauc_command(env.dir.path(), &env.bus)
         .args(["status", "--detailed", "--output-format=json"])
         .output()
         .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&slots.stdout).expect("rauc status json");
-    assert_eq!(v["boot_primary"], "rootfs.0", "{v}");
+    assert!(out.status.success(), "rauc status: {out:?}");
+    serde_json::from_slice(&out.stdout).expect("rauc status json")
+}
+
+/// The value bytes of the fake `OsIndications` variable (after its 4 attribute bytes),
+/// or `None` when it does not exist.
+fn os_indications(env: &Rauc) -> Option<Vec<u8>> {
+    std::fs::read(env.path(&format!("efivars/OsIndications-{GLOBAL_GUID}")))
+        .ok()
+        .map(|v| v[4..].to_vec())
 }
 
 #[test]
@@ -427,4 +527,227 @@ fn the_post_install_hook_works_with_busybox_as_on_the_image() {
     assert!(out.status.success(), "hook under busybox: {out:?}");
     assert_carried_over(&Root(slot));
     assert_capsule_staged(&d.join("esp"), &d.join("efivars"));
+
+    // install-check: RAUC's rejection code and reason for another board; accepted for
+    // this one (and the capsule staged above is withdrawn).
+    std::fs::write(d.join("nvbootctrl.state"), "ab=1\ncurrent=0\nactive=0\n").unwrap();
+    let check = |mf: &str| {
+        Command::new(d.join("applets/sh"))
+            .arg(hooks())
+            .arg("install-check")
+            .env_clear()
+            .env("PATH", d.join("applets"))
+            .env("RAUC_SYSTEM_COMPATIBLE", COMPATIBLE)
+            .env("RAUC_MF_COMPATIBLE", mf)
+            .env("FPGAGDR_ESP_DIR", d.join("esp"))
+            .env("FPGAGDR_EFIVARS_DIR", d.join("efivars"))
+            .env("FPGAGDR_NVBOOTCTRL", common::rauc::test_double())
+            .env("NVBOOTCTRL_TEST_STATE", d.join("nvbootctrl.state"))
+            .output()
+            .unwrap()
+    };
+    let out = check("fpgagdr-jetson-agx-orin-devkit");
+    assert_eq!(out.status.code(), Some(10), "{out:?}");
+    let reason = String::from_utf8_lossy(&out.stderr);
+    assert!(reason.contains("compatible mismatch"), "{reason}");
+    let out = check(COMPATIBLE);
+    assert!(out.status.success(), "{out:?}");
+    let ind = std::fs::read(d.join(format!("efivars/OsIndications-{GLOBAL_GUID}"))).unwrap();
+    assert_eq!(ind[4] & 4, 0, "the staged capsule was not withdrawn");
+    assert!(!d.join("esp/EFI/UpdateCapsule/TEGRA_BL.Cap").exists());
+}
+
+/// Asserts that an installation changed nothing: slot B never written, the boot chain
+/// not switched, no slot marked unbootable, no capsule staged.
+#[track_caller]
+fn assert_nothing_installed(env: &Rauc) {
+    let b = std::fs::read(env.path("slots/B.img")).unwrap();
+    assert!(b.iter().all(|x| *x == 0), "slot B was written");
+    let st = env.bootctrl();
+    assert!(st.contains("active=0") && st.contains("current=0"), "{st}");
+    let log = env.bootctrl_log();
+    assert!(!log.contains("set-slot-as-unbootable"), "{log}");
+    assert!(!log.contains("set-active-boot-slot"), "{log}");
+    assert!(
+        tree(&env.path("esp")).is_empty(),
+        "{:?}",
+        tree(&env.path("esp"))
+    );
+    assert!(
+        !env.path(&format!("efivars/OsIndications-{GLOBAL_GUID}"))
+            .exists()
+    );
+}
+
+/// The compatible of the other Jetson the layer builds for: its bundle must never
+/// install here.
+const OTHER_BOARD: &str = "fpgagdr-jetson-agx-orin-devkit";
+
+#[test]
+fn a_bundle_for_another_board_is_refused_by_the_hook_through_rauc_install_and_the_api() {
+    // RAUC runs a bundle's install-check hook *instead of* its own compatible check, so
+    // the hook itself must compare them. The real bundle layout, the real hook.
+    if !ready("wrong compatible, real hook") {
+        return;
+    }
+    let env = Rauc::start_with(true, "ext4");
+    running_system(&env.path("running"));
+    let path = bundle_for(&env, "agx", OTHER_BOARD, true);
+
+    // 1. `rauc install` (what a shell, hawkBit or a spooled file amounts to).
+    let out = rauc_install(&env, &path);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "rauc install succeeded: {said}");
+    assert!(
+        said.contains(OTHER_BOARD) && said.contains(COMPATIBLE),
+        "the refusal names both compatibles: {said}"
+    );
+    assert_nothing_installed(&env);
+
+    // 2. Through the API: the upload check refuses it ...
+    let svc = env.service();
+    wait_ota(&svc, "OTA available", |v| v["available"] == true);
+    let bytes = std::fs::read(&path).unwrap();
+    let p = upload(&svc, &bytes).problem(422, "ota-bundle");
+    assert!(
+        p["detail"].as_str().unwrap_or("").contains(OTHER_BOARD),
+        "{p}"
+    );
+    // ... and a bundle already in the spool (left by an earlier version, or copied there)
+    // is refused by RAUC through the hook when installed.
+    let sha = sha256_hex(&bytes);
+    std::fs::copy(&path, env.path(&format!("spool/{sha}.raucb"))).unwrap();
+    assert_eq!(install(&svc, &sha).status, 202);
+    let v = wait_ota(&svc, "the refusal", |v| v["last_result"].is_object());
+    assert_eq!(v["last_result"]["ok"], false, "{v}");
+    let err = v["last_result"]["error"].as_str().unwrap_or("");
+    assert!(err.contains(OTHER_BOARD), "{v}");
+    assert_eq!(v["primary_slot"], "rootfs.0", "{v}");
+    assert_nothing_installed(&env);
+}
+
+/// `RootfsStatusSlotB` as the test double keeps it: `true` when normal (bootable).
+fn slot_b_bootable(env: &Rauc) -> bool {
+    let var = env.path(&format!("efivars/RootfsStatusSlotB-{}", common::rauc::GUID));
+    std::fs::read(var).map_or(true, |v| v[4] == 0)
+}
+
+#[test]
+fn with_a_capsule_the_boot_chain_switch_is_left_to_the_firmware() {
+    // On L4T R36 the rootfs slot follows the boot chain, and a staged capsule makes UEFI
+    // update the other boot chain and switch to it; switching the chain by hand
+    // (nvbootctrl set-active-boot-slot) before that would cancel the capsule update.
+    if !ready("capsule: firmware switches") {
+        return;
+    }
+    let env = Rauc::start_with(true, "ext4");
+    running_system(&env.path("running"));
+    let out = rauc_install(&env, &bundle(&env));
+    assert!(out.status.success(), "rauc install: {out:?}");
+    assert_capsule_staged(&env.path("esp"), &env.path("efivars"));
+    let log = env.bootctrl_log();
+    assert!(
+        !log.contains("set-active-boot-slot"),
+        "the boot chain was switched by hand before the capsule applied:\n{log}"
+    );
+    let st = env.bootctrl();
+    assert!(st.contains("active=0"), "{st}");
+    // RAUC marked B unbootable when it began; it must be bootable for UEFI to switch.
+    assert!(slot_b_bootable(&env), "slot B left unbootable");
+    // What boots next is the chain the capsule switches to.
+    assert_eq!(rauc_status(&env)["boot_primary"], "rootfs.1");
+
+    // A later installation without a capsule, before any reboot: the capsule staged by
+    // the first is withdrawn (it belongs to another bundle) and the chain is switched.
+    let out = rauc_install(&env, &bundle_for(&env, "nocap", COMPATIBLE, false));
+    assert!(out.status.success(), "rauc install: {out:?}");
+    let ind = os_indications(&env).expect("OsIndications");
+    assert_eq!(ind[0] & 4, 0, "the first capsule is still staged: {ind:?}");
+    assert!(env.bootctrl_log().contains("set-active-boot-slot 1"));
+    assert!(env.bootctrl().contains("active=1"), "{}", env.bootctrl());
+    assert!(!env.path("esp/EFI/UpdateCapsule/TEGRA_BL.Cap").exists());
+}
+
+#[test]
+fn marking_the_booted_slot_active_withdraws_a_staged_capsule() {
+    // `rauc status mark-active booted` after an update means "stay here": the capsule
+    // would otherwise switch the boot chain at the next boot all the same.
+    if !ready("capsule: mark-active booted") {
+        return;
+    }
+    let env = Rauc::start_with(true, "ext4");
+    running_system(&env.path("running"));
+    assert!(rauc_install(&env, &bundle(&env)).status.success());
+    assert_eq!(os_indications(&env).expect("OsIndications")[0] & 4, 4);
+    let out = Rauc::rauc_command(env.dir.path(), &env.bus)
+        .args(["status", "mark-active", "booted"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "mark-active booted: {out:?}");
+    assert_eq!(os_indications(&env).expect("OsIndications")[0] & 4, 0);
+    assert!(env.bootctrl().contains("active=0"), "{}", env.bootctrl());
+    assert_eq!(rauc_status(&env)["boot_primary"], "rootfs.0");
+}
+
+#[test]
+fn after_an_update_mark_good_judges_the_new_slot_by_the_marker_the_hook_wrote() {
+    // The chain on one device: the real hook installs slot B and leaves its installation
+    // marker there; after the "reboot" into B the real mark-good reads B's spool, finds
+    // an update (not a factory boot), the service unhealthy and slot A good: B is marked
+    // bad and the reboot requested.
+    if !ready("hook marker -> mark-good") {
+        return;
+    }
+    let mut env = Rauc::start_with(true, "ext4");
+    running_system(&env.path("running"));
+    let out = rauc_install(&env, &bundle_for(&env, "plain", COMPATIBLE, false));
+    assert!(out.status.success(), "rauc install: {out:?}");
+    env.boot_into("B");
+    let root = env.path("slot-b");
+    std::fs::create_dir_all(&root).unwrap();
+    let m = Command::new("mount")
+        .args(["-o", "loop"])
+        .arg(env.path("slots/B.img"))
+        .arg(&root)
+        .status()
+        .unwrap();
+    assert!(m.success(), "mount slot B");
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _b = Unmount(root.clone());
+    let v = env.mark_good(&env.bus, NOBODY, "1", &root.join("var/lib/fpgagdr/ota"));
+    assert!(env.unbootable("B"), "B not marked bad: {}", v.said);
+    assert!(v.rebooted && !v.ok, "{}", v.said);
+    assert!(!env.unbootable("A"));
+}
+
+#[test]
+fn a_capsule_after_a_switch_by_hand_puts_the_chain_back_for_the_firmware() {
+    // A first update without a capsule switched the chain by hand (active B, still
+    // running A); a second one, with a capsule, before any reboot: the firmware applies
+    // a capsule only when the active chain is the current one, so the backend puts it
+    // back and leaves the switch to the capsule update.
+    if !ready("capsule after a switch by hand") {
+        return;
+    }
+    let env = Rauc::start_with(true, "ext4");
+    running_system(&env.path("running"));
+    let out = rauc_install(&env, &bundle_for(&env, "nocap", COMPATIBLE, false));
+    assert!(out.status.success(), "rauc install: {out:?}");
+    assert!(env.bootctrl().contains("active=1"), "{}", env.bootctrl());
+    let out = rauc_install(&env, &bundle(&env));
+    assert!(out.status.success(), "rauc install: {out:?}");
+    assert_capsule_staged(&env.path("esp"), &env.path("efivars"));
+    let st = env.bootctrl();
+    assert!(st.contains("active=0") && st.contains("current=0"), "{st}");
+    assert!(slot_b_bootable(&env), "slot B left unbootable");
+    assert_eq!(rauc_status(&env)["boot_primary"], "rootfs.1");
 }

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The OTA tests, as CI runs them: real RAUC (Debian's rauc service) on a private D-Bus
 # bus with file-backed slots, bundles built and signed at test time, the layer's
-# boot-control backend against the nvbootctrl test double, and fpgagdrd driving it all
-# over its REST API (appliance/fpgagdrd/tests/ota.rs); the bundle's own hooks run by RAUC
-# into ext4 slots: settings and state carried over, the capsule staged
+# boot-control backend against the nvbootctrl test double, fpgagdrd driving it all over
+# its REST API, RAUC killed mid-install, and the real mark-good binary judging boots
+# (appliance/fpgagdrd/tests/ota.rs); the bundle's own hooks run by RAUC into ext4 slots:
+# the compatible check, settings and state carried over, the capsule staged and the boot
+# chain left to the firmware, the installation marker read by mark-good
 # (appliance/fpgagdrd/tests/ota_hooks.rs).
 #
 #   images/rauc/test/run.sh            (from anywhere; test.sh calls it)

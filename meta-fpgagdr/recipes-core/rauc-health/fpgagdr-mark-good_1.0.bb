@@ -2,12 +2,17 @@ SUMMARY = "Marks the booted RAUC slot good once fpgagdrd is healthy"
 DESCRIPTION = "A systemd unit, ordered after fpgagdrd.service, that runs \
                fpgagdrd --mark-good-after-health on every boot: a new slot is \
                marked good when the service is healthy, bad (and the device \
-               rebooted into the other slot) when it is not."
+               rebooted into the other slot) when it is not and the other slot \
+               is good; and a drop-in that runs NVIDIA's nvbootctrl verify only \
+               after that verdict."
 HOMEPAGE = "https://example.invalid/fpgagdr"
 LICENSE = "MIT"
 LIC_FILES_CHKSUM = "file://${COMMON_LICENSE_DIR}/MIT;md5=0835ade698e0bcf8506ecda2f7b4f302"
 
-SRC_URI = "file://fpgagdr-mark-good.service"
+SRC_URI = "\
+    file://fpgagdr-mark-good.service \
+    file://50-fpgagdr-health-gate.conf \
+"
 S = "${WORKDIR}"
 
 inherit systemd allarch
@@ -17,7 +22,11 @@ do_install() {
     sed -e 's,@bindir@,${bindir},g' -e 's,@sysconfdir@,${sysconfdir},g' \
         ${WORKDIR}/fpgagdr-mark-good.service > ${D}${systemd_system_unitdir}/fpgagdr-mark-good.service
     chmod 0644 ${D}${systemd_system_unitdir}/fpgagdr-mark-good.service
+    # nvbootctrl verify (meta-tegra's nv_update_verifier.service) after the health gate.
+    install -D -m 0644 ${WORKDIR}/50-fpgagdr-health-gate.conf \
+        ${D}${systemd_system_unitdir}/nv_update_verifier.service.d/50-fpgagdr-health-gate.conf
 }
 
 SYSTEMD_SERVICE:${PN} = "fpgagdr-mark-good.service"
+FILES:${PN} += "${systemd_system_unitdir}/nv_update_verifier.service.d"
 RDEPENDS:${PN} = "fpgagdrd rauc"

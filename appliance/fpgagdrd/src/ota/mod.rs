@@ -72,6 +72,9 @@ struct Known {
     features: Vec<String>,
     /// SHA-256 of the bundle this service asked RAUC to install, until `Completed`.
     installing: Option<String>,
+    /// RAUC's `GetSlotStatus` when that installation began: what an installation whose
+    /// `Completed` never came is judged against ([`unfinished_outcome`]).
+    slots_before: Vec<Value>,
     last_result: Option<Outcome>,
 }
 
@@ -267,10 +270,14 @@ impl Ota {
         let bundle = spool::current(&self.settings.spool)
             .filter(|b| b.sha256 == sha256.to_ascii_lowercase())
             .ok_or_else(|| OtaError::NoBundle(sha256.to_string()))?;
+        // The slots as they are now: if RAUC restarts before it reports the end, the
+        // outcome is read from what changed (RAUC answers while idle).
+        let slots_before = rauc.slots().await.unwrap_or_default();
         {
             // A stale progress (of the upload's check) must not show as this install's.
             let mut k = self.known();
             k.installing = Some(bundle.sha256.clone());
+            k.slots_before = slots_before;
             k.progress = None;
         }
         if let Err(e) = rauc.install(&bundle.path.to_string_lossy()).await {
@@ -314,18 +321,29 @@ impl Ota {
     /// The end of an installation (`Completed` with RAUC's result code).
     async fn completed(&self, rauc: &Rauc, code: i32) {
         self.refresh(rauc).await;
+        let error = {
+            let k = self.known();
+            (code != 0).then(|| {
+                if k.last_error.is_empty() {
+                    format!("RAUC reported result {code}")
+                } else {
+                    k.last_error.clone()
+                }
+            })
+        };
+        self.finish(error);
+    }
+
+    /// Records the end of the installation this service started (`error`: `None` when
+    /// it succeeded) and deletes the spooled bundle only when it did.
+    fn finish(&self, error: Option<String>) {
         let (bundle, outcome) = {
             let mut k = self.known();
             let bundle = k.installing.take();
+            k.slots_before.clear();
             let outcome = Outcome {
-                ok: code == 0,
-                error: (code != 0).then(|| {
-                    if k.last_error.is_empty() {
-                        format!("RAUC reported result {code}")
-                    } else {
-                        k.last_error.clone()
-                    }
-                }),
+                ok: error.is_none(),
+                error,
                 bundle: bundle.clone(),
                 finished_unix_s: unix_now(),
             };
@@ -357,6 +375,51 @@ impl Ota {
         if changed {
             self.publish();
         }
+    }
+}
+
+/// Judges an installation whose end RAUC never reported (`Completed` did not come: RAUC
+/// was restarted, or the bus connection dropped). `before` and `slots` are RAUC's
+/// `GetSlotStatus` from when the installation began and from now, `primary` its
+/// `GetPrimary` now, `last_error` its `LastError` now (empty after a restart).
+///
+/// `Ok` only when RAUC now boots next a slot that is not the booted one, marks it good,
+/// and that slot's `installed.timestamp` changed since the installation began: the
+/// installation was written and activated. Otherwise the error says what RAUC reports,
+/// naming the primary slot (nothing changes at the next boot when it is the booted one).
+pub(crate) fn unfinished_outcome(
+    before: &[Value],
+    primary: Option<&str>,
+    slots: &[Value],
+    last_error: &str,
+) -> Result<(), String> {
+    let slot = |list: &[Value], name: &str| list.iter().find(|s| s["name"] == name).cloned();
+    let lost = "RAUC stopped before it reported the end of the installation";
+    let why = if last_error.is_empty() {
+        String::new()
+    } else {
+        format!(" (RAUC's last error: {last_error})")
+    };
+    let Some(primary) = primary else {
+        return Err(format!(
+            "{lost}, and the slot it boots next is unknown: install the bundle again{why}"
+        ));
+    };
+    let now = slot(slots, primary).unwrap_or(Value::Null);
+    if now["state"] == "booted" {
+        return Err(format!(
+            "{lost}; the primary slot is still {primary}, the running one: the installation \
+             did not complete and nothing changes at the next boot{why}"
+        ));
+    }
+    let installed = |s: &Value| s["installed.timestamp"].as_str().map(str::to_string);
+    let was = slot(before, primary).and_then(|s| installed(&s));
+    match installed(&now) {
+        Some(t) if Some(&t) != was.as_ref() && now["boot-status"] == "good" => Ok(()),
+        _ => Err(format!(
+            "{lost}; the primary slot is {primary}, but it was not installed by this \
+             installation or is not marked good: install the bundle again{why}"
+        )),
     }
 }
 
@@ -436,9 +499,22 @@ async fn follow(ota: &Ota, rauc: Rauc) -> Result<(), String> {
         ota.settings.bus
     );
     if was_installing {
-        let failed = !ota.known().last_error.is_empty();
-        let code = i32::from(failed);
-        ota.completed(&rauc, code).await;
+        // Its Completed signal was missed (RAUC restarted, or the bus dropped): judge by
+        // the slots, never by an empty LastError (a restarted RAUC has none).
+        let verdict = {
+            let k = ota.known();
+            unfinished_outcome(
+                &k.slots_before,
+                k.primary.as_deref(),
+                &k.slots,
+                &k.last_error,
+            )
+        };
+        match &verdict {
+            Ok(()) => tracing::info!("OTA: RAUC came back; the installation had completed"),
+            Err(e) => tracing::warn!("OTA: RAUC came back; {e}"),
+        }
+        ota.finish(verdict.err());
     }
     ota.publish();
     loop {
@@ -476,5 +552,48 @@ async fn follow(ota: &Ota, rauc: Rauc) -> Result<(), String> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot(name: &str, state: &str, boot: &str, installed: Option<&str>) -> Value {
+        let mut v = json!({"name": name, "state": state, "boot-status": boot});
+        if let Some(t) = installed {
+            v["installed.timestamp"] = json!(t);
+        }
+        v
+    }
+
+    #[test]
+    fn an_unfinished_install_is_a_success_only_when_the_new_slot_was_written_and_activated() {
+        let before = [
+            slot("rootfs.0", "booted", "good", None),
+            slot("rootfs.1", "inactive", "good", Some("2026-01-01T00:00:00Z")),
+        ];
+        // RAUC killed mid-install: B marked bad at the start, the primary still A.
+        let killed = [
+            slot("rootfs.0", "booted", "good", None),
+            slot("rootfs.1", "inactive", "bad", Some("2026-01-01T00:00:00Z")),
+        ];
+        let e = unfinished_outcome(&before, Some("rootfs.0"), &killed, "").unwrap_err();
+        assert!(e.contains("still rootfs.0"), "{e}");
+        // B already primary from an earlier install, the second one killed: not written.
+        let e = unfinished_outcome(&before, Some("rootfs.1"), &killed, "").unwrap_err();
+        assert!(e.contains("not installed by this installation"), "{e}");
+        // Written, activated, good: the end was only not heard.
+        let done = [
+            slot("rootfs.0", "booted", "good", None),
+            slot("rootfs.1", "active", "good", Some("2026-02-02T00:00:00Z")),
+        ];
+        assert_eq!(
+            unfinished_outcome(&before, Some("rootfs.1"), &done, ""),
+            Ok(())
+        );
+        // Unknown primary, and RAUC's own error passed on.
+        let e = unfinished_outcome(&before, None, &done, "write failed").unwrap_err();
+        assert!(e.contains("unknown") && e.contains("write failed"), "{e}");
     }
 }

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
-use super::{Service, wait_for};
+use serde_json::{Value, json};
+
+use super::{Reply, Service, wait_for};
 
 pub(crate) const COMPATIBLE: &str = "fpgagdr-ci-test";
 pub(crate) const SLOT_BYTES: u64 = 4 * 1024 * 1024;
@@ -197,20 +199,36 @@ impl Rauc {
                 .then_some(())
                 .ok_or_else(|| "no socket".into())
         });
-        let rauc = Self::rauc_command(d, &bus)
-            .args(["service", "--override-boot-slot=A"])
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(d.join("rauc.log")).unwrap())
-            .spawn()
-            .expect("spawn rauc service");
+        let rauc = Self::spawn_rauc(d, &bus, "A");
         let env = Rauc {
             dir,
             bus,
             dbus,
             rauc,
         };
+        env.wait_rauc();
+        env
+    }
+
+    /// `rauc service` on `bus`, booted from `boot_slot`, its log appended to `rauc.log`.
+    fn spawn_rauc(d: &Path, bus: &str, boot_slot: &str) -> Child {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(d.join("rauc.log"))
+            .unwrap();
+        Self::rauc_command(d, bus)
+            .arg("service")
+            .arg(format!("--override-boot-slot={boot_slot}"))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn rauc service")
+    }
+
+    fn wait_rauc(&self) {
         wait_for("RAUC on the private bus", || {
-            let out = Self::rauc_command(env.dir.path(), &env.bus)
+            let out = Self::rauc_command(self.dir.path(), &self.bus)
                 .arg("status")
                 .output()
                 .map_err(|e| e.to_string())?;
@@ -219,7 +237,20 @@ impl Rauc {
                 .then_some(())
                 .ok_or_else(|| String::from_utf8_lossy(&out.stderr).to_string())
         });
-        env
+    }
+
+    /// Kills `rauc service` with SIGKILL (a crash, the OOM killer, `systemctl kill`),
+    /// unmounts what it left mounted, and starts it again, booted from `boot_slot`.
+    pub(crate) fn restart_rauc(&mut self, boot_slot: &str) {
+        let _ = self.rauc.kill();
+        let _ = self.rauc.wait();
+        let _ = Command::new("umount")
+            .args(["-R", "-l"])
+            .arg(self.dir.path().join("mnt/bundle"))
+            .stderr(Stdio::null())
+            .status();
+        self.rauc = Self::spawn_rauc(self.dir.path(), &self.bus, boot_slot);
+        self.wait_rauc();
     }
 
     /// `rauc` with this environment's config, bus and test double.
@@ -307,6 +338,64 @@ impl Rauc {
         out_path
     }
 
+    /// Simulates a reboot into slot `letter` (`A`/`B`): the test double's current and
+    /// active slot become it, and RAUC starts again booted from it.
+    pub(crate) fn boot_into(&mut self, letter: &str) {
+        let n = if letter == "A" { 0 } else { 1 };
+        let ab = u8::from(self.bootctrl().contains("ab=1"));
+        std::fs::write(
+            self.path("nvbootctrl.state"),
+            format!("ab={ab}\ncurrent={n}\nactive={n}\n"),
+        )
+        .unwrap();
+        self.restart_rauc(letter);
+    }
+
+    /// `true` when the test double holds slot `letter` (`A`/`B`) unbootable.
+    pub(crate) fn unbootable(&self, letter: &str) -> bool {
+        std::fs::read(self.path(&format!("efivars/RootfsStatusSlot{letter}-{GUID}")))
+            .is_ok_and(|v| v[4] != 0)
+    }
+
+    /// Runs the real `fpgagdrd --mark-good-after-health` against this RAUC on `bus`,
+    /// probing the service at `listen` for `timeout_s`, with the OTA spool `spool`, the
+    /// nvbootctrl test double, and a TEST DOUBLE of the reboot command (it only records
+    /// that it was called; `systemctl reboot` on the device).
+    pub(crate) fn mark_good(
+        &self,
+        bus: &str,
+        listen: &str,
+        timeout_s: &str,
+        spool: &Path,
+    ) -> Verdict {
+        let flag = self.path("reboot-requested");
+        let _ = std::fs::remove_file(&flag);
+        let out = Command::new(env!("CARGO_BIN_EXE_fpgagdrd"))
+            .args(["--mark-good-after-health", "--listen", listen])
+            .args(["--rauc-bus", bus, "--health-timeout-s", timeout_s])
+            .args(["--rauc-wait-s", "3"])
+            .arg("--ota-spool")
+            .arg(spool)
+            .env("FPGAGDR_NVBOOTCTRL", test_double())
+            .env("FPGAGDR_EFIVARS_DIR", self.path("efivars"))
+            .env("NVBOOTCTRL_TEST_STATE", self.path("nvbootctrl.state"))
+            .env(
+                "FPGAGDR_REBOOT_COMMAND",
+                format!("touch {}", flag.display()),
+            )
+            .output()
+            .expect("run --mark-good-after-health");
+        Verdict {
+            ok: out.status.success(),
+            said: format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+            rebooted: flag.exists(),
+        }
+    }
+
     pub(crate) fn open_gate(&self) {
         std::fs::write(self.path("gate"), "").unwrap();
     }
@@ -324,4 +413,63 @@ impl Rauc {
             ],
         )
     }
+}
+
+/// What one run of `fpgagdrd --mark-good-after-health` did.
+pub(crate) struct Verdict {
+    /// Exit status 0 (the boot may be confirmed to the bootloader).
+    pub(crate) ok: bool,
+    /// Its stdout and stderr.
+    pub(crate) said: String,
+    /// The reboot test double was called.
+    pub(crate) rebooted: bool,
+}
+
+/// An address where no service answers: the appliance is not healthy.
+pub(crate) const NOBODY: &str = "127.0.0.1:9";
+
+/// `POST /api/v1/ota/bundles` with `bundle` as the body.
+pub(crate) fn upload(svc: &Service, bundle: &[u8]) -> Reply {
+    svc.request(
+        "POST",
+        "/api/v1/ota/bundles",
+        Some(bundle),
+        &[("content-type", "application/octet-stream")],
+    )
+}
+
+/// `POST /api/v1/ota/install` for the spooled bundle `sha`.
+pub(crate) fn install(svc: &Service, sha: &str) -> Reply {
+    svc.request(
+        "POST",
+        "/api/v1/ota/install",
+        Some(json!({"bundle": sha}).to_string().as_bytes()),
+        &[],
+    )
+}
+
+/// `GET /api/v1/ota`.
+pub(crate) fn ota(svc: &Service) -> Value {
+    svc.get_json("/api/v1/ota")
+}
+
+/// Polls `GET /api/v1/ota` until `accept` holds (bounded by [`super::PATIENCE`]).
+pub(crate) fn wait_ota(svc: &Service, what: &str, accept: impl Fn(&Value) -> bool) -> Value {
+    wait_for(what, || {
+        let v = ota(svc);
+        if accept(&v) {
+            Ok(v)
+        } else {
+            Err(v.to_string())
+        }
+    })
+}
+
+/// Lower-case hex SHA-256 of `data` (the spool's name for a bundle).
+pub(crate) fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }

@@ -2,15 +2,31 @@
 # RAUC bundle hooks of fpgagdr-bundle (RAUC_BUNDLE_HOOKS). RAUC runs this from the mounted
 # bundle with the hook name as $1.
 #
-#   install-check      refuse early (before anything is written) when the device has no
-#                      rootfs A/B redundancy: the backend would refuse later anyway.
+#   install-check      RAUC runs this *instead of* its own compatible check, so it does
+#                      that check itself: the bundle's compatible (RAUC_MF_COMPATIBLE)
+#                      must equal the system's (RAUC_SYSTEM_COMPATIBLE, system.conf).
+#                      It also refuses a device without rootfs A/B redundancy (the
+#                      backend would refuse later anyway). Both before anything is
+#                      written; a refusal exits with RAUC's rejection code (10 or more)
+#                      and the reason as the last line on stderr, which RAUC reports
+#                      ("Hook returned: ..."). Once accepted, a bootloader capsule that
+#                      an earlier installation staged and no reboot has applied yet is
+#                      withdrawn: it belongs to another bundle, and it would switch the
+#                      boot chain to the slot this installation is about to rewrite.
 #   slot-post-install  for the rootfs slot, mounted read-write by RAUC:
 #                      1. carry the appliance's settings and state over from the running
 #                         system into the new slot (list below), so an update keeps the
-#                         config, the API token and the device's identity;
+#                         config, the API token and the device's identity; then write
+#                         the installation marker /var/lib/fpgagdr/ota/installation
+#                         (id=<uuid>, slot, time) that tells fpgagdrd
+#                         --mark-good-after-health this slot came from an update (a slot
+#                         without one is a factory boot, never marked bad);
 #                      2. when the bundle carries the bootloader capsule (tegra-bl.cap,
 #                         meta-tegra's UEFI capsule), stage it on the ESP and ask UEFI to
-#                         apply it at the next boot (OsIndications bit 2).
+#                         apply it at the next boot (OsIndications bit 2). UEFI then
+#                         updates the other boot chain and switches to it, and the rootfs
+#                         slot follows (L4T R36); the boot-control backend therefore
+#                         leaves the chain alone when RAUC makes the slot primary.
 #                      A failure in either fails the installation: RAUC then leaves the
 #                      primary slot as it was, and the half-written slot is never booted.
 #
@@ -26,21 +42,47 @@
 #   /etc/machine-id           when it holds an id: DHCP client id and journal stay the same
 #   /etc/ssh/ssh_host_*       the SSH host keys: clients see the same host after an update
 #   /etc/rauc-hawkbit-updater/config.conf and its enablement link: fleet updates go on
-# Not carried: root's authorized_keys (the image's FPGAGDR_SSH_AUTHORIZED_KEYS decide who
-# logs in), anything changed after the installation and before the reboot.
+#   the admin user's password (its /etc/shadow hash and last-change day, so the one set
+#   at the first login stays and is not expired again) and its ~/.ssh/authorized_keys
+#   (keys added by images/flash.sh --ssh-key or by hand), owned by the new image's admin
+# Not carried: other accounts (the new image's /etc/passwd and /etc/shadow stay), other
+# changes made by hand under /etc, anything changed after the installation and before
+# the reboot.
 #
 # Environment for tests (device defaults otherwise): FPGAGDR_CARRY_FROM (the running
-# system's root; default /), FPGAGDR_ESP_DIR (a mounted ESP; default: mount
-# /dev/disk/by-partlabel/esp), FPGAGDR_EFIVARS_DIR, FPGAGDR_NVBOOTCTRL.
+# system's root; default /), FPGAGDR_ESP_DIR (a mounted ESP; default: /boot/efi where
+# meta-tegra's esp.mount mounts it, else /dev/disk/by-partlabel/esp mounted here),
+# FPGAGDR_EFIVARS_DIR, FPGAGDR_NVBOOTCTRL.
 set -eu
 
 EFIVARS=${FPGAGDR_EFIVARS_DIR:-/sys/firmware/efi/efivars}
 NVBOOTCTRL=${FPGAGDR_NVBOOTCTRL:-nvbootctrl}
 GLOBAL_GUID=8be4df61-93ca-11d2-aa0d-00e098032b8c
+OSINDICATIONS="$EFIVARS/OsIndications-$GLOBAL_GUID"
 
 die() {
 	echo "fpgagdr-bundle-hooks: $*" >&2
 	exit 1
+}
+
+# RAUC's install-check hook rejects a bundle with an exit code of 10 or more
+# (INSTALL_HOOK_REJECT_CODE); the last line on stderr is the reason it reports.
+REJECT=10
+reject() {
+	echo "fpgagdr-bundle-hooks: $*" >&2
+	exit "$REJECT"
+}
+
+install_check() {
+	sys=${RAUC_SYSTEM_COMPATIBLE:-}
+	mf=${RAUC_MF_COMPATIBLE:-}
+	[ -n "$sys" ] || reject "RAUC passed no system compatible (RAUC_SYSTEM_COMPATIBLE): refusing the bundle"
+	[ "$mf" = "$sys" ] ||
+		reject "compatible mismatch: the bundle is for '$mf' but this system is '$sys': refusing it (nothing written)"
+	n=$("$NVBOOTCTRL" -t rootfs get-number-slots 2>/dev/null) || n=0
+	[ "$n" = 2 ] ||
+		reject "rootfs A/B redundancy is not enabled on this device: refusing the update (flash the A/B layout first)"
+	withdraw_capsule
 }
 
 # carry_file REL: $FROM/REL into the new slot, modes and owner kept.
@@ -91,27 +133,116 @@ carry_over() {
 	done
 	carry_file etc/rauc-hawkbit-updater/config.conf
 	carry_link etc/systemd/system/multi-user.target.wants/rauc-hawkbit-updater.service
+	carry_admin
+	mark_installation
 	sync
 	echo "fpgagdr-bundle-hooks: settings and state carried over into the new slot"
+}
+
+# carry_admin: the admin user's password and SSH keys, when both systems have the user.
+carry_admin() {
+	[ -f "$FROM/etc/passwd" ] && [ -f "$TO/etc/passwd" ] || return 0
+	old_home=$(awk -F: '$1 == "admin" { print $6 }' "$FROM/etc/passwd")
+	new_entry=$(awk -F: '$1 == "admin" { print $3 ":" $4 ":" $6 }' "$TO/etc/passwd")
+	[ -n "$old_home" ] && [ -n "$new_entry" ] || return 0
+	ids=${new_entry%:*}
+	new_home=${new_entry##*:}
+	keys="$FROM$old_home/.ssh/authorized_keys"
+	if [ -f "$keys" ]; then
+		mkdir -p "$TO$new_home/.ssh"
+		cp "$keys" "$TO$new_home/.ssh/authorized_keys.fpgagdr-new" || die "cannot carry admin's authorized_keys into the new slot"
+		chmod 0600 "$TO$new_home/.ssh/authorized_keys.fpgagdr-new"
+		mv -f "$TO$new_home/.ssh/authorized_keys.fpgagdr-new" "$TO$new_home/.ssh/authorized_keys"
+		chmod 0700 "$TO$new_home/.ssh"
+		chown -R "$ids" "$TO$new_home/.ssh"
+	fi
+	[ -f "$FROM/etc/shadow" ] && [ -f "$TO/etc/shadow" ] || return 0
+	old=$(awk -F: '$1 == "admin" { print $2 ":" $3 }' "$FROM/etc/shadow")
+	case $old in '' | :*) return 0 ;; esac
+	grep -q '^admin:' "$TO/etc/shadow" || return 0
+	mode=$(stat -c %a "$TO/etc/shadow")
+	awk -F: -v OFS=: -v hash="${old%:*}" -v changed="${old##*:}" \
+		'$1 == "admin" { $2 = hash; $3 = changed } { print }' "$TO/etc/shadow" >"$TO/etc/shadow.fpgagdr-new" ||
+		die "cannot carry admin's password into the new slot"
+	chmod "$mode" "$TO/etc/shadow.fpgagdr-new"
+	mv -f "$TO/etc/shadow.fpgagdr-new" "$TO/etc/shadow"
+}
+
+# mark_installation: the marker fpgagdrd --mark-good-after-health reads in the new slot's
+# OTA spool; one id per installation (its verdict is stamped with it).
+mark_installation() {
+	spool="$TO/var/lib/fpgagdr/ota"
+	mkdir -p "$spool" || die "cannot create /var/lib/fpgagdr/ota in the new slot"
+	if [ -n "$owner" ]; then chown "$owner" "$TO/var/lib/fpgagdr" "$spool"; fi
+	id=$(cat /proc/sys/kernel/random/uuid 2>/dev/null) || id="$(date +%s)-$$"
+	printf 'id=%s\nslot=%s\ninstalled=%s\n' "$id" "${RAUC_SLOT_NAME:-}" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+		>"$spool/installation.fpgagdr-new" || die "cannot write the installation marker into the new slot"
+	mv -f "$spool/installation.fpgagdr-new" "$spool/installation"
+}
+
+# open_esp: sets $esp to the mounted ESP (mounting it when nobody has); close_esp undoes
+# a mount made here. Fails (status 1) when the ESP cannot be mounted.
+open_esp() {
+	esp=${FPGAGDR_ESP_DIR:-}
+	mounted=""
+	[ -z "$esp" ] || return 0
+	if grep -qs ' /boot/efi ' /proc/mounts; then
+		esp=/boot/efi
+		return 0
+	fi
+	esp=$(mktemp -d)
+	if ! mount /dev/disk/by-partlabel/esp "$esp"; then
+		rmdir "$esp"
+		return 1
+	fi
+	mounted=1
+}
+close_esp() {
+	if [ -n "$mounted" ]; then umount "$esp" && rmdir "$esp"; fi
+}
+
+# capsule_staged: true when OsIndications asks UEFI to process a capsule on disk (bit 2).
+capsule_staged() {
+	[ -e "$OSINDICATIONS" ] || return 1
+	b=$(od -An -tu1 -j4 -N1 "$OSINDICATIONS" 2>/dev/null | tr -d ' ')
+	[ -n "$b" ] && [ $((b & 4)) -ne 0 ]
+}
+
+# withdraw_capsule: clear bit 2 of OsIndications (its other bits kept; one 12-byte write,
+# attributes NV+BS+RT first) and remove the staged file from the ESP where it can be had
+# (without the bit UEFI does not look at it).
+withdraw_capsule() {
+	capsule_staged || return 0
+	# shellcheck disable=SC2046 # one word per byte, on purpose
+	set -- $(od -An -tu1 -j4 -N8 "$OSINDICATIONS")
+	[ $# = 8 ] || reject "cannot read $OSINDICATIONS to withdraw the capsule an earlier installation staged"
+	v='\0007\0000\0000\0000'
+	first=1
+	for b in "$@"; do
+		if [ "$first" = 1 ]; then b=$((b & ~4)); first=0; fi
+		v="$v$(printf '\\0%03o' "$b")"
+	done
+	chattr -i "$OSINDICATIONS" 2>/dev/null || true
+	printf '%b' "$v" | dd of="$OSINDICATIONS" bs=12 count=1 2>/dev/null ||
+		reject "cannot clear $OSINDICATIONS: the capsule an earlier installation staged is still pending"
+	if open_esp; then
+		rm -f "$esp/EFI/UpdateCapsule/TEGRA_BL.Cap"
+		close_esp
+	fi
+	echo "fpgagdr-bundle-hooks: the bootloader capsule of an earlier installation, not yet applied, is withdrawn"
 }
 
 stage_capsule() {
 	cap="${RAUC_BUNDLE_MOUNT_POINT:?}/tegra-bl.cap"
 	[ -f "$cap" ] || return 0
-	esp=${FPGAGDR_ESP_DIR:-}
-	mounted=""
-	if [ -z "$esp" ]; then
-		esp=$(mktemp -d)
-		mount /dev/disk/by-partlabel/esp "$esp" || die "cannot mount the ESP to stage the capsule"
-		mounted=1
-	fi
+	open_esp || die "cannot mount the ESP to stage the capsule"
 	mkdir -p "$esp/EFI/UpdateCapsule"
 	cp "$cap" "$esp/EFI/UpdateCapsule/TEGRA_BL.Cap.tmp"
 	sync
 	mv "$esp/EFI/UpdateCapsule/TEGRA_BL.Cap.tmp" "$esp/EFI/UpdateCapsule/TEGRA_BL.Cap"
 	sync
-	if [ -n "$mounted" ]; then umount "$esp" && rmdir "$esp"; fi
-	var="$EFIVARS/OsIndications-$GLOBAL_GUID"
+	close_esp
+	var=$OSINDICATIONS
 	if [ -e "$var" ]; then chattr -i "$var" 2>/dev/null || true; fi
 	# Attributes NV+BS+RT, then EFI_OS_INDICATIONS_FILE_CAPSULE_DELIVERY_SUPPORTED (bit 2).
 	printf '\007\000\000\000\004\000\000\000\000\000\000\000' | dd of="$var" bs=12 count=1 2>/dev/null ||
@@ -121,8 +252,7 @@ stage_capsule() {
 
 case ${1:-} in
 install-check)
-	n=$("$NVBOOTCTRL" -t rootfs get-number-slots 2>/dev/null) || n=0
-	[ "$n" = 2 ] || die "rootfs A/B redundancy is not enabled on this device: refusing the update (flash the A/B layout first)"
+	install_check
 	;;
 slot-post-install)
 	if [ "${RAUC_SLOT_CLASS:-}" = rootfs ]; then

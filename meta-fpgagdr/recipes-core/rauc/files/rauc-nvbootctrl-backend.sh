@@ -16,6 +16,19 @@
 # the update would silently never boot. set-primary therefore resets the slot's UEFI
 # status variable (RootfsStatusSlotA/B) to normal first, and checks the result.
 #
+# Bootloader capsule: when a UEFI capsule is staged (OsIndications has bit 2,
+# EFI_OS_INDICATIONS_FILE_CAPSULE_DELIVERY_SUPPORTED; the bundle's post-install hook
+# stages tegra-bl.cap), UEFI applies it at the next boot to the *other* boot chain and
+# switches to that chain, and on L4T R36 (rootfs A/B unified with the boot chain) the
+# rootfs slot follows. Switching the chain by hand first (set-active-boot-slot) would
+# make the firmware skip the capsule (OE4T's swupdate example for Jetson and TIER IV's
+# Autoware OTA client leave it out when a capsule is staged). So, with a capsule staged:
+#   set-primary OTHER   makes OTHER bootable and leaves the switch to the firmware (an
+#                       earlier switch by hand, active != current, is undone first: it
+#                       too makes the firmware skip the capsule)
+#   set-primary CURRENT withdraws the capsule (clears the bit), then switches as usual
+#   get-primary         reports OTHER, the chain the firmware switches to
+#
 # Fails closed: any answer from nvbootctrl that is not understood is an error (non-zero
 # exit, message on stderr), never a guess. Every command first checks that rootfs A/B
 # redundancy is enabled (two rootfs slots); without it RAUC's install stops before
@@ -29,6 +42,9 @@ NVBOOTCTRL=${FPGAGDR_NVBOOTCTRL:-nvbootctrl}
 EFIVARS=${FPGAGDR_EFIVARS_DIR:-/sys/firmware/efi/efivars}
 # NVIDIA's L4T vendor GUID of the RootfsStatusSlot* variables.
 L4T_GUID=781e084c-a330-417c-b678-38e696380cb9
+# UEFI's global variable GUID (OsIndications).
+GLOBAL_GUID=8be4df61-93ca-11d2-aa0d-00e098032b8c
+OSINDICATIONS="$EFIVARS/OsIndications-$GLOBAL_GUID"
 
 die() {
 	echo "rauc-nvbootctrl-backend: $*" >&2
@@ -87,22 +103,75 @@ make_bootable() {
 		die "rootfs slot $1 is still not bootable after resetting $var"
 }
 
+# current_number: the running slot, 0 or 1.
+current_number() {
+	cur=$(rootfs get-current-slot 2>/dev/null) || die "nvbootctrl -t rootfs get-current-slot failed: the running slot is unknown"
+	slot_number "$(bootname "$cur")"
+}
+
+other_bootname() {
+	if [ "$1" = 0 ]; then echo B; else echo A; fi
+}
+
+# capsule_staged: true when OsIndications asks UEFI to process a capsule on disk.
+capsule_staged() {
+	[ -e "$OSINDICATIONS" ] || return 1
+	b=$(od -An -tu1 -j4 -N1 "$OSINDICATIONS" 2>/dev/null | tr -d ' ')
+	[ -n "$b" ] && [ $((b & 4)) -ne 0 ]
+}
+
+# withdraw_capsule: clear bit 2 of OsIndications, keep its other bits (one 12-byte write:
+# attributes NV+BS+RT, then the 8-byte value).
+withdraw_capsule() {
+	# shellcheck disable=SC2046 # one word per byte, on purpose
+	set -- $(od -An -tu1 -j4 -N8 "$OSINDICATIONS")
+	[ $# = 8 ] || die "cannot read $OSINDICATIONS to withdraw the staged capsule"
+	v='\0007\0000\0000\0000'
+	first=1
+	for b in "$@"; do
+		if [ "$first" = 1 ]; then b=$((b & ~4)); first=0; fi
+		v="$v$(printf '\\0%03o' "$b")"
+	done
+	chattr -i "$OSINDICATIONS" 2>/dev/null || true
+	printf '%b' "$v" | dd of="$OSINDICATIONS" bs=12 count=1 2>/dev/null ||
+		die "writing $OSINDICATIONS failed: the staged capsule is still pending"
+}
+
 cmd=${1:-}
 [ -n "$cmd" ] || die "usage: $0 get-primary|set-primary X|get-state X|set-state X good|bad|get-current"
 require_ab
 
 case $cmd in
 get-current)
-	cur=$(rootfs get-current-slot 2>/dev/null) || die "nvbootctrl -t rootfs get-current-slot failed: the running slot is unknown"
-	bootname "$cur"
+	bootname "$(current_number)"
 	;;
 get-primary)
+	if capsule_staged; then
+		other_bootname "$(current_number)"
+		exit 0
+	fi
 	act=$(dump | sed -n 's/^Active rootfs slot: *\([A-Za-z0-9]*\).*/\1/p')
 	[ -n "$act" ] || die "no 'Active rootfs slot' in nvbootctrl's dump-slots-info"
 	bootname "$act"
 	;;
 set-primary)
 	n=$(slot_number "${2:-}")
+	if capsule_staged; then
+		cur=$(current_number)
+		if [ "$n" != "$cur" ]; then
+			# An earlier switch by hand (active chain != current) also makes the firmware
+			# skip the capsule: put the active chain back to the current one first.
+			act=$(dump | sed -n 's/^Active rootfs slot: *\([A-Za-z0-9]*\).*/\1/p')
+			if [ "$(bootname "${act:-?}")" != "$(bootname "$cur")" ]; then
+				rootfs set-active-boot-slot "$cur" >/dev/null || die "nvbootctrl -t rootfs set-active-boot-slot $cur failed"
+			fi
+			make_bootable "$n"
+			echo "rauc-nvbootctrl-backend: a bootloader capsule is staged: UEFI updates boot chain $2 at the next boot and switches to it, the rootfs slot with it; the chain is not switched by hand (that would cancel the capsule update)" >&2
+			exit 0
+		fi
+		withdraw_capsule
+		echo "rauc-nvbootctrl-backend: staying on slot $2: the staged bootloader capsule is withdrawn" >&2
+	fi
 	make_bootable "$n"
 	rootfs set-active-boot-slot "$n" >/dev/null || die "nvbootctrl -t rootfs set-active-boot-slot $n failed"
 	act=$(dump | sed -n 's/^Active rootfs slot: *\([A-Za-z0-9]*\).*/\1/p')

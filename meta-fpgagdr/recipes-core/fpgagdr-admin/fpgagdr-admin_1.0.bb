@@ -1,0 +1,23 @@
+SUMMARY = "The fpgagdr appliance's admin access: sudo for user admin, SSH with keys only"
+DESCRIPTION = "Lets the admin user of fpgagdr-image (created there with an initial \
+               password that must be changed at the first login) administer the \
+               device with sudo, and keeps SSH to keys and away from root."
+HOMEPAGE = "https://example.invalid/fpgagdr"
+LICENSE = "MIT"
+LIC_FILES_CHKSUM = "file://${COMMON_LICENSE_DIR}/MIT;md5=0835ade698e0bcf8506ecda2f7b4f302"
+
+SRC_URI = "\
+    file://50-fpgagdr-admin.sudoers \
+    file://50-fpgagdr.sshd.conf \
+"
+S = "${WORKDIR}"
+
+inherit allarch
+
+do_install() {
+    install -D -m 0440 ${WORKDIR}/50-fpgagdr-admin.sudoers ${D}${sysconfdir}/sudoers.d/50-fpgagdr-admin
+    install -D -m 0644 ${WORKDIR}/50-fpgagdr.sshd.conf ${D}${sysconfdir}/ssh/sshd_config.d/50-fpgagdr.conf
+}
+
+FILES:${PN} += "${sysconfdir}/sudoers.d ${sysconfdir}/ssh/sshd_config.d"
+RDEPENDS:${PN} = "sudo"
