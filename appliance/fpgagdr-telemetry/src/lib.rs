@@ -14,6 +14,7 @@ mod ina3221;
 mod power_tree;
 mod rapl;
 mod thermal;
+pub mod sampler;
 
 use std::path::{Path, PathBuf};
 

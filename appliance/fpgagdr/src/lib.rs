@@ -44,8 +44,6 @@ mod error;
 pub mod frame;
 pub mod kernel;
 mod memory;
-pub mod sim;
-pub mod source;
 mod sys;
 mod transfer;
 mod trigger;
@@ -60,7 +58,5 @@ pub use kernel::{KernelCard, KernelCounters};
 pub use memory::{
     DmaMemory, DmaRegion, GpuMemory, MemoryKind, cuda_context, frame_ring_kind, gpu_memory,
 };
-pub use sim::{LinkPreset, SimCard, SimConfig, SimSensor};
-pub use source::{FrameSource, Replay, TestPattern};
 pub use transfer::TransferMode;
 pub use trigger::{FrameSlot, FrameTrigger};

@@ -12,9 +12,6 @@
 pub mod api;
 pub mod assets;
 pub mod config;
-pub mod inference;
 pub mod metrics;
 pub mod notify;
-pub mod ota;
 pub mod pipeline;
-pub mod telemetry;

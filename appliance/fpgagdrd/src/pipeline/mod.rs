@@ -9,7 +9,6 @@
 
 mod capture;
 mod infer;
-mod prep;
 pub mod queue;
 
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};

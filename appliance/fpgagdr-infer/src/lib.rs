@@ -6,6 +6,7 @@
 
 pub mod gpu;
 mod model;
+mod prep;
 mod preprocess;
 
 pub use model::{Classification, Model, ModelError, Provider, TOP_K};
