@@ -102,13 +102,6 @@ enum Command {
     Soak(soak::SoakArgs),
 }
 
-/// Seconds since the UNIX epoch (wall clock, for reports only).
-pub(crate) fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
-}
-
 fn run(cli: Cli) -> error::Result<i32> {
     let b = Bench::open(
         &cli.card,

@@ -18,8 +18,8 @@ use std::time::Instant;
 
 use cudarc::driver::{CudaSlice, sys};
 use fpgagdr::PixelFormat;
-use fpgagdrd::inference::gpu::{EventTimer, GpuCrc32, GpuError, GpuPreprocessor};
-use fpgagdrd::inference::{FrameView, Preprocessor};
+use fpgagdr_infer::gpu::{EventTimer, GpuCrc32, GpuError, GpuPreprocessor};
+use fpgagdr_infer::{FrameView, Preprocessor};
 
 const SIZES_KIB: [usize; 6] = [4, 64, 512, 1024, 4096, 8192];
 const ITERS: usize = 200;

@@ -10,16 +10,18 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use crate::prep::Tensor;
+
 use ort::environment::Environment;
 use ort::ep::ExecutionProvider;
 use ort::memory::{AllocationDevice, AllocatorType, MemoryInfo, MemoryType};
 use ort::session::Session;
 use ort::value::{Shape, TensorRef, TensorRefMut, ValueType};
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Which ONNX Runtime execution provider runs the model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Provider {
     /// CUDA when the loaded ONNX Runtime has its CUDA provider and a CUDA driver is
@@ -346,6 +348,25 @@ impl Model {
         }
         .map_err(|e| ModelError::Run(e.to_string()))?;
         self.run_top_k(input.into(), top)
+    }
+
+    /// Runs the model on a tensor [`crate::FramePrep::run`] built, wherever it lies: on
+    /// the host ([`Self::classify`]) or in device memory ([`Self::classify_device`],
+    /// which is safe here because the tensor is prep's own, synchronised and borrowed).
+    pub fn classify_tensor(
+        &mut self,
+        tensor: Tensor<'_>,
+        top: &mut [(u32, f32); TOP_K],
+    ) -> Result<(), ModelError> {
+        match tensor {
+            Tensor::Host(t) => self.classify(t, top),
+            #[allow(unsafe_code)]
+            // SAFETY: a `DeviceTensor` is made only by `FramePrep::run` from its own 3 × H
+            // × W device tensor (H × W this model's input, as `FramePrep::new` was given),
+            // after synchronising the stream that wrote it; the borrow it carries keeps the
+            // next run from writing it before this returns.
+            Tensor::Device(d) => unsafe { self.classify_device(d.addr(), top) },
+        }
     }
 
     /// The display label of class `index`.

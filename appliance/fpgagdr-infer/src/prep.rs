@@ -11,42 +11,58 @@
 //! Must not: touch the queue; the caller releases the entry after [`FramePrep::run`].
 //! Reads ring entries that the card writes: every `unsafe` here passes on or relies on
 //! the caller's promise that no C2H into the entry runs meanwhile.
-#![allow(unsafe_code)]
 
+use std::marker::PhantomData;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use cudarc::driver::{CudaStream, PinnedHostSlice};
 use fpgagdr::frame::{FrameError, FrameHeader, HEADER_LEN};
 use fpgagdr::{MemoryKind, PinnedBuffer};
 
-use super::now_ns;
-use crate::inference::gpu::{EventTimer, GpuCrc32, GpuError, GpuPreprocessor};
-use crate::inference::{FrameView, Preprocessor};
+use crate::gpu::{EventTimer, GpuCrc32, GpuError, GpuPreprocessor, cuda};
+use crate::preprocess::{FrameView, Preprocessor};
 
 /// A frame checked and turned into a tensor.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Prepped {
+pub struct Prepped {
     /// The frame's parsed header.
-    pub(crate) header: FrameHeader,
+    pub header: FrameHeader,
     /// Time spent copying device → host, ns; `None` when nothing was copied.
-    pub(crate) d2h_ns: Option<u64>,
+    pub d2h_ns: Option<u64>,
     /// Checksum and preprocessing time, ns.
-    pub(crate) preprocess_ns: u64,
+    pub preprocess_ns: u64,
 }
 
-/// Where the tensor [`FramePrep::run`] built lies.
+/// Where the tensor [`FramePrep::run`] built lies; borrowed from the [`FramePrep`], so it
+/// stays as written until the next run. [`crate::Model::classify_tensor`] takes either.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Tensor<'a> {
+pub enum Tensor<'a> {
     /// In host memory.
     Host(&'a [f32]),
-    /// In CUDA device memory at this address (3 × H × W f32), the stream synchronised;
-    /// valid until the next [`FramePrep::run`].
-    Device(u64),
+    /// In CUDA device memory (3 × H × W f32), the writing stream synchronised.
+    Device(DeviceTensor<'a>),
+}
+
+/// A tensor [`FramePrep::run`] left in CUDA device memory. Only this crate makes one, and
+/// only once the stream that wrote it is synchronised; the borrow keeps the next run
+/// from rewriting it while it is in use.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceTensor<'a> {
+    addr: u64,
+    _prep: PhantomData<&'a GpuPrep>,
+}
+
+impl DeviceTensor<'_> {
+    /// Device address of the first float.
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
 }
 
 /// Why a frame produced no tensor.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum PrepError {
+pub enum PrepError {
     /// The frame itself is bad (header, geometry, CRC): count it and go on.
     #[error(transparent)]
     Frame(#[from] FrameError),
@@ -63,19 +79,24 @@ impl From<GpuError> for PrepError {
 
 /// Where preprocessing runs, with its buffers (allocated once).
 #[derive(Debug)]
-pub(crate) enum FramePrep {
+pub enum FramePrep {
     /// CPU preprocessing; `staging` holds frames copied from device memory.
     Cpu {
+        /// Crop, resize, normalise and lay out.
         pre: Preprocessor,
+        /// The tensor `pre` writes (3 × H × W f32).
         tensor: Vec<f32>,
+        /// Frames copied out of device memory, when the ring is not host-addressable.
         staging: Vec<u8>,
     },
     /// CUDA kernels on one stream, three event pairs, pinned host memory for the tensor.
     Gpu(Box<GpuPrep>),
 }
 
+/// The GPU side of [`FramePrep`]: the kernels, their stream and timers, and the tensor's
+/// pinned host copy (for a model on the CPU provider).
 #[derive(Debug)]
-pub(crate) struct GpuPrep {
+pub struct GpuPrep {
     stream: Arc<CudaStream>,
     crc: GpuCrc32,
     pre: GpuPreprocessor,
@@ -93,12 +114,7 @@ impl FramePrep {
     /// compile, CPU preprocessing otherwise; the second value says which, for status.
     /// `device_input`: the model reads its input from GPU memory (ONNX Runtime's CUDA
     /// provider), so a GPU-built tensor stays there.
-    pub(crate) fn new(
-        kind: MemoryKind,
-        w: usize,
-        h: usize,
-        device_input: bool,
-    ) -> (FramePrep, String) {
+    pub fn new(kind: MemoryKind, w: usize, h: usize, device_input: bool) -> (FramePrep, String) {
         if matches!(kind, MemoryKind::CudaDevice | MemoryKind::CudaHost) {
             match GpuPrep::new(w, h, device_input) {
                 Ok(g) => {
@@ -152,7 +168,8 @@ impl FramePrep {
     ///
     /// # Safety
     /// No C2H into `buffer[..len]` may run until this returns (the ring entry is InUse).
-    pub(crate) unsafe fn run(
+    #[allow(unsafe_code)]
+    pub unsafe fn run(
         &mut self,
         buffer: &PinnedBuffer,
         len: usize,
@@ -173,6 +190,7 @@ impl FramePrep {
 
 /// # Safety
 /// As [`FramePrep::run`].
+#[allow(unsafe_code)]
 unsafe fn run_cpu<'t>(
     pre: &mut Preprocessor,
     tensor: &'t mut [f32],
@@ -181,7 +199,7 @@ unsafe fn run_cpu<'t>(
     len: usize,
     verify: bool,
 ) -> Result<(Prepped, &'t [f32]), PrepError> {
-    let t0 = now_ns();
+    let t0 = Instant::now();
     // SAFETY: the caller's contract: no C2H writes these bytes while we read them.
     let bytes: &[u8] = match unsafe { buffer.host_bytes() } {
         Some(s) => &s[..len],
@@ -193,7 +211,7 @@ unsafe fn run_cpu<'t>(
             staging
         }
     };
-    let t1 = now_ns();
+    let t1 = Instant::now();
     let header = FrameHeader::parse(bytes, len)?;
     let payload = &bytes[HEADER_LEN..header.frame_len()];
     if verify {
@@ -209,13 +227,14 @@ unsafe fn run_cpu<'t>(
     pre.run(&view, tensor);
     let prepped = Prepped {
         header,
-        d2h_ns: (!buffer.kind().host_accessible()).then_some(t1 - t0),
-        preprocess_ns: now_ns() - t1,
+        d2h_ns: (!buffer.kind().host_accessible()).then_some(ns(t1 - t0)),
+        preprocess_ns: ns(t1.elapsed()),
     };
     Ok((prepped, tensor))
 }
 
 impl GpuPrep {
+    #[allow(unsafe_code)]
     fn new(w: usize, h: usize, device_input: bool) -> Result<GpuPrep, GpuError> {
         let pre = GpuPreprocessor::new(w, h)?;
         let stream = pre.stream().clone();
@@ -225,8 +244,8 @@ impl GpuPrep {
         // SAFETY: plain page-locked host memory (flags 0, not write-combined: the CPU
         // reads the tensor); it is written only by copies on `stream`, and read through
         // `as_slice`, which waits for them.
-        let tensor = unsafe { ctx.alloc_pinned_with_flags::<f32>(pre.output_len(), 0) }
-            .map_err(crate::inference::gpu::cuda)?;
+        let tensor =
+            unsafe { ctx.alloc_pinned_with_flags::<f32>(pre.output_len(), 0) }.map_err(cuda)?;
         Ok(GpuPrep {
             t_header: EventTimer::new(kernels)?,
             t_kernels: EventTimer::new(kernels)?,
@@ -242,6 +261,7 @@ impl GpuPrep {
 
     /// # Safety
     /// As [`FramePrep::run`].
+    #[allow(unsafe_code)]
     unsafe fn run(
         &mut self,
         buffer: &PinnedBuffer,
@@ -269,9 +289,9 @@ impl GpuPrep {
                 stream.cu_stream(),
             )
         }
-        .map_err(crate::inference::gpu::cuda)?;
+        .map_err(cuda)?;
         self.t_header.stop(&stream)?;
-        stream.synchronize().map_err(crate::inference::gpu::cuda)?;
+        stream.synchronize().map_err(cuda)?;
         let header = FrameHeader::parse(&self.header, len)?;
         let (pixels, payload_len) = (base + HEADER_LEN as u64, header.frame_len() - HEADER_LEN);
         self.t_kernels.start(&stream)?;
@@ -301,13 +321,13 @@ impl GpuPrep {
             self.t_tensor.start(&stream)?;
             stream
                 .memcpy_dtoh(self.pre.tensor(), &mut self.tensor)
-                .map_err(crate::inference::gpu::cuda)?;
+                .map_err(cuda)?;
             self.t_tensor.stop(&stream)?;
         }
         let computed = if verify {
             Some(self.crc.result()?) // waits for the stream
         } else {
-            stream.synchronize().map_err(crate::inference::gpu::cuda)?;
+            stream.synchronize().map_err(cuda)?;
             None
         };
         let us_to_ns = |us: f64| (us * 1000.0).round() as u64;
@@ -327,12 +347,20 @@ impl GpuPrep {
         if self.device_input {
             use cudarc::driver::DevicePtr;
             let (ptr, _sync) = self.pre.tensor().device_ptr(&stream);
-            return Ok((prepped, Tensor::Device(ptr)));
+            return Ok((
+                prepped,
+                Tensor::Device(DeviceTensor {
+                    addr: ptr,
+                    _prep: PhantomData,
+                }),
+            ));
         }
-        let tensor = self
-            .tensor
-            .as_slice()
-            .map_err(crate::inference::gpu::cuda)?;
+        let tensor = self.tensor.as_slice().map_err(cuda)?;
         Ok((prepped, Tensor::Host(tensor)))
     }
+}
+
+/// Whole nanoseconds of `d` (stage times are u64 ns, as the pipeline records them).
+fn ns(d: Duration) -> u64 {
+    d.as_nanos() as u64
 }

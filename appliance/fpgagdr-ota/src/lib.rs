@@ -8,7 +8,8 @@
 //! zbus's method timeout) or make anything else depend on RAUC: without it, OTA is
 //! reported `unavailable` with the reason and every other endpoint works.
 //! Neighbours: `rauc.rs` (D-Bus calls), `spool.rs` (uploads), `mark_good.rs` (first-boot
-//! health check), `api/ota.rs` (HTTP), `api/live.rs` (the `ota` SSE event).
+//! health check); above it the service's `api/ota.rs` (HTTP) and the live stream, which
+//! forwards [`Events`] as its `ota` event. This crate knows nothing of HTTP.
 
 pub mod mark_good;
 pub mod rauc;
@@ -18,9 +19,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use bytes::Bytes;
 use serde::Serialize;
 use serde_json::{Value, json};
-use tokio_stream::StreamExt;
+use tokio_stream::{Stream, StreamExt};
 
 use rauc::{Bus, Rauc};
 
@@ -84,8 +86,12 @@ pub struct Ota {
     /// Serialises install requests and uploads (an upload must not replace the bundle an
     /// install is about to read).
     gate: Arc<tokio::sync::Mutex<()>>,
-    live: crate::api::live::Live,
+    events: Events,
 }
+
+/// Where [`Ota`] sends its status (the JSON of [`Ota::status`]) after every change: the
+/// service forwards it as the `ota` event of the live stream.
+pub type Events = Arc<dyn Fn(Arc<str>) + Send + Sync>;
 
 impl std::fmt::Debug for Ota {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -125,8 +131,8 @@ fn unix_now() -> f64 {
 
 impl Ota {
     /// State for `settings`; OTA is `unavailable` until the monitor reached RAUC. Every
-    /// change is sent on `live` as an `ota` event carrying [`Ota::status`].
-    pub fn new(settings: Settings, live: crate::api::live::Live) -> Ota {
+    /// change is sent to `events` as the JSON of [`Ota::status`].
+    pub fn new(settings: Settings, events: Events) -> Ota {
         if let Err(e) = spool::prepare(&settings.spool) {
             tracing::warn!("OTA spool {}: {e}", settings.spool.display());
         }
@@ -139,7 +145,7 @@ impl Ota {
             known: Arc::new(Mutex::new(known)),
             rauc: Arc::new(tokio::sync::RwLock::new(None)),
             gate: Arc::new(tokio::sync::Mutex::new(())),
-            live,
+            events,
         }
     }
 
@@ -153,8 +159,7 @@ impl Ota {
     }
 
     fn publish(&self) {
-        self.live
-            .publish_event("ota", self.status().to_string().into());
+        (self.events)(self.status().to_string().into());
     }
 
     /// `GET /api/v1/ota`.
@@ -206,9 +211,9 @@ impl Ota {
 
     /// `POST /api/v1/ota/bundles`: spools the body, then has RAUC check its signature
     /// and manifest; a bundle RAUC refuses, or one for another `compatible`, is deleted.
-    pub async fn upload(
+    pub async fn upload<E: std::fmt::Display>(
         &self,
-        body: axum::body::Body,
+        body: impl Stream<Item = Result<Bytes, E>> + Unpin,
         announced: Option<u64>,
     ) -> Result<Value, OtaError> {
         let rauc = self.connected().await?;

@@ -7,9 +7,10 @@
 
 use std::path::{Path, PathBuf};
 
+use bytes::Bytes;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
-use tokio_stream::StreamExt;
+use tokio_stream::{Stream, StreamExt};
 
 /// Free space kept beyond the bundle itself, bytes: the appliance's logs and config must
 /// still fit after an upload.
@@ -113,9 +114,9 @@ pub fn remove_others(dir: &Path, keep: Option<&Path>) {
 /// `limit` or over the free space, stops as soon as more than `limit` bytes arrived,
 /// hashes while writing, fsyncs, and only then gives the file its final name. On any
 /// error the partial file is removed.
-pub async fn receive(
+pub async fn receive<E: std::fmt::Display>(
     dir: &Path,
-    body: axum::body::Body,
+    body: impl Stream<Item = Result<Bytes, E>> + Unpin,
     announced: Option<u64>,
     limit: u64,
 ) -> Result<Spooled, SpoolError> {
@@ -160,9 +161,9 @@ pub async fn receive(
     })
 }
 
-async fn write_partial(
+async fn write_partial<E: std::fmt::Display>(
     partial: &Path,
-    body: axum::body::Body,
+    mut stream: impl Stream<Item = Result<Bytes, E>> + Unpin,
     limit: u64,
     dir: &Path,
 ) -> Result<(String, u64), SpoolError> {
@@ -170,7 +171,6 @@ async fn write_partial(
     let mut file = tokio::fs::File::create(partial).await.map_err(io)?;
     let mut hasher = Sha256::new();
     let mut bytes: u64 = 0;
-    let mut stream = body.into_data_stream();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| SpoolError::Incomplete(e.to_string()))?;
         bytes += chunk.len() as u64;

@@ -17,7 +17,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use fpgagdr::{Card, DmaMemory, LinkPreset, PinnedBuffer, SimConfig, TransferMode};
+use fpgagdr::{Card, DmaMemory, PinnedBuffer, TransferMode};
+use fpgagdr_sim::{LinkPreset, SimConfig};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
@@ -35,7 +36,7 @@ fn label(bytes: u64) -> String {
 /// A simulated card with the link model off, its first MiB of card memory written (so
 /// reads copy real chunks, not the zero page of unwritten memory).
 fn card() -> Card {
-    let card = Card::open_sim(SimConfig {
+    let card = fpgagdr_sim::open_sim(SimConfig {
         preset: LinkPreset::Off,
         ..SimConfig::default()
     });

@@ -1,32 +1,26 @@
 //! `SimCard`: a software model of an XDMA card, for machines with no FPGA.
 //!
-//! Owns: [`SimCard`] (a [`Backend`]), [`SimConfig`], and the simulated sensor
-//! ([`SimSensor`]) that plays the FPGA's capture logic. The card holds 2 GiB of card
+//! Owns: [`SimCard`] (a [`Backend`]), [`SimConfig`], [`open_sim`]. The simulated sensor
+//! that plays the FPGA's capture logic is `sensor.rs`. The card holds 2 GiB of card
 //! memory sparsely, copies bytes for real (so integrity checks mean something), and,
 //! unless the link model is off, makes each transfer last as long as the seed report
 //! measured on the platform its [`LinkPreset`] names.
 //! Must not: be mistaken for hardware: its status says `simulated: true` and its name
 //! says "simulated".
 
-mod card_memory;
-mod link;
-mod sensor;
-
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-pub use link::{LinkModel, LinkPreset, PathCost};
-pub use sensor::{SENSOR_SLOTS, SimSensor};
-
-use crate::card::{
-    Backend, Capabilities, CardStatus, Direction, Handle, Platform, Transfer, TransferRequest,
+use fpgagdr::{
+    Backend, Capabilities, Card, CardStatus, Direction, DmaMemory, Error, GpuMemory, Handle,
+    MemoryKind, PinnedRegion, Platform, Result, Transfer, TransferRequest, check_inside,
+    gpu_memory,
 };
-use crate::error::{Error, Result};
-use crate::memory::{DmaRegion, check_inside, read_region, write_region};
-use crate::sys::{self, CudaAlloc, CudaProbe};
-use card_memory::CardMemory;
+
+use crate::card_memory::{self, CardMemory};
+use crate::link::LinkPreset;
 
 /// Settings of a simulated card.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -52,14 +46,6 @@ impl Default for SimConfig {
     }
 }
 
-#[derive(Debug)]
-struct Pin {
-    region: DmaRegion,
-    /// `true` while pinned. Transfers hold the lock for their copy; unpin takes it for
-    /// writing, so memory is never released under a running DMA.
-    live: RwLock<bool>,
-}
-
 /// One DMA engine: transfers on a channel are serialised, as on the hardware.
 #[derive(Debug, Default)]
 struct Engine {
@@ -67,33 +53,60 @@ struct Engine {
     staging: Vec<u8>,
     /// Page-locked staging for C2H into and H2C out of CUDA device memory: the simulated
     /// card's path B (card → host → GPU), the fastest host-device copy there is.
-    pinned: Option<CudaAlloc>,
+    pinned: Option<DmaMemory>,
 }
 
 impl Engine {
     /// A page-locked staging buffer of at least `len` bytes, grown as needed.
     fn pinned_staging(&mut self, len: usize) -> Result<&mut [u8]> {
         if self.pinned.as_ref().is_none_or(|p| p.len() < len) {
-            let CudaProbe::Ready(ctx) = sys::cuda() else {
+            if let GpuMemory::Absent(_) = gpu_memory() {
                 return Err(Error::Cuda(
                     "CUDA device memory without a CUDA context".into(),
                 ));
-            };
+            }
             self.pinned = None; // free the old one first
-            let alloc = CudaAlloc::new(ctx, len, true).map_err(|reason| Error::Alloc {
-                len: len as u64,
-                kind: "pinned host staging",
-                reason,
+            let alloc = DmaMemory::cuda(len, MemoryKind::CudaHost).map_err(|e| match e {
+                Error::Alloc { len, reason, .. } => Error::Alloc {
+                    len,
+                    kind: "pinned host staging",
+                    reason,
+                },
+                other => other,
             })?;
             self.pinned = Some(alloc);
         }
         let all = self
             .pinned
             .as_mut()
-            .and_then(CudaAlloc::host_slice_mut)
-            .expect("host allocation");
+            .and_then(DmaMemory::as_mut_slice)
+            .expect("page-locked host memory is addressable");
         Ok(&mut all[..len])
     }
+}
+
+/// Opens a simulated card with `config`: a [`Card`] driven by [`SimCard`].
+///
+/// ```
+/// use std::time::Duration;
+/// use fpgagdr::DmaMemory;
+/// use fpgagdr_sim::{LinkPreset, SimConfig};
+///
+/// let card = fpgagdr_sim::open_sim(SimConfig { preset: LinkPreset::Off, ..SimConfig::default() });
+/// let st = card.status();
+/// assert!(st.simulated);
+/// let buf = card.pin(DmaMemory::host(64 * 1024, st.alignment as usize)?)?;
+/// card.write_h2c_from_host(0, 0x1000, &[0xab; 4096], Duration::from_millis(100))?;
+/// let t = card.read_c2h(0, &buf, 0x1000, 4096, Duration::from_millis(100))?;
+/// assert_eq!(t.bytes, 4096);
+/// // SAFETY: no C2H into `buf` runs while the slice lives.
+/// assert_eq!(unsafe { buf.host_bytes() }.unwrap()[..4096], [0xab; 4096]);
+/// let e = card.read_c2h(9, &buf, 0, 4096, Duration::from_millis(10)).unwrap_err();
+/// assert_eq!(e.rule(), "channel-range");
+/// # Ok::<(), fpgagdr::Error>(())
+/// ```
+pub fn open_sim(config: SimConfig) -> Card {
+    Card::from_backend(Arc::new(SimCard::new(config)))
 }
 
 /// The simulated XDMA card. Clearly a simulation: see [`CardStatus::simulated`].
@@ -101,7 +114,7 @@ impl Engine {
 pub struct SimCard {
     config: SimConfig,
     memory: CardMemory,
-    pins: Mutex<HashMap<u64, Arc<Pin>>>,
+    pins: Mutex<HashMap<u64, Arc<PinnedRegion>>>,
     next_handle: AtomicU64,
     c2h: Vec<Mutex<Engine>>,
     h2c: Vec<Mutex<Engine>>,
@@ -179,7 +192,7 @@ impl SimCard {
         })
     }
 
-    fn pin_entry(&self, handle: Handle) -> Result<Arc<Pin>> {
+    fn pin_entry(&self, handle: Handle) -> Result<Arc<PinnedRegion>> {
         self.pins
             .lock()
             .expect("pin registry poisoned")
@@ -257,82 +270,73 @@ impl Backend for SimCard {
         }
     }
 
-    // Safety contract: see `Backend::pin`; transfers rely on it to copy into `region`.
-    #[allow(unsafe_code)]
-    unsafe fn pin(&self, region: DmaRegion) -> Result<Handle> {
-        if region.len == 0 {
+    fn pin(&self, pinned: Arc<PinnedRegion>) -> Result<Handle> {
+        if pinned.region().len == 0 {
             return Err(Error::ZeroLength { what: "pin" });
         }
         let handle = self.next_handle.fetch_add(1, Ordering::Relaxed);
-        let pin = Arc::new(Pin {
-            region,
-            live: RwLock::new(true),
-        });
         self.pins
             .lock()
             .expect("pin registry poisoned")
-            .insert(handle, pin);
+            .insert(handle, pinned);
         Ok(Handle(handle))
     }
 
     fn unpin(&self, handle: Handle) -> Result<()> {
-        let pin = self
-            .pins
+        // A transfer still copying into this pin holds its region; the card releases the
+        // region after this returns, waiting for that copy, before the memory goes.
+        self.pins
             .lock()
             .expect("pin registry poisoned")
             .remove(&handle.0)
-            .ok_or(Error::UnknownHandle { handle: handle.0 })?;
-        // Waits for a transfer still copying into this pin.
-        *pin.live.write().expect("pin lock poisoned") = false;
-        Ok(())
+            .map(drop)
+            .ok_or(Error::UnknownHandle { handle: handle.0 })
     }
 
     fn transfer(&self, req: &TransferRequest) -> Result<Transfer> {
         let pin = self.pin_entry(req.handle)?;
-        let region = pin.region;
+        let region = pin.region();
         check_inside(&region, req.offset, req.len)?;
         self.check_bounds(req.card_addr, req.len)?;
         let mut engine = self
             .engine(req.dir, req.channel)?
             .lock()
             .expect("engine poisoned");
-        let live = pin.live.read().expect("pin lock poisoned");
-        if !*live {
-            return Err(Error::UnknownHandle {
-                handle: req.handle.0,
-            });
-        }
         let start = Instant::now();
         let len = req.len as usize;
-        match req.dir {
+        let copied = pin.access(|mem| match req.dir {
             Direction::C2H if region.kind.host_accessible() => {
                 let mut result = Ok(());
                 self.memory.read_with(req.card_addr, len, |at, bytes| {
                     if result.is_ok() {
-                        result = write_region(&region, req.offset + at as u64, bytes);
+                        result = mem.write(req.offset + at as u64, bytes);
                     }
                 });
-                result?;
+                result
             }
             Direction::C2H => {
                 let staging = engine.pinned_staging(len)?;
                 self.memory.read(req.card_addr, staging);
-                write_region(&region, req.offset, staging)?;
+                mem.write(req.offset, staging)
             }
             // Out of CUDA device memory through the page-locked staging too (path B's
             // device-to-host copy at its best), from host memory through a plain buffer.
             Direction::H2C if !region.kind.host_accessible() => {
                 let staging = engine.pinned_staging(len)?;
-                read_region(&region, req.offset, staging)?;
+                mem.read(req.offset, staging)?;
                 self.memory.write(req.card_addr, staging);
+                Ok(())
             }
             Direction::H2C => {
                 engine.staging.resize(len, 0);
-                read_region(&region, req.offset, &mut engine.staging)?;
+                mem.read(req.offset, &mut engine.staging)?;
                 self.memory.write(req.card_addr, &engine.staging);
+                Ok(())
             }
-        }
-        drop(live);
+        });
+        copied.ok_or(Error::UnknownHandle {
+            handle: req.handle.0,
+        })??;
         self.finish(start, req.dir, true, req.len, req.timeout)
     }
 

@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use crate::card::{Direction, Platform};
+use fpgagdr::{Direction, Platform};
 
 /// Cost of one transfer on one path and direction: a fixed set-up time plus the bytes
 /// at a sustained bandwidth.

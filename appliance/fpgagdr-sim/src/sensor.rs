@@ -2,17 +2,16 @@
 //! of frame slots in card memory at a fixed frame rate, and tells the capture loop
 //! where each one is ([`FrameTrigger`]).
 //!
-//! Owns: [`SimSensor`]. Neighbours: `source.rs` (frame content), `sim/mod.rs` (card
+//! Owns: [`SimSensor`]. Neighbours: `source.rs` (frame content), `card.rs` (card
 //! memory through [`SimCard::fpga_write`]).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::SimCard;
-use crate::error::{Error, Result};
-use crate::frame::FrameError;
+use fpgagdr::{Error, FrameError, FrameSlot, FrameTrigger, Result};
+
+use crate::card::SimCard;
 use crate::source::FrameSource;
-use crate::trigger::{FrameSlot, FrameTrigger};
 
 /// Frame slots the sensor cycles through in card memory.
 pub const SENSOR_SLOTS: u64 = 4;
@@ -44,7 +43,7 @@ impl SimSensor {
     /// capture loop asks) into [`SENSOR_SLOTS`] slots from card address `base`.
     ///
     /// Errors: [`Error::CardBounds`] when the slots do not fit in card memory;
-    /// [`crate::FrameError::Source`] for a negative or non-finite `fps`.
+    /// [`FrameError::Source`] for a negative or non-finite `fps`.
     pub fn new(
         card: Arc<SimCard>,
         source: Box<dyn FrameSource>,

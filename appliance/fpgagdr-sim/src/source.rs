@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::frame::{FrameError, FrameHeader, HEADER_LEN, PixelFormat};
+use fpgagdr::frame::{FrameError, FrameHeader, HEADER_LEN, PixelFormat};
 
 /// Produces the bytes of frame `seq` (header + payload), as the FPGA's capture logic
 /// would write them into card memory.
@@ -101,7 +101,7 @@ pub struct Replay {
 }
 
 /// File extensions [`Replay`] reads.
-pub const IMAGE_EXTENSIONS: &[&str] = &["png", "jpg", "jpeg", "pgm", "ppm", "pnm"];
+pub(crate) const IMAGE_EXTENSIONS: &[&str] = &["png", "jpg", "jpeg", "pgm", "ppm", "pnm"];
 
 impl Replay {
     /// Loads `path`: one image file, or every image file directly inside a directory.

@@ -9,10 +9,8 @@ use std::time::Duration;
 
 use common::{GENEROUS, MIB, assert_same, bytes};
 use fpgagdr::frame::HEADER_LEN;
-use fpgagdr::{
-    Card, DmaMemory, FrameHeader, FrameTrigger, LinkPreset, PinnedBuffer, PixelFormat, Replay,
-    SimCard, SimConfig, SimSensor, TestPattern, sim::SENSOR_SLOTS,
-};
+use fpgagdr::{Card, DmaMemory, FrameHeader, FrameTrigger, PinnedBuffer, PixelFormat};
+use fpgagdr_sim::{LinkPreset, Replay, SENSOR_SLOTS, SimCard, SimConfig, SimSensor, TestPattern};
 
 /// A simulated card shared by the sensor (the FPGA's side) and a [`Card`] (the host's).
 fn card_and_sim(preset: LinkPreset) -> (Card, Arc<SimCard>) {

@@ -13,7 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{GENEROUS, GIB, KIB, MIB, assert_rule, assert_same, bytes, pattern, pinned, sim};
-use fpgagdr::{Card, Direction, DmaMemory, LinkPreset, Platform, SimConfig, TransferMode};
+use fpgagdr::{Card, Direction, DmaMemory, Platform, TransferMode};
+use fpgagdr_sim::{LinkPreset, SimConfig};
 
 #[test]
 fn status_of_the_sim_card_per_preset() {
@@ -35,15 +36,15 @@ fn status_of_the_sim_card_per_preset() {
         assert!(st.capabilities.gpu_direct && st.capabilities.host_dma);
         assert_eq!(card.backend().status(), *st);
     }
-    // "sim" opens the default preset (Orin).
-    let card = Card::open_path("sim").unwrap();
+    // The default preset is Orin's.
+    let card = fpgagdr_sim::open_sim(SimConfig::default());
     assert!(card.status().simulated);
     assert_eq!(card.status().alignment, 4096);
 }
 
 #[test]
 fn status_clamps_channels_to_the_xdma_range() {
-    let card = Card::open_sim(SimConfig {
+    let card = fpgagdr_sim::open_sim(SimConfig {
         c2h_channels: 9,
         h2c_channels: 0,
         card_memory_bytes: 3 * MIB + 5,

@@ -12,10 +12,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{GENEROUS, GIB, KIB, MIB, assert_rule, bytes, pinned, pinned_with, sim};
-use fpgagdr::{
-    Card, Direction, DmaMemory, DmaRegion, Error, Handle, LinkPreset, MemoryKind, SimConfig,
-    TransferMode,
-};
+use fpgagdr::{Direction, DmaMemory, DmaRegion, Error, Handle, MemoryKind, TransferMode};
+use fpgagdr_sim::{LinkPreset, SimConfig};
 
 const T: Duration = Duration::from_millis(500);
 
@@ -345,7 +343,7 @@ fn channel_range_c2h_and_h2c_from_status() {
 
 #[test]
 fn channel_range_follows_the_configured_counts() {
-    let card = Card::open_sim(SimConfig {
+    let card = fpgagdr_sim::open_sim(SimConfig {
         preset: LinkPreset::Off,
         c2h_channels: 2,
         h2c_channels: 1,

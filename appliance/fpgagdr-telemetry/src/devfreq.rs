@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::{SourceState, entries, read_i64};
+use crate::source::{SourceState, entries, read_i64};
 
 const DEVFREQ: &str = "sys/class/devfreq";
 const GPU_SUFFIXES: [&str; 5] = [".ga10b", ".gv11b", ".gp10b", ".gm20b", ".gpu"];

@@ -6,7 +6,7 @@ use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
 use sysinfo::{CpuRefreshKind, MemoryRefreshKind, RefreshKind, System};
 
-use crate::{Source, SourceState};
+use crate::source::{Source, SourceState};
 
 /// One NVIDIA GPU as NVML sees it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

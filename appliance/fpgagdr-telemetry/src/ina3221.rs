@@ -15,7 +15,7 @@
 
 use std::path::Path;
 
-use crate::{SourceState, entries, read_i64, read_str};
+use crate::source::{SourceState, entries, read_i64, read_str};
 
 const HWMON_DRIVER: &str = "sys/bus/i2c/drivers/ina3221";
 const IIO_DRIVER: &str = "sys/bus/i2c/drivers/ina3221x";

@@ -11,7 +11,7 @@
 //! 4. Anything else: the sum of all rails, marked as an unknown board (it may count a
 //!    rail and its parts twice).
 
-use crate::Rail;
+use crate::ina3221::Rail;
 
 /// How a total was formed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::{SourceState, entries, read_i64, read_str};
+use crate::source::{SourceState, entries, read_i64, read_str};
 
 const POWERCAP: &str = "sys/class/powercap";
 

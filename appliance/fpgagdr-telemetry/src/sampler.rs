@@ -1,5 +1,5 @@
-//! The telemetry sampler: a thread that reads power, thermal and load sources
-//! (`fpgagdr-telemetry`) at a fixed rate, puts the pipeline's frame rate beside the power
+//! The telemetry sampler: a thread that reads power, thermal and load sources (this
+//! crate's source modules) at a fixed rate, puts the pipeline's frame rate beside the power
 //! to give energy per frame, and keeps a history for pages that open mid-run.
 //!
 //! Owns: [`Telemetry`] (latest sample + history, shared with the HTTP side),
@@ -15,12 +15,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use fpgagdr_telemetry::{
-    BoardTotal, GpuLoad, Host, NvmlGpu, Rail, RaplPackage, Source, Sysfs, Zone,
-};
+use crate::{BoardTotal, GpuLoad, Host, NvmlGpu, Rail, RaplPackage, Source, Sysfs, Zone};
 use serde::Serialize;
-
-use crate::pipeline::Shared;
 
 /// Default sampling rate, Hz.
 pub const DEFAULT_HZ: f64 = 10.0;
@@ -290,18 +286,23 @@ fn power_of(s: &Sample) -> Option<Power> {
 }
 
 /// Starts the sampler thread: every `period`, sysfs under `root` (`/` normally), the
-/// host source, and the pipeline's counters.
-pub fn spawn(root: PathBuf, period: Duration, shared: Arc<Shared>) -> Arc<Telemetry> {
+/// host source, and `frames` (frames inferred so far, from the pipeline's counters: the
+/// caller wires it, so this crate knows nothing of the pipeline).
+pub fn spawn(
+    root: PathBuf,
+    period: Duration,
+    frames: impl Fn() -> u64 + Send + 'static,
+) -> Arc<Telemetry> {
     let telemetry = Arc::new(Telemetry::new(period));
     let t = telemetry.clone();
     std::thread::Builder::new()
         .name("fpgagdr-telemetry".into())
-        .spawn(move || run(root, shared, &t))
+        .spawn(move || run(root, frames, &t))
         .expect("spawn telemetry thread");
     telemetry
 }
 
-fn run(root: PathBuf, shared: Arc<Shared>, t: &Telemetry) {
+fn run(root: PathBuf, frames_inferred: impl Fn() -> u64, t: &Telemetry) {
     let mut sysfs = Sysfs::new(root);
     let mut host = Host::new();
     let window = (1.0 / t.period.as_secs_f64()).round().max(1.0) as usize;
@@ -311,7 +312,7 @@ fn run(root: PathBuf, shared: Arc<Shared>, t: &Telemetry) {
         let fs = sysfs.sample();
         let hs = host.sample();
         let now = Instant::now();
-        frames.push_back((now, shared.counters.read().frames_inferred));
+        frames.push_back((now, frames_inferred()));
         if frames.len() > window + 1 {
             frames.pop_front();
         }

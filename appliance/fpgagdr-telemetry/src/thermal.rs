@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::{SourceState, entries, read_i64, read_str};
+use crate::source::{SourceState, entries, read_i64, read_str};
 
 const THERMAL: &str = "sys/class/thermal";
 

@@ -35,11 +35,10 @@
 // The structures keep the header's names so that one grep finds both sides.
 #![allow(non_camel_case_types)]
 
-mod ioctl;
+pub mod ioctl;
 
 use std::mem::size_of;
 
-pub use ioctl::{abort, get_status, pin, transfer, unpin};
 pub use nix::errno::Errno;
 
 // ---------------------------------------------------------------------------------------

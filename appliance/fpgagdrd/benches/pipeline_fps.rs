@@ -19,7 +19,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fpgagdr::{LinkPreset, PixelFormat};
+use fpgagdr::PixelFormat;
+use fpgagdr_sim::LinkPreset;
 use fpgagdrd::config::{CardChoice, Config, SourceKind};
 use fpgagdrd::metrics::Stage;
 use fpgagdrd::pipeline::queue::WhenFull;

@@ -11,12 +11,13 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use fpgagdr::{LinkPreset, PixelFormat};
+use fpgagdr::PixelFormat;
+use fpgagdr_sim::LinkPreset;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::inference::Provider;
 use crate::pipeline::queue::WhenFull;
+use fpgagdr_infer::Provider;
 
 /// Slowest sensor rate accepted, frames/s (one frame per 100 s).
 pub const MIN_FPS: f64 = 0.01;

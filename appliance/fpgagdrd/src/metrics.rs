@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::inference::Classification;
+use fpgagdr_infer::Classification;
 
 /// Frame-path counters; monotonic over the service's life (they survive pipeline
 /// restarts, as Prometheus counters must).
@@ -280,7 +280,7 @@ pub struct Snapshot {
     /// Latest result (sequence number and top-5), if any.
     pub latest: Option<LatestBrief>,
     /// Latest telemetry point (power, loads, temperature, energy per frame), if any.
-    pub telemetry: Option<crate::telemetry::Point>,
+    pub telemetry: Option<fpgagdr_telemetry::sampler::Point>,
 }
 
 /// The part of the latest result carried in every snapshot.

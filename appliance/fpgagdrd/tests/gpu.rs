@@ -9,13 +9,11 @@
 use std::time::Duration;
 
 use fpgagdr::frame::{FrameHeader, HEADER_LEN};
-use fpgagdr::{
-    Card, DmaMemory, FrameSource, FrameTrigger, LinkPreset, MemoryKind, PixelFormat, Replay,
-    SimCard, SimConfig, SimSensor, TestPattern,
-};
+use fpgagdr::{Card, DmaMemory, FrameTrigger, MemoryKind, PixelFormat};
+use fpgagdr_infer::gpu::{GpuCrc32, GpuError, GpuPreprocessor, TOLERANCE, crc32_chunked};
+use fpgagdr_infer::{FrameView, Model, ModelError, Preprocessor, Provider};
+use fpgagdr_sim::{FrameSource, LinkPreset, Replay, SimCard, SimConfig, SimSensor, TestPattern};
 use fpgagdrd::config::{CardChoice, Config, RingMemory, SourceKind};
-use fpgagdrd::inference::gpu::{GpuCrc32, GpuError, GpuPreprocessor, TOLERANCE, crc32_chunked};
-use fpgagdrd::inference::{FrameView, Model, ModelError, Preprocessor, Provider};
 use fpgagdrd::metrics::Stage;
 use fpgagdrd::pipeline::{Shared, Supervisor, prepare};
 

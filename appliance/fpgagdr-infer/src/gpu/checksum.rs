@@ -14,13 +14,12 @@
 //! the blocks. Result: one `u32` back to the host.
 
 // Kernel launches on device addresses: each `unsafe` states the bounds it relies on.
-#![allow(unsafe_code)]
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 
-use super::{GpuError, GpuKernels, cuda};
+use super::kernels::{GpuError, GpuKernels, cuda};
 
 /// The reflected CRC-32 polynomial (IEEE 802.3; bit 31 is the x⁰ coefficient).
 const POLY: u32 = 0xedb8_8320;
@@ -243,6 +242,7 @@ impl GpuCrc32 {
     /// `data .. data + len` must be device memory (or device-mapped host memory) of
     /// this context that stays allocated, and that nothing writes, until the stream has
     /// run the kernels.
+    #[allow(unsafe_code)]
     pub unsafe fn launch(&mut self, data: u64, len: usize) -> Result<(), GpuError> {
         if len == 0 || len as u64 > 1 << 40 {
             return Err(GpuError::Geometry(format!(
@@ -309,6 +309,7 @@ impl GpuCrc32 {
 
     /// CRC-32 of host bytes, computed on the GPU after a copy to a device staging
     /// buffer (tests and benchmarks).
+    #[allow(unsafe_code)]
     pub fn of_host(&mut self, bytes: &[u8]) -> Result<u32, GpuError> {
         let stream = self.kernels.stream.clone();
         if self.staging.as_ref().is_none_or(|s| s.len() < bytes.len()) {

@@ -7,15 +7,14 @@
 //! where the CPU computes tap positions in f64: outputs agree within [`TOLERANCE`].
 
 // Kernel launches on device addresses: each `unsafe` states the bounds it relies on.
-#![allow(unsafe_code)]
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use fpgagdr::PixelFormat;
 
-use super::{EventTimer, GpuError, GpuKernels, cuda};
-use crate::inference::{CROP_FRACTION, FrameView, MEAN, SCALE};
+use super::kernels::{EventTimer, GpuError, GpuKernels, cuda};
+use crate::preprocess::{CROP_FRACTION, FrameView, MEAN, SCALE};
 
 /// Largest difference between GPU and CPU preprocessing of the same frame, in the
 /// normalised units of the tensor (1/128 per grey level): 0.001 ≈ 0.13 grey levels.
@@ -139,6 +138,7 @@ impl GpuPreprocessor {
     /// memory) of this context that stays allocated, and that nothing writes, until the
     /// stream has finished the kernel (this call waits for it).
     #[allow(clippy::too_many_arguments)]
+    #[allow(unsafe_code)]
     pub unsafe fn run_device(
         &mut self,
         format: PixelFormat,
@@ -162,6 +162,7 @@ impl GpuPreprocessor {
     ///
     /// Errors and safety: as [`Self::run_device`], except that the memory must stay
     /// valid until the stream has run the kernel, which this call does not wait for.
+    #[allow(unsafe_code)]
     pub(crate) unsafe fn launch(
         &mut self,
         format: PixelFormat,
@@ -232,6 +233,7 @@ impl GpuPreprocessor {
 
     /// Preprocesses a frame in host memory: copies it to a device staging buffer first
     /// (for tests, benchmarks, and frames that arrive in host memory).
+    #[allow(unsafe_code)]
     pub fn run_host(&mut self, frame: &FrameView<'_>) -> Result<GpuTiming, GpuError> {
         let len = frame.pixels.len();
         let stream = self.kernels.stream.clone();
@@ -264,6 +266,7 @@ impl GpuPreprocessor {
 
     /// Runs the kernel again on the frame of the last [`Self::run_host`] (for timing the
     /// kernel alone). Errors: [`GpuError::Geometry`] when nothing has run yet.
+    #[allow(unsafe_code)]
     pub fn run_again(&mut self) -> Result<GpuTiming, GpuError> {
         let (format, w, h, stride, pixels, available) = self
             .last

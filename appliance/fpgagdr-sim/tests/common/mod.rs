@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use fpgagdr::{Card, DmaMemory, Error, LinkPreset, PinnedBuffer, SimConfig};
+use fpgagdr::{Card, DmaMemory, Error, PinnedBuffer};
+use fpgagdr_sim::{LinkPreset, SimConfig};
 
 /// A timeout no simulated transfer of these tests comes near.
 pub(crate) const GENEROUS: Duration = Duration::from_secs(5);
@@ -16,7 +17,7 @@ pub(crate) const GIB: u64 = 1 << 30;
 
 /// A simulated card with default channels and 2 GiB of card memory.
 pub(crate) fn sim(preset: LinkPreset) -> Card {
-    Card::open_sim(SimConfig {
+    fpgagdr_sim::open_sim(SimConfig {
         preset,
         ..SimConfig::default()
     })

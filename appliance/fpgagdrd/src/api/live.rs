@@ -29,7 +29,7 @@ use tokio_stream::wrappers::BroadcastStream;
 use super::history::PipelineHistory;
 use crate::metrics::{CounterValues, LatestBrief, Snapshot};
 use crate::pipeline::Shared;
-use crate::telemetry::Telemetry;
+use fpgagdr_telemetry::sampler::Telemetry;
 
 /// Sampling period of snapshots.
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(100);

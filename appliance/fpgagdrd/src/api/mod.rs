@@ -11,62 +11,30 @@
 //! `prometheus.rs`, `system.rs` (versions), `ota.rs` (updates), `crate::assets`.
 
 pub mod auth;
+mod body;
 pub mod error;
 pub mod history;
 pub mod live;
 pub mod ota;
 pub mod prometheus;
+mod state;
 pub mod system;
 
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
-
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, FromRef, State};
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
-use crate::config::{CardChoice, Config, ConfigStore};
-use crate::pipeline::{Shared, State as PipelineState, Supervisor, prepare};
+use crate::config::{CardChoice, Config};
+use crate::pipeline::{State as PipelineState, prepare};
+use body::{body_bytes, check_content_type, parse_body};
 use error::Problem;
-use live::Live;
+pub use state::AppState;
 
-/// Largest request body accepted, bytes (config documents are a few hundred bytes).
-pub const MAX_BODY: usize = 64 * 1024;
-
-/// Everything the handlers share.
-#[derive(Clone)]
-pub struct AppState {
-    /// Pipeline threads (std mutex: only locked inside `spawn_blocking`).
-    pub supervisor: Arc<Mutex<Supervisor>>,
-    /// Config in force; the async mutex serialises changes.
-    pub config: Arc<tokio::sync::Mutex<ConfigStore>>,
-    /// Counters, window, latest result.
-    pub shared: Arc<Shared>,
-    /// Which card.
-    pub card: CardChoice,
-    /// Live feed.
-    pub live: Live,
-    /// Service start.
-    pub started: Instant,
-    /// Power, thermal and load telemetry.
-    pub telemetry: Arc<crate::telemetry::Telemetry>,
-    /// The token mutating requests must carry.
-    pub token: auth::Token,
-    /// Root that sysfs, `/proc` and `/etc` files are read under (`/`; a fixture in tests).
-    pub sysfs_root: std::path::PathBuf,
-    /// Over-the-air updates (RAUC).
-    pub ota: crate::ota::Ota,
-}
-
-impl FromRef<AppState> for Live {
-    fn from_ref(s: &AppState) -> Live {
-        s.live.clone()
-    }
-}
+pub use body::MAX_BODY;
 
 /// The whole HTTP surface.
 pub fn router(state: AppState) -> Router {
@@ -240,69 +208,6 @@ fn check_if_match(headers: &HeaderMap, current: &Config) -> Result<(), Problem> 
             ),
         ))
     }
-}
-
-/// The request body, or a problem in place of axum's plain-text rejection (413 over
-/// [`MAX_BODY`]), so that every API error stays problem+json.
-fn body_bytes(
-    body: Result<axum::body::Bytes, BytesRejection>,
-) -> Result<axum::body::Bytes, Problem> {
-    body.map_err(|e| {
-        let (rule, title) = if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ("body-size", "Request body too large")
-        } else {
-            ("body", "Request body unreadable")
-        };
-        Problem::new(
-            e.status(),
-            rule,
-            title,
-            format!("{} (at most {MAX_BODY} bytes)", e.body_text()),
-        )
-    })
-}
-
-/// Refuses a body whose `Content-Type` is present and not JSON (415). Absent is
-/// accepted, so `curl --data-binary @config.json -H …` mistakes are the only ones caught.
-fn check_content_type(headers: &HeaderMap, also: &str) -> Result<(), Problem> {
-    let Some(ct) = headers.get(header::CONTENT_TYPE) else {
-        return Ok(());
-    };
-    let mime = ct
-        .to_str()
-        .unwrap_or("")
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    if mime == "application/json" || mime == also {
-        return Ok(());
-    }
-    Err(Problem::new(
-        StatusCode::UNSUPPORTED_MEDIA_TYPE,
-        "content-type",
-        "Unsupported content type",
-        format!(
-            "Content-Type {mime:?} is not accepted: send application/json{}",
-            if also.is_empty() {
-                String::new()
-            } else {
-                format!(" or {also}")
-            }
-        ),
-    ))
-}
-
-fn parse_body(body: &[u8]) -> Result<Value, Problem> {
-    serde_json::from_slice(body).map_err(|e| {
-        Problem::new(
-            StatusCode::BAD_REQUEST,
-            "json-syntax",
-            "Malformed JSON",
-            format!("malformed JSON: {e}"),
-        )
-    })
 }
 
 async fn put_config(

@@ -1,7 +1,7 @@
 //! OTA endpoints: `GET /api/v1/ota`, `POST /api/v1/ota/bundles`, `POST /api/v1/ota/install`.
 //!
-//! Owns: the HTTP mapping of [`crate::ota`]: statuses and problem types. Must not: decide
-//! anything about bundles (that is `ota/`). The API token is checked before these run
+//! Owns: the HTTP mapping of [`fpgagdr_ota`]: statuses and problem types. Must not:
+//! decide anything about bundles (that is `fpgagdr-ota`). The API token is checked before these run
 //! (`auth.rs`), so an upload without it is refused before one byte is read.
 
 use axum::Json;
@@ -10,10 +10,12 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use super::AppState;
+use fpgagdr_ota::OtaError;
+use fpgagdr_ota::spool::SpoolError;
+
+use super::body::{body_bytes, check_content_type, parse_body};
 use super::error::Problem;
-use crate::ota::OtaError;
-use crate::ota::spool::SpoolError;
+use super::state::AppState;
 
 impl From<OtaError> for Problem {
     fn from(e: OtaError) -> Problem {
@@ -79,7 +81,7 @@ pub(super) async fn upload(
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    let info = s.ota.upload(body, announced).await?;
+    let info = s.ota.upload(body.into_data_stream(), announced).await?;
     Ok((StatusCode::CREATED, Json(info)).into_response())
 }
 
@@ -97,8 +99,8 @@ pub(super) async fn install(
     headers: HeaderMap,
     body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<Response, Problem> {
-    super::check_content_type(&headers, "")?;
-    let v = super::parse_body(&super::body_bytes(body)?)?;
+    check_content_type(&headers, "")?;
+    let v = parse_body(&body_bytes(body)?)?;
     let req: InstallRequest = serde_json::from_value(v).map_err(|e| {
         Problem::new(
             StatusCode::UNPROCESSABLE_ENTITY,

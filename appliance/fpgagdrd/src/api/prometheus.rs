@@ -10,7 +10,7 @@ use std::fmt::Write;
 
 use crate::metrics::{Stage, Totals};
 use crate::pipeline::{Shared, State};
-use crate::telemetry::Sample;
+use fpgagdr_telemetry::sampler::Sample;
 
 /// Renders every metric; `telemetry` adds the power, thermal and load gauges (a series
 /// whose source is unavailable is absent, never a sentinel value).
