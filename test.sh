@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test of the project, as CI runs it (.ci/run calls exactly this):
-# formatting, lints (clippy -D warnings, rustdoc -D warnings, shellcheck), the Rust unit, integration and
+# formatting, lints (clippy -D warnings, rustdoc -D warnings, shellcheck, no import
+# circles among crates or modules), the Rust unit, integration and
 # doc tests (library rules, SimCard, pipeline, the service over HTTP with the real model
 # and real frames), the dashboard in headless Chromium, and the kernel module (built
 # against Debian's kernel headers with W=1 and sparse, checkpatch --strict, the user-space
@@ -34,6 +35,9 @@ say "format and lints"
 cargo fmt --all --check
 cargo clippy --locked --workspace --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --workspace --quiet
+# No circle among the crates or among a crate's modules (the self-test first proves the
+# check still catches one).
+python3 appliance/scripts/check-circles.py --self-test
 shellcheck run.sh test.sh .ci/run appliance/scripts/*.sh
 
 say "Rust tests"

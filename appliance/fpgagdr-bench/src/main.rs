@@ -17,6 +17,7 @@
 //! transfer error, report not writable).
 //!
 //! User guide: `docs/bench.md`.
+#![forbid(unsafe_code)]
 
 mod bench;
 mod compat;

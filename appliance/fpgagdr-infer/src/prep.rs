@@ -176,13 +176,16 @@ impl FramePrep {
         verify: bool,
     ) -> Result<(Prepped, Tensor<'_>), PrepError> {
         match self {
-            // SAFETY (both arms): the caller's contract, passed on.
             FramePrep::Cpu {
                 pre,
                 tensor,
                 staging,
-            } => unsafe { run_cpu(pre, tensor, staging, buffer, len, verify) }
-                .map(|(p, t)| (p, Tensor::Host(t))),
+            } => {
+                // SAFETY: the caller's contract, passed on.
+                unsafe { run_cpu(pre, tensor, staging, buffer, len, verify) }
+                    .map(|(p, t)| (p, Tensor::Host(t)))
+            }
+            // SAFETY: the caller's contract, passed on.
             FramePrep::Gpu(g) => unsafe { g.run(buffer, len, verify) },
         }
     }
@@ -295,10 +298,11 @@ impl GpuPrep {
         let header = FrameHeader::parse(&self.header, len)?;
         let (pixels, payload_len) = (base + HEADER_LEN as u64, header.frame_len() - HEADER_LEN);
         self.t_kernels.start(&stream)?;
-        // SAFETY: `pixels .. pixels + payload_len` is the frame's payload inside the ring
-        // entry (parse checked frame_len ≤ len ≤ the entry's length); the caller keeps
-        // C2H off it until we return, and `crc.result()` below waits for the stream.
         if verify {
+            // SAFETY: `pixels .. pixels + payload_len` is the frame's payload inside the
+            // ring entry (parse checked frame_len ≤ len ≤ the entry's length); the caller
+            // keeps C2H off it until we return, and `crc.result()` below waits for the
+            // stream.
             unsafe { self.crc.launch(pixels, payload_len) }?;
         }
         // SAFETY: as above; the kernel reads at most `payload_len` bytes from `pixels`.

@@ -10,6 +10,7 @@
 //! Neighbours: `rauc.rs` (D-Bus calls), `spool.rs` (uploads), `mark_good.rs` (first-boot
 //! health check); above it the service's `api/ota.rs` (HTTP) and the live stream, which
 //! forwards [`Events`] as its `ota` event. This crate knows nothing of HTTP.
+#![forbid(unsafe_code)]
 
 pub mod mark_good;
 pub mod rauc;

@@ -22,6 +22,7 @@
 //! let e = card.write_h2c_from_host(0, st.card_memory_bytes, &[0; 16], Duration::from_millis(1));
 //! assert_eq!(e.unwrap_err().rule(), "card-bounds");
 //! ```
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 mod card;

@@ -10,6 +10,7 @@
 //! puts a frame rate beside the power for energy per frame, and keeps the history.
 //! Modules, one way down: `sampler` → `sysfs`, `host` → the sources → `source`.
 //! Units are in every field name (mV, mA, mW, W, °C as millidegrees in sysfs).
+#![forbid(unsafe_code)]
 
 mod devfreq;
 mod host;

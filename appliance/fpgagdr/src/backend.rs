@@ -101,7 +101,7 @@ impl RegionAccess<'_> {
     }
 }
 
-/// What a card back-end does. [`Card`] validates arguments before calling it.
+/// What a card back-end does. [`crate::Card`] validates arguments before calling it.
 ///
 /// Implemented by [`crate::KernelCard`] (the kernel module's ioctls) and by
 /// `fpgagdr_sim::SimCard` (the simulated card);

@@ -56,7 +56,7 @@ impl Transfer {
     }
 }
 
-/// One DMA between a pinned buffer and card memory, validated by [`Card`].
+/// One DMA between a pinned buffer and card memory, validated by [`crate::Card`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TransferRequest {
     /// Direction.

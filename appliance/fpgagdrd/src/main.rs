@@ -5,6 +5,7 @@
 //! shown as failed; the API still comes up so the user can fix the config) → sampler →
 //! HTTP → `READY=1` to systemd (when run by it) and the watchdog task. Stop order on
 //! SIGINT/SIGTERM: `STOPPING=1`, HTTP, then the pipeline threads.
+#![forbid(unsafe_code)]
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
