@@ -7,7 +7,8 @@
 # against Debian's kernel headers with W=1 and sparse, checkpatch --strict, the user-space
 # unit tests of its descriptor, SG and pin arithmetic, then the real module in Debian's
 # kernel under QEMU with its test-only software card, driven by C tests and by the Rust
-# library's functional suite), the OTA tests against a real RAUC, the Yocto layer's
+# library's functional suite), the OTA tests against a real RAUC, the REST API against
+# its generated OpenAPI document (schemathesis), the Yocto layer's
 # offline checks, and the dashboard's type check (tsc on its JSDoc).
 # Installs what it needs from Debian and npm when missing (needs root for apt-get).
 set -euo pipefail
@@ -47,6 +48,12 @@ cargo test --locked -q -p fpgagdrd --test gpu -- --nocapture 2>&1 | grep -E '^sk
 
 say "OTA: the service against Debian's real RAUC on a private D-Bus, file-backed slots, signed bundles"
 images/rauc/test/run.sh
+
+say "REST API against its generated OpenAPI document: schemathesis on the real binary, real RAUC"
+# 0 server errors, 0 responses the document does not describe (tests/api_conformance.rs
+# runs appliance/scripts/api-conformance.sh; schemathesis comes from PyPI into .deps/).
+FPGAGDR_API_CONFORMANCE=1 FPGAGDR_REQUIRE_RAUC=1 \
+  cargo test --locked -q -p fpgagdrd --test api_conformance -- --nocapture
 
 say "kernel module"
 kmod/scripts/check.sh

@@ -103,6 +103,7 @@ fn environment() -> Result<Environment, ModelError> {
 
 /// One classification: class index, display label, probability (softmax of logits).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Classification {
     /// Class index in the model's output.
     pub index: u32,

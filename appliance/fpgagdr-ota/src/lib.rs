@@ -22,7 +22,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_stream::{Stream, StreamExt};
 
 use rauc::{Bus, Rauc};
@@ -47,8 +47,76 @@ pub struct Settings {
     pub max_bytes: u64,
 }
 
+/// `GET /api/v1/ota` (and the `ota` event of the live stream): RAUC's state, the update
+/// in progress, the slots and the spooled bundle.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct OtaStatus {
+    /// Whether RAUC is reachable.
+    pub available: bool,
+    /// Why not, when it is not.
+    pub reason: Option<String>,
+    /// The D-Bus bus RAUC is looked for on.
+    pub bus: String,
+    /// `unavailable`, `installing` or `idle`.
+    pub operation: &'static str,
+    /// RAUC's progress of the installation running, if any.
+    pub progress: Option<OtaProgress>,
+    /// RAUC's `LastError`, if any.
+    pub last_error: Option<String>,
+    /// The last installation's outcome, if one ended since the service started.
+    pub last_result: Option<Outcome>,
+    /// This system's `compatible` (a bundle must match it).
+    pub compatible: Option<String>,
+    /// The slot the system booted from.
+    pub booted_slot: Option<String>,
+    /// The slot the bootloader boots next.
+    pub primary_slot: Option<String>,
+    /// RAUC's slot status (`GetSlotStatus`), one object per slot, as RAUC gives it.
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
+    pub slots: Vec<Value>,
+    /// The D-Bus methods this RAUC offers (e.g. `InspectBundle`).
+    pub features: Vec<String>,
+    /// The uploaded bundle waiting in the spool, if any.
+    pub bundle: Option<spool::Spooled>,
+    /// Largest bundle accepted, bytes.
+    pub max_bundle_bytes: u64,
+}
+
+/// RAUC's progress: percentage, message and nesting depth.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct OtaProgress {
+    /// Percent done.
+    pub percent: i32,
+    /// What RAUC is doing.
+    pub message: String,
+    /// Nesting depth of the step.
+    pub depth: i32,
+}
+
+/// `POST /api/v1/ota/bundles`: the bundle that arrived and what RAUC read from it.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct UploadedBundle {
+    /// Lower-case hex SHA-256, the bundle's id for `POST /api/v1/ota/install`.
+    pub sha256: String,
+    /// Size, bytes.
+    pub bytes: u64,
+    /// The bundle's `compatible`.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub compatible: Value,
+    /// The bundle's version.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub version: Value,
+    /// What RAUC's `InspectBundle` (or `Info`) said about it.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub manifest: Value,
+}
+
 /// The last installation's outcome.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Outcome {
     /// `true` when RAUC reported success (`Completed` 0).
     pub ok: bool,
@@ -160,30 +228,42 @@ impl Ota {
     }
 
     fn publish(&self) {
-        (self.events)(self.status().to_string().into());
+        let json = serde_json::to_string(&self.status()).expect("OTA status serialises");
+        (self.events)(json.into());
     }
 
     /// `GET /api/v1/ota`.
-    pub fn status(&self) -> Value {
+    pub fn status(&self) -> OtaStatus {
         let k = self.known();
         let bundle = spool::current(&self.settings.spool);
         let busy = k.installing.is_some() || k.operation == "installing";
-        json!({
-            "available": k.unavailable.is_none(),
-            "reason": k.unavailable,
-            "bus": self.settings.bus.to_string(),
-            "operation": if k.unavailable.is_some() { "unavailable" } else if busy { "installing" } else { "idle" },
-            "progress": k.progress.as_ref().map(|(p, m, d)| json!({"percent": p, "message": m, "depth": d})),
-            "last_error": if k.last_error.is_empty() { None } else { Some(k.last_error.clone()) },
-            "last_result": k.last_result,
-            "compatible": if k.compatible.is_empty() { None } else { Some(k.compatible.clone()) },
-            "booted_slot": if k.boot_slot.is_empty() { None } else { Some(k.boot_slot.clone()) },
-            "primary_slot": k.primary,
-            "slots": k.slots,
-            "features": k.features,
-            "bundle": bundle,
-            "max_bundle_bytes": self.settings.max_bytes,
-        })
+        let text = |t: &String| (!t.is_empty()).then(|| t.clone());
+        OtaStatus {
+            available: k.unavailable.is_none(),
+            reason: k.unavailable.clone(),
+            bus: self.settings.bus.to_string(),
+            operation: if k.unavailable.is_some() {
+                "unavailable"
+            } else if busy {
+                "installing"
+            } else {
+                "idle"
+            },
+            progress: k.progress.as_ref().map(|(p, m, d)| OtaProgress {
+                percent: *p,
+                message: m.clone(),
+                depth: *d,
+            }),
+            last_error: text(&k.last_error),
+            last_result: k.last_result.clone(),
+            compatible: text(&k.compatible),
+            booted_slot: text(&k.boot_slot),
+            primary_slot: k.primary.clone(),
+            slots: k.slots.clone(),
+            features: k.features.clone(),
+            bundle,
+            max_bundle_bytes: self.settings.max_bytes,
+        }
     }
 
     async fn connected(&self) -> Result<Rauc, OtaError> {
@@ -216,7 +296,7 @@ impl Ota {
         &self,
         body: impl Stream<Item = Result<Bytes, E>> + Unpin,
         announced: Option<u64>,
-    ) -> Result<Value, OtaError> {
+    ) -> Result<UploadedBundle, OtaError> {
         let rauc = self.connected().await?;
         let _gate = self.gate.lock().await;
         if let Some(why) = self.busy_reason() {
@@ -249,17 +329,17 @@ impl Ota {
             info["version"]
         );
         self.publish();
-        Ok(json!({
-            "sha256": spooled.sha256,
-            "bytes": spooled.bytes,
-            "compatible": info["compatible"],
-            "version": info["version"],
-            "manifest": info,
-        }))
+        Ok(UploadedBundle {
+            sha256: spooled.sha256,
+            bytes: spooled.bytes,
+            compatible: info["compatible"].clone(),
+            version: info["version"].clone(),
+            manifest: info,
+        })
     }
 
     /// `POST /api/v1/ota/install`: starts installing the spooled bundle `sha256`.
-    pub async fn install(&self, sha256: &str) -> Result<Value, OtaError> {
+    pub async fn install(&self, sha256: &str) -> Result<OtaStatus, OtaError> {
         let rauc = self.connected().await?;
         let _gate = self.gate.lock().await;
         if let Some(why) = self.busy_reason() {

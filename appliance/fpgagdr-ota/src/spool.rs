@@ -21,6 +21,7 @@ const PARTIAL_PREFIX: &str = ".upload-";
 
 /// A bundle that arrived whole.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Spooled {
     /// Lower-case hex SHA-256 of the file; also its id in the API.
     pub sha256: String,

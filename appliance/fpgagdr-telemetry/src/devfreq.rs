@@ -13,6 +13,7 @@ const GPU_SUFFIXES: [&str; 5] = [".ga10b", ".gv11b", ".gp10b", ".gm20b", ".gpu"]
 
 /// GPU load and clock.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct GpuLoad {
     /// The devfreq node's name.
     pub device: String,

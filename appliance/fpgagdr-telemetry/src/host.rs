@@ -10,6 +10,7 @@ use crate::source::{Source, SourceState};
 
 /// One NVIDIA GPU as NVML sees it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NvmlGpu {
     /// NVML device index.
     pub index: u32,

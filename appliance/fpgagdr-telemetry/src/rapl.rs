@@ -14,6 +14,7 @@ const POWERCAP: &str = "sys/class/powercap";
 
 /// One CPU package's power over the last sampling interval.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RaplPackage {
     /// Zone name (`package-0`).
     pub name: String,

@@ -29,6 +29,7 @@ pub const COARSE_POINTS: usize = 3600;
 
 /// What the power figure covers and where it comes from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Power {
     /// Total power, W.
     pub watts: f64,
@@ -40,6 +41,7 @@ pub struct Power {
 
 /// One full telemetry sample (`GET /api/v1/telemetry`).
 #[derive(Debug, Clone, Default, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Sample {
     /// Unix time, s.
     pub t: f64,
@@ -75,6 +77,7 @@ pub struct Sample {
 
 /// A history point: the figures the dashboard charts.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Point {
     /// Unix time, s.
     pub t: f64,
@@ -96,6 +99,7 @@ pub struct Point {
 
 /// The history a page loads on open (`GET /api/v1/telemetry/history`).
 #[derive(Debug, Clone, Default, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct History {
     /// Seconds between points.
     pub period_s: f64,

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 /// Whether a source gave data in the last sample, and why not.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "state", content = "detail", rename_all = "snake_case")]
 pub enum SourceState {
     /// Read this sample.
@@ -20,6 +21,7 @@ pub enum SourceState {
 
 /// One source's state, by name (`ina3221`, `rapl`, `thermal`, `devfreq`).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Source {
     /// Source name.
     pub name: &'static str,

@@ -13,6 +13,7 @@ use crate::sys::{self, CudaAlloc, CudaProbe, HostAlloc};
 
 /// Where the bytes of a DMA buffer live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum MemoryKind {
     /// Ordinary page-aligned host memory (no CUDA driver, or CPU-path buffers).

@@ -5,6 +5,7 @@
 
 /// The platform a card sits on; it decides the pin alignment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Platform {
     /// Jetson (Tegra, unified memory): 4 KiB pin alignment.
@@ -29,6 +30,7 @@ impl Platform {
 
 /// What a card can do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Capabilities {
     /// DMA straight into pinned GPU memory (path C).
     pub gpu_direct: bool,
@@ -40,6 +42,7 @@ pub struct Capabilities {
 
 /// A card's identity and limits, read once at open.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CardStatus {
     /// Human-readable identity, e.g. `"SimCard (simulated XDMA card), link preset orin-gen3x4"`.
     pub name: String,

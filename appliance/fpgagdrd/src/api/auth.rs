@@ -18,11 +18,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::error::Problem;
+use super::error::ApiError;
 
 /// Environment variable that sets the token (wins over every file).
 pub const TOKEN_ENV: &str = "FPGAGDR_TOKEN";
@@ -165,23 +165,10 @@ pub async fn require(State(token): State<Token>, req: Request, next: Next) -> Re
     {
         return next.run(req).await;
     }
-    let detail = if req.headers().contains_key(header::AUTHORIZATION) {
-        "rule auth-token: the Authorization header does not carry the API token"
-    } else {
-        "rule auth-token: this request changes the appliance and needs `Authorization: Bearer <token>` (the token is printed on first start and saved beside the config file)"
-    };
-    let mut r = Problem::new(
-        StatusCode::UNAUTHORIZED,
-        "auth-token",
-        "API token required",
-        detail,
-    )
-    .into_response();
-    r.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static("Bearer realm=\"fpgagdr\""),
-    );
-    r
+    ApiError::AuthToken {
+        presented: req.headers().contains_key(header::AUTHORIZATION),
+    }
+    .into_response()
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode, header};
 use serde_json::Value;
 
-use super::error::Problem;
+use super::error::ApiError;
 
 /// Largest request body accepted, bytes (config documents are a few hundred bytes).
 pub const MAX_BODY: usize = 64 * 1024;
@@ -16,25 +16,21 @@ pub const MAX_BODY: usize = 64 * 1024;
 /// [`MAX_BODY`]), so that every API error stays problem+json.
 pub(super) fn body_bytes(
     body: Result<axum::body::Bytes, BytesRejection>,
-) -> Result<axum::body::Bytes, Problem> {
+) -> Result<axum::body::Bytes, ApiError> {
     body.map_err(|e| {
-        let (rule, title) = if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ("body-size", "Request body too large")
+        let detail = format!("{} (at most {MAX_BODY} bytes)", e.body_text());
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::BodySize(detail)
         } else {
-            ("body", "Request body unreadable")
-        };
-        Problem::new(
-            e.status(),
-            rule,
-            title,
-            format!("{} (at most {MAX_BODY} bytes)", e.body_text()),
-        )
+            ApiError::Body(detail)
+        }
     })
 }
 
-/// Refuses a body whose `Content-Type` is present and not JSON (415). Absent is
-/// accepted, so `curl --data-binary @config.json -H …` mistakes are the only ones caught.
-pub(super) fn check_content_type(headers: &HeaderMap, also: &str) -> Result<(), Problem> {
+/// Refuses a body whose `Content-Type` is present and not JSON (415); `also` is a second
+/// accepted type (`""` for none). Absent is accepted, so `curl --data-binary
+/// @config.json -H …` mistakes are the only ones caught.
+pub(super) fn check_content_type(headers: &HeaderMap, also: &'static str) -> Result<(), ApiError> {
     let Some(ct) = headers.get(header::CONTENT_TYPE) else {
         return Ok(());
     };
@@ -49,28 +45,13 @@ pub(super) fn check_content_type(headers: &HeaderMap, also: &str) -> Result<(), 
     if mime == "application/json" || mime == also {
         return Ok(());
     }
-    Err(Problem::new(
-        StatusCode::UNSUPPORTED_MEDIA_TYPE,
-        "content-type",
-        "Unsupported content type",
-        format!(
-            "Content-Type {mime:?} is not accepted: send application/json{}",
-            if also.is_empty() {
-                String::new()
-            } else {
-                format!(" or {also}")
-            }
-        ),
-    ))
+    Err(ApiError::ContentType {
+        sent: mime,
+        accepted: also,
+    })
 }
 
-pub(super) fn parse_body(body: &[u8]) -> Result<Value, Problem> {
-    serde_json::from_slice(body).map_err(|e| {
-        Problem::new(
-            StatusCode::BAD_REQUEST,
-            "json-syntax",
-            "Malformed JSON",
-            format!("malformed JSON: {e}"),
-        )
-    })
+/// The body as JSON. Errors: [`ApiError::JsonSyntax`].
+pub(super) fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(body).map_err(|e| ApiError::JsonSyntax(e.to_string()))
 }

@@ -1,6 +1,7 @@
 //! What every handler shares.
 //!
-//! Owns: [`AppState`]. Must not: handle a request.
+//! Owns: [`AppState`], and `blocking` (pipeline work off the async workers). Must not:
+//! handle a request.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -10,6 +11,7 @@ use fpgagdr_ota::Ota;
 use fpgagdr_telemetry::sampler::Telemetry;
 
 use super::auth;
+use super::error::ApiError;
 use super::live::Live;
 use crate::config::{CardChoice, ConfigStore};
 use crate::pipeline::{Shared, Supervisor};
@@ -43,4 +45,14 @@ impl FromRef<AppState> for Live {
     fn from_ref(s: &AppState) -> Live {
         s.live.clone()
     }
+}
+
+/// Runs blocking pipeline work (building a pipeline, joining its threads) off the async
+/// workers; a panic there becomes a 500 problem.
+pub(super) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))
 }
