@@ -572,6 +572,28 @@ fn pointer(path: &str) -> String {
     out
 }
 
+/// A config file the service cannot start with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigFileError {
+    /// The file exists but cannot be read.
+    #[error("config file {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The read's error.
+        source: std::io::Error,
+    },
+    /// The file breaks a rule of the document.
+    #[error("config file {}: {source}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// Which field and rule.
+        source: ConfigError,
+    },
+}
+
 /// The config document on disk and in force.
 #[derive(Debug)]
 pub struct ConfigStore {
@@ -583,14 +605,16 @@ impl ConfigStore {
     /// Loads `path`, or the defaults when it does not exist (nothing is written until
     /// the config changes).
     ///
-    /// Errors: the file exists but cannot be read or breaks a rule (the message names
-    /// the file, the field and the rule).
-    pub fn open(path: PathBuf) -> Result<Self, String> {
+    /// Errors: [`ConfigFileError`]: the file exists but cannot be read or breaks a rule
+    /// (the message names the file, the field and the rule).
+    pub fn open(path: PathBuf) -> Result<Self, ConfigFileError> {
         let current = match std::fs::read(&path) {
-            Ok(bytes) => Config::from_json(&bytes)
-                .map_err(|e| format!("config file {}: {e}", path.display()))?,
+            Ok(bytes) => match Config::from_json(&bytes) {
+                Ok(c) => c,
+                Err(source) => return Err(ConfigFileError::Invalid { path, source }),
+            },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Config::default(),
-            Err(e) => return Err(format!("config file {}: {e}", path.display())),
+            Err(source) => return Err(ConfigFileError::Read { path, source }),
         };
         Ok(ConfigStore { path, current })
     }
@@ -747,7 +771,7 @@ mod tests {
         s.save(c.clone()).unwrap();
         assert_eq!(ConfigStore::open(path.clone()).unwrap().current(), &c);
         std::fs::write(&path, br#"{"ring": {"entries": 100}}"#).unwrap();
-        let e = ConfigStore::open(path).unwrap_err();
+        let e = ConfigStore::open(path).unwrap_err().to_string();
         assert!(
             e.contains("/ring/entries") && e.contains("out of range"),
             "{e}"

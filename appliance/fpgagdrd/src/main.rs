@@ -189,7 +189,7 @@ fn run() -> Result<(), String> {
             std::time::Duration::from_secs(cli.health_timeout_s),
         );
     }
-    let store = ConfigStore::open(config_path)?;
+    let store = ConfigStore::open(config_path).map_err(|e| e.to_string())?;
     // Bound before the API token is generated and printed, so a start that cannot
     // listen (port taken) does not spend the token's one showing.
     let listener = std::net::TcpListener::bind(cli.listen)
@@ -207,7 +207,8 @@ fn run() -> Result<(), String> {
         .map(std::path::Path::to_path_buf)
         .unwrap_or_default();
     let (token, origin) =
-        api::auth::Token::resolve(env_token.as_deref(), cli.token_file.as_deref(), &config_dir)?;
+        api::auth::Token::resolve(env_token.as_deref(), cli.token_file.as_deref(), &config_dir)
+            .map_err(|e| e.to_string())?;
     let ota = ota_settings(&cli, &config_dir)?;
     tracing::info!("OTA: RAUC on {}, spool {}", ota.bus, ota.spool.display());
     match &origin {
