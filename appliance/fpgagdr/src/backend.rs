@@ -138,3 +138,31 @@ pub trait Backend: Send + Sync + fmt::Debug {
         timeout: Duration,
     ) -> Result<Transfer>;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::DmaMemory;
+
+    #[test]
+    fn a_released_region_lends_no_access() {
+        let mem = DmaMemory::host(4096, 4096).unwrap();
+        #[allow(unsafe_code)]
+        // SAFETY: `mem` lives until after `release` below, and nothing borrows it meanwhile.
+        let region = unsafe { PinnedRegion::new(mem.region()) };
+        let kept = region.clone(); // what a back-end may keep after its unpin
+        region.access(|m| m.write(8, &[7; 16])).unwrap().unwrap();
+        let mut back = [0u8; 16];
+        region.access(|m| m.read(8, &mut back)).unwrap().unwrap();
+        assert_eq!(back, [7; 16]);
+        let e = region
+            .access(|m| m.write(4090, &[0; 16]))
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(e.rule(), "buffer-bounds");
+        region.release();
+        assert!(kept.access(|m| m.write(8, &[1; 16])).is_none());
+        assert!(kept.access(|m| m.read(8, &mut back)).is_none());
+        drop(mem);
+    }
+}
