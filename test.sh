@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Every test of the project, as CI runs it (.ci/run calls exactly this):
-# formatting, lints (clippy -D warnings, rustdoc -D warnings, shellcheck), the Rust unit, integration and
+# formatting, lints (clippy -D warnings, rustdoc -D warnings, shellcheck, no import
+# circles among crates or modules), the Rust unit, integration and
 # doc tests (library rules, SimCard, pipeline, the service over HTTP with the real model
 # and real frames), the dashboard in headless Chromium, and the kernel module (built
 # against Debian's kernel headers with W=1 and sparse, checkpatch --strict, the user-space
 # unit tests of its descriptor, SG and pin arithmetic, then the real module in Debian's
 # kernel under QEMU with its test-only software card, driven by C tests and by the Rust
 # library's functional suite), the OTA tests against a real RAUC, flash.sh's key
-# injection, the Yocto layer's offline checks, and the dashboard's type check (tsc on
-# its JSDoc).
+# injection, the REST API against its generated OpenAPI document (schemathesis), the
+# Yocto layer's offline checks, and the dashboard's type check (tsc on its JSDoc).
 # Installs what it needs from Debian and npm when missing (needs root for apt-get).
 set -euo pipefail
 root=$(cd "$(dirname "$0")" && pwd)
@@ -35,6 +36,9 @@ say "format and lints"
 cargo fmt --all --check
 cargo clippy --locked --workspace --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --workspace --quiet
+# No circle among the crates or among a crate's modules (the self-test first proves the
+# check still catches one).
+python3 appliance/scripts/check-circles.py --self-test
 shellcheck run.sh test.sh .ci/run appliance/scripts/*.sh
 
 say "Rust tests"
@@ -48,6 +52,12 @@ images/rauc/test/run.sh
 say "flash.sh: the admin's SSH key into a flash package's root file system (no Jetson)"
 apt_need debugfs e2fsprogs
 images/test/flash-test.sh
+
+say "REST API against its generated OpenAPI document: schemathesis on the real binary, real RAUC"
+# 0 server errors, 0 responses the document does not describe (tests/api_conformance.rs
+# runs appliance/scripts/api-conformance.sh; schemathesis comes from PyPI into .deps/).
+FPGAGDR_API_CONFORMANCE=1 FPGAGDR_REQUIRE_RAUC=1 \
+  cargo test --locked -q -p fpgagdrd --test api_conformance -- --nocapture
 
 say "kernel module"
 kmod/scripts/check.sh

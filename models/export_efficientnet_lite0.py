@@ -2,7 +2,7 @@
 """Export the default fpgagdr classifier, EfficientNet-Lite0 (ImageNet-1k), to ONNX.
 
 Owns: turning the upstream PyTorch weights into `efficientnet-lite0.onnx`, the file the
-Rust service (`appliance/fpgagdrd/src/inference/`) loads through ONNX Runtime. It does
+Rust service (`appliance/fpgagdr-infer/src/`) loads through ONNX Runtime. It does
 not preprocess images or run the model on photos; `verify_model.py` next to it does that.
 
 Needs (pinned in `export-requirements.txt`; the venv is about 5.5 GB because of torch, so

@@ -2,7 +2,7 @@
 """Classify image files with the exported model; the reference for the Rust service.
 
 Owns: the reference preprocessing and the top-5 printout that `README.md` quotes and the
-Rust inference tests (`appliance/fpgagdrd/src/inference/`) compare against. It does not
+Rust inference tests (`appliance/fpgagdr-infer/src/`) compare against. It does not
 export anything; `export_efficientnet_lite0.py` does.
 
 Needs: onnxruntime (1.31.1 was used), numpy, Pillow (see `export-requirements.txt`).

@@ -25,10 +25,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cudarc::driver::{CudaSlice, CudaStream};
-use fpgagdr::{
-    Card, CardStatus, DmaMemory, GpuMemory, LinkPreset, MemoryKind, PinnedBuffer, Platform,
-    SimConfig,
-};
+use fpgagdr::{Card, CardStatus, DmaMemory, GpuMemory, MemoryKind, PinnedBuffer, Platform};
+use fpgagdr_sim::{LinkPreset, SimConfig};
 
 use crate::error::{BenchError, Context, Result};
 use crate::seed::SeedPlatform;
@@ -94,6 +92,14 @@ pub(crate) enum Dir {
 impl Dir {
     /// Both, read first (the seed's "Read / Write" order).
     pub(crate) const BOTH: [Dir; 2] = [Dir::Read, Dir::Write];
+
+    /// Picks this direction's entry of a seed table's `[read, write]` pair.
+    pub(crate) fn pick(self, pair: [f64; 2]) -> f64 {
+        match self {
+            Dir::Read => pair[0],
+            Dir::Write => pair[1],
+        }
+    }
 
     /// `read` / `write`.
     pub(crate) fn as_str(self) -> &'static str {
@@ -201,7 +207,7 @@ impl Bench {
     ) -> Result<Bench> {
         let (card_obj, link_name) = if card == "sim" {
             let preset = link.map(LinkArg::preset).unwrap_or_default();
-            let c = Card::open_sim(SimConfig {
+            let c = fpgagdr_sim::open_sim(SimConfig {
                 preset,
                 ..SimConfig::default()
             });

@@ -14,7 +14,7 @@ use crate::bench::{Bench, Dir, Measured, PathKind, measure_cell};
 use crate::error::Result;
 use crate::plot::{Plot, Series};
 use crate::report::{Outcome, Section, Table};
-use crate::seed::{Compare, SeedData, pick};
+use crate::seed::{Compare, SeedData};
 use crate::sizes::fig;
 use crate::units::{SizeList, fmt_size, ratio, size_list, us};
 
@@ -234,13 +234,13 @@ impl Outcome for CompatOutcome {
                     format!("CPU {} {}", dir.as_str(), fmt_size(s)),
                     "µs",
                     self.mean(s, Mode::Cpu, dir),
-                    pick(r.cpu, dir),
+                    dir.pick(r.cpu),
                 );
                 cmp.row(
                     format!("GPU_PINNED {} {}", dir.as_str(), fmt_size(s)),
                     "µs",
                     self.mean(s, Mode::GpuPinned, dir),
-                    pick(r.gpu, dir),
+                    dir.pick(r.gpu),
                 );
             }
         }

@@ -17,6 +17,7 @@
 //! transfer error, report not writable).
 //!
 //! User guide: `docs/bench.md`.
+#![forbid(unsafe_code)]
 
 mod bench;
 mod compat;
@@ -100,13 +101,6 @@ enum Command {
     Sweep(sweep::SweepArgs),
     /// Samples at a fixed period, written to a CSV as it goes, with power; trend summary.
     Soak(soak::SoakArgs),
-}
-
-/// Seconds since the UNIX epoch (wall clock, for reports only).
-pub(crate) fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 fn run(cli: Cli) -> error::Result<i32> {

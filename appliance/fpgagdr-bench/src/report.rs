@@ -310,7 +310,7 @@ pub(crate) fn emit<T: Outcome>(b: &Bench, opts: &OutputOptions, outcome: &T) -> 
         version: env!("CARGO_PKG_VERSION"),
         subcommand: name,
         command: &opts.command,
-        unix_time_s: crate::unix_now(),
+        unix_time_s: crate::units::unix_now(),
         card: &b.target,
         gpu: &b.gpu,
         settings: Settings {

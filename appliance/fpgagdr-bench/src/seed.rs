@@ -312,14 +312,6 @@ impl SeedData {
     }
 }
 
-/// Picks the `[read, write]` entry for a direction.
-pub(crate) fn pick(pair: [f64; 2], dir: crate::bench::Dir) -> f64 {
-    match dir {
-        crate::bench::Dir::Read => pair[0],
-        crate::bench::Dir::Write => pair[1],
-    }
-}
-
 /// One compared cell: ours beside the seed's, and ours ÷ seed.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct CompareRow {

@@ -10,7 +10,7 @@ use crate::bench::{Bench, Dir, Measured, PathKind, measure_cell};
 use crate::error::Result;
 use crate::plot::{Plot, Series};
 use crate::report::{Outcome, Section, Table};
-use crate::seed::{Compare, SeedData, pick};
+use crate::seed::{Compare, SeedData};
 use crate::units::{SizeList, fmt_addr, fmt_size, parse_addr, ratio, size_list, us};
 
 /// Arguments of `sizes`.
@@ -301,12 +301,7 @@ impl Outcome for SizesOutcome {
                             PathKind::B => r.b,
                             PathKind::C => r.c,
                         };
-                        cmp.row(
-                            format!("{name} mean"),
-                            "µs",
-                            c.measured.mean(),
-                            pick(s, dir),
-                        );
+                        cmp.row(format!("{name} mean"), "µs", c.measured.mean(), dir.pick(s));
                     }
                     if let Some(r) = bwr {
                         let s = match p {
@@ -318,7 +313,7 @@ impl Outcome for SizesOutcome {
                             format!("{name} bandwidth"),
                             "GB/s",
                             c.measured.gbps,
-                            pick(s, dir),
+                            dir.pick(s),
                         );
                     }
                 }

@@ -35,7 +35,7 @@ use crate::bench::{Bench, Dir, PathKind, Runner};
 use crate::error::{BenchError, Result};
 use crate::plot::{Plot, Series};
 use crate::report::{Outcome, OutputOptions, Section, Table, create_dir};
-use crate::seed::{Compare, SeedData, pick};
+use crate::seed::{Compare, SeedData};
 use crate::sizes::{PathInfo, fig, gb};
 use crate::stats::{Summary, gbps, mean};
 use crate::sweep::addresses;
@@ -237,7 +237,10 @@ pub(crate) fn run(b: &Bench, a: &SoakArgs, opts: &OutputOptions) -> Result<SoakO
             create_dir(dir)?;
             dir.join("soak.csv")
         }
-        (None, None) => PathBuf::from(format!("fpgagdr-soak-{}.csv", crate::unix_now() as u64)),
+        (None, None) => PathBuf::from(format!(
+            "fpgagdr-soak-{}.csv",
+            crate::units::unix_now() as u64
+        )),
     };
 
     let mut paths = Vec::new();
@@ -326,7 +329,7 @@ pub(crate) fn run(b: &Bench, a: &SoakArgs, opts: &OutputOptions) -> Result<SoakO
             .as_secs_f64()
             * 1e3;
         let t_s = start.elapsed().as_secs_f64();
-        let unix_s = crate::unix_now();
+        let unix_s = crate::units::unix_now();
         let addr = addrs[k % addrs.len()];
         let mut cells = Vec::new();
         let mut errors = 0;
@@ -740,13 +743,13 @@ impl Outcome for SoakOutcome {
                     format!("{} {} mean", p.letter(), d.as_str()),
                     "µs",
                     t.map(|t| t.mean_us),
-                    pick(s.mean_us[i], d),
+                    d.pick(s.mean_us[i]),
                 );
                 cmp.row(
                     format!("{} {} bandwidth", p.letter(), d.as_str()),
                     "GB/s",
                     t.map(|t| t.gbps),
-                    pick(s.gbps[i], d),
+                    d.pick(s.gbps[i]),
                 );
             }
         }
@@ -756,20 +759,20 @@ impl Outcome for SoakOutcome {
                 format!("C {} lowest sample", d.as_str()),
                 "µs",
                 t.map(|t| t.min_us),
-                pick(s.c_min_us, d),
+                d.pick(s.c_min_us),
             );
             cmp.row(
                 format!("C {} highest sample", d.as_str()),
                 "µs",
                 t.map(|t| t.max_us),
-                pick(s.c_max_us, d),
+                d.pick(s.c_max_us),
             );
             for (j, name) in ["first", "middle", "last"].iter().enumerate() {
                 cmp.row(
                     format!("C {} {name} third", d.as_str()),
                     "µs",
                     t.and_then(|t| t.thirds_us[j]),
-                    pick(s.c_thirds_us[j], d),
+                    d.pick(s.c_thirds_us[j]),
                 );
             }
         }

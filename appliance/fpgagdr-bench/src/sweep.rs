@@ -10,7 +10,7 @@ use crate::bench::{Bench, Dir, PinnedMemory, time_read, time_write};
 use crate::error::{BenchError, Result};
 use crate::plot::{Plot, Series};
 use crate::report::{Outcome, Section, Table};
-use crate::seed::{Compare, SeedData, pick};
+use crate::seed::{Compare, SeedData};
 use crate::stats::{Summary, mean};
 use crate::units::{MIB, fmt_addr, fmt_size, parse_size, us};
 
@@ -284,7 +284,7 @@ impl Outcome for SweepOutcome {
                 format!("C {} 4 MiB mean over addresses", dir.as_str()),
                 "µs",
                 Some(sp.mean_us),
-                pick(seed.soak.mean_us[2], dir),
+                dir.pick(seed.soak.mean_us[2]),
             );
         }
     }

@@ -140,6 +140,13 @@ pub(crate) fn fmt_duration(d: Duration) -> String {
     }
 }
 
+/// Seconds since the UNIX epoch (wall clock, for reports only).
+pub(crate) fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

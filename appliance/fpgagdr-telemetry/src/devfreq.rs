@@ -6,13 +6,14 @@
 
 use std::path::Path;
 
-use crate::{SourceState, entries, read_i64};
+use crate::source::{SourceState, entries, read_i64};
 
 const DEVFREQ: &str = "sys/class/devfreq";
 const GPU_SUFFIXES: [&str; 5] = [".ga10b", ".gv11b", ".gp10b", ".gm20b", ".gpu"];
 
 /// GPU load and clock.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct GpuLoad {
     /// The devfreq node's name.
     pub device: String,

@@ -6,10 +6,11 @@ use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
 use sysinfo::{CpuRefreshKind, MemoryRefreshKind, RefreshKind, System};
 
-use crate::{Source, SourceState};
+use crate::source::{Source, SourceState};
 
 /// One NVIDIA GPU as NVML sees it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NvmlGpu {
     /// NVML device index.
     pub index: u32,

@@ -15,13 +15,14 @@
 
 use std::path::Path;
 
-use crate::{SourceState, entries, read_i64, read_str};
+use crate::source::{SourceState, entries, read_i64, read_str};
 
 const HWMON_DRIVER: &str = "sys/bus/i2c/drivers/ina3221";
 const IIO_DRIVER: &str = "sys/bus/i2c/drivers/ina3221x";
 
 /// Which kernel driver a rail was read through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Driver {
     /// The mainline hwmon driver (L4T R35+).
@@ -32,6 +33,7 @@ pub enum Driver {
 
 /// One INA3221 channel with a rail behind it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Rail {
     /// The rail's label (e.g. `VDD_IN`, `VDD_GPU_SOC`).
     pub name: String,

@@ -11,10 +11,11 @@
 //! 4. Anything else: the sum of all rails, marked as an unknown board (it may count a
 //!    rail and its parts twice).
 
-use crate::Rail;
+use crate::ina3221::Rail;
 
 /// How a total was formed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum TotalRule {
     /// An input rail is the total (rule 1).
@@ -27,6 +28,7 @@ pub enum TotalRule {
 
 /// The board's total power and what it covers.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BoardTotal {
     /// Total power, mW.
     pub power_mw: f64,

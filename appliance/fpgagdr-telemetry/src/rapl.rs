@@ -8,12 +8,13 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::{SourceState, entries, read_i64, read_str};
+use crate::source::{SourceState, entries, read_i64, read_str};
 
 const POWERCAP: &str = "sys/class/powercap";
 
 /// One CPU package's power over the last sampling interval.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RaplPackage {
     /// Zone name (`package-0`).
     pub name: String,

@@ -3,12 +3,13 @@
 
 use std::path::Path;
 
-use crate::{SourceState, entries, read_i64, read_str};
+use crate::source::{SourceState, entries, read_i64, read_str};
 
 const THERMAL: &str = "sys/class/thermal";
 
 /// One thermal zone's temperature.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Zone {
     /// The zone's type (e.g. `cpu-thermal`, `x86_pkg_temp`).
     pub name: String,

@@ -5,20 +5,26 @@
 //! Every wrapper is `unsafe` for one shared reason: the request number means fpgagdr only
 //! on an fpgagdr control node, and another driver may give the same number another
 //! meaning. PIN and TRANSFER add the DMA contract on memory (see each function).
-#![allow(unsafe_code)]
 
 use std::os::fd::{AsRawFd, BorrowedFd};
 
-use crate::{
-    FPGAGDR_IOC_ABORT, FPGAGDR_IOC_GET_STATUS, FPGAGDR_IOC_PIN, FPGAGDR_IOC_TRANSFER,
-    FPGAGDR_IOC_UNPIN, fpgagdr_abort, fpgagdr_pin, fpgagdr_status, fpgagdr_transfer, fpgagdr_unpin,
-};
+use crate::{fpgagdr_abort, fpgagdr_pin, fpgagdr_status, fpgagdr_transfer, fpgagdr_unpin};
 
-nix::ioctl_readwrite_bad!(raw_get_status, FPGAGDR_IOC_GET_STATUS, fpgagdr_status);
-nix::ioctl_readwrite_bad!(raw_pin, FPGAGDR_IOC_PIN, fpgagdr_pin);
-nix::ioctl_readwrite_bad!(raw_unpin, FPGAGDR_IOC_UNPIN, fpgagdr_unpin);
-nix::ioctl_readwrite_bad!(raw_transfer, FPGAGDR_IOC_TRANSFER, fpgagdr_transfer);
-nix::ioctl_readwrite_bad!(raw_abort, FPGAGDR_IOC_ABORT, fpgagdr_abort);
+/// The raw calls `nix` defines (`unsafe fn`s around ioctl(2)); private, so only the
+/// documented wrappers below are reachable.
+mod raw {
+    use crate::{
+        FPGAGDR_IOC_ABORT, FPGAGDR_IOC_GET_STATUS, FPGAGDR_IOC_PIN, FPGAGDR_IOC_TRANSFER,
+        FPGAGDR_IOC_UNPIN, fpgagdr_abort, fpgagdr_pin, fpgagdr_status, fpgagdr_transfer,
+        fpgagdr_unpin,
+    };
+
+    nix::ioctl_readwrite_bad!(raw_get_status, FPGAGDR_IOC_GET_STATUS, fpgagdr_status);
+    nix::ioctl_readwrite_bad!(raw_pin, FPGAGDR_IOC_PIN, fpgagdr_pin);
+    nix::ioctl_readwrite_bad!(raw_unpin, FPGAGDR_IOC_UNPIN, fpgagdr_unpin);
+    nix::ioctl_readwrite_bad!(raw_transfer, FPGAGDR_IOC_TRANSFER, fpgagdr_transfer);
+    nix::ioctl_readwrite_bad!(raw_abort, FPGAGDR_IOC_ABORT, fpgagdr_abort);
+}
 
 /// `FPGAGDR_IOC_GET_STATUS`: fills `arg` with the card's status and counters.
 ///
@@ -29,11 +35,12 @@ nix::ioctl_readwrite_bad!(raw_abort, FPGAGDR_IOC_ABORT, fpgagdr_abort);
 /// # Safety
 /// `fd` must be an open fpgagdr control node (`/dev/fpgagdrN`), or a file whose driver
 /// does not implement this request number (it then answers `ENOTTY`).
+#[allow(unsafe_code)]
 pub unsafe fn get_status(fd: BorrowedFd<'_>, arg: &mut fpgagdr_status) -> nix::Result<()> {
     // SAFETY: `arg` is a live, exclusively borrowed struct of exactly the size encoded in
     // the request number, so the module reads and writes only inside it; the caller
     // vouches that `fd` gives the number this meaning.
-    unsafe { raw_get_status(fd.as_raw_fd(), arg) }.map(drop)
+    unsafe { raw::raw_get_status(fd.as_raw_fd(), arg) }.map(drop)
 }
 
 /// `FPGAGDR_IOC_PIN`: pins `[arg.addr, arg.addr + arg.length)` of memory of `arg.kind`
@@ -46,10 +53,11 @@ pub unsafe fn get_status(fd: BorrowedFd<'_>, arg: &mut fpgagdr_status) -> nix::R
 /// As [`get_status`] for `fd`. Besides, the memory must stay allocated until the handle
 /// is unpinned (UNPIN returned, or `fd` closed): every later TRANSFER on the handle lets
 /// the card read or write those bytes without Rust seeing it.
+#[allow(unsafe_code)]
 pub unsafe fn pin(fd: BorrowedFd<'_>, arg: &mut fpgagdr_pin) -> nix::Result<()> {
     // SAFETY: as in `get_status` for the argument; the memory named in it is the
     // caller's duty (see above).
-    unsafe { raw_pin(fd.as_raw_fd(), arg) }.map(drop)
+    unsafe { raw::raw_pin(fd.as_raw_fd(), arg) }.map(drop)
 }
 
 /// `FPGAGDR_IOC_UNPIN`: releases `arg.handle`; a transfer in flight on it fails with
@@ -60,9 +68,10 @@ pub unsafe fn pin(fd: BorrowedFd<'_>, arg: &mut fpgagdr_pin) -> nix::Result<()> 
 ///
 /// # Safety
 /// As [`get_status`] for `fd`.
+#[allow(unsafe_code)]
 pub unsafe fn unpin(fd: BorrowedFd<'_>, arg: &mut fpgagdr_unpin) -> nix::Result<()> {
     // SAFETY: as in `get_status`.
-    unsafe { raw_unpin(fd.as_raw_fd(), arg) }.map(drop)
+    unsafe { raw::raw_unpin(fd.as_raw_fd(), arg) }.map(drop)
 }
 
 /// `FPGAGDR_IOC_TRANSFER`: one DMA between the pinned buffer `arg.handle` and the card,
@@ -75,10 +84,11 @@ pub unsafe fn unpin(fd: BorrowedFd<'_>, arg: &mut fpgagdr_unpin) -> nix::Result<
 /// As [`get_status`] for `fd`. Besides, for C2H the card writes
 /// `[offset, offset + length)` of the pinned memory during the call: no Rust reference
 /// to those bytes may be alive meanwhile (for H2C, no `&mut`).
+#[allow(unsafe_code)]
 pub unsafe fn transfer(fd: BorrowedFd<'_>, arg: &mut fpgagdr_transfer) -> nix::Result<()> {
     // SAFETY: as in `get_status` for the argument; the pinned memory is the caller's
     // duty (see above).
-    unsafe { raw_transfer(fd.as_raw_fd(), arg) }.map(drop)
+    unsafe { raw::raw_transfer(fd.as_raw_fd(), arg) }.map(drop)
 }
 
 /// `FPGAGDR_IOC_ABORT`: stops the transfer in flight on one engine (it fails with
@@ -88,7 +98,8 @@ pub unsafe fn transfer(fd: BorrowedFd<'_>, arg: &mut fpgagdr_transfer) -> nix::R
 ///
 /// # Safety
 /// As [`get_status`] for `fd`.
+#[allow(unsafe_code)]
 pub unsafe fn abort(fd: BorrowedFd<'_>, arg: &mut fpgagdr_abort) -> nix::Result<()> {
     // SAFETY: as in `get_status`.
-    unsafe { raw_abort(fd.as_raw_fd(), arg) }.map(drop)
+    unsafe { raw::raw_abort(fd.as_raw_fd(), arg) }.map(drop)
 }

@@ -15,8 +15,8 @@
 //! - The constants: ABI version, ioctl type byte, limits, capability bits, and the values
 //!   of the header's enums (platform, memory kind, direction) as `u32` constants.
 //! - The five request numbers ([`FPGAGDR_IOC_GET_STATUS`] …), computed as Linux's
-//!   `_IOWR(type, nr, struct)` does, and one thin wrapper per ioctl ([`get_status`],
-//!   [`pin`], [`unpin`], [`transfer`], [`abort`]) over `nix`'s ioctl macros.
+//!   `_IOWR(type, nr, struct)` does, and one thin wrapper per ioctl in [`ioctl`] ([`ioctl::get_status`],
+//!   [`ioctl::pin`], [`ioctl::unpin`], [`ioctl::transfer`], [`ioctl::abort`]) over `nix`'s ioctl macros.
 //! - [`ERRNO_TABLE`]: the header's error table (errno, the ioctls that return it, and
 //!   the rule), in the header's order; the test checks it against the header's text.
 //!
@@ -35,11 +35,10 @@
 // The structures keep the header's names so that one grep finds both sides.
 #![allow(non_camel_case_types)]
 
-mod ioctl;
+pub mod ioctl;
 
 use std::mem::size_of;
 
-pub use ioctl::{abort, get_status, pin, transfer, unpin};
 pub use nix::errno::Errno;
 
 // ---------------------------------------------------------------------------------------

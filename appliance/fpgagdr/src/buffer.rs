@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-use crate::card::{Backend, Handle};
+use crate::backend::{Backend, PinnedRegion};
+use crate::dma::Handle;
 use crate::error::Result;
 use crate::memory::{DmaMemory, DmaRegion, MemoryKind};
 
@@ -22,15 +23,23 @@ use crate::memory::{DmaMemory, DmaRegion, MemoryKind};
 pub struct PinnedBuffer {
     backend: Arc<dyn Backend>,
     handle: Handle,
+    /// The back-end's view of the memory, released after unpin, before the memory goes.
+    pinned: Arc<PinnedRegion>,
     // `Option` only so that `unpin` can move the memory out; always `Some` otherwise.
     memory: Option<DmaMemory>,
 }
 
 impl PinnedBuffer {
-    pub(crate) fn new(backend: Arc<dyn Backend>, handle: Handle, memory: DmaMemory) -> Self {
+    pub(crate) fn new(
+        backend: Arc<dyn Backend>,
+        handle: Handle,
+        memory: DmaMemory,
+        pinned: Arc<PinnedRegion>,
+    ) -> Self {
         PinnedBuffer {
             backend,
             handle,
+            pinned,
             memory: Some(memory),
         }
     }
@@ -105,17 +114,21 @@ impl PinnedBuffer {
     /// Unpins and returns the memory; reports the back-end's error, if any.
     pub fn unpin(mut self) -> Result<DmaMemory> {
         let memory = self.memory.take().expect("memory is present until unpin");
-        self.backend.unpin(self.handle)?;
+        let unpinned = self.backend.unpin(self.handle);
+        self.pinned.release();
+        unpinned?;
         Ok(memory)
     }
 }
 
 impl Drop for PinnedBuffer {
     fn drop(&mut self) {
-        if self.memory.is_some()
-            && let Err(e) = self.backend.unpin(self.handle)
-        {
-            tracing::warn!("unpin of handle {} on drop: {e}", self.handle);
+        if self.memory.is_some() {
+            if let Err(e) = self.backend.unpin(self.handle) {
+                tracing::warn!("unpin of handle {} on drop: {e}", self.handle);
+            }
+            // Before `memory` (a field) is freed, after this function.
+            self.pinned.release();
         }
     }
 }

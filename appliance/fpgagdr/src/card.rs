@@ -4,196 +4,29 @@
 //! are the same on every back-end (channel range, zero length, card bounds, buffer
 //! bounds, alignment, zero timeout). Back-ends only check what they alone know
 //! (whether a handle is live) and move bytes.
-//! Must not: allocate DMA memory (`memory.rs`) or route legacy calls (`transfer.rs`).
-//! Neighbours: `buffer.rs` (a pin is a [`PinnedBuffer`]), `sim/` (the simulated card).
+//! Must not: allocate DMA memory (`memory.rs`), route legacy calls (`transfer.rs`), or
+//! name a concrete back-end (`open.rs` does, `backend.rs` is the seam).
+//! Neighbours: `buffer.rs` (a pin is a [`PinnedBuffer`]), `legacy.rs` (the registry of
+//! the legacy path).
 
-use std::fmt;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::backend::{Backend, PinnedRegion};
 use crate::buffer::PinnedBuffer;
+use crate::dma::{Direction, Handle, Transfer, TransferRequest};
 use crate::error::{Error, Result};
-use crate::kernel::KernelCard;
-use crate::memory::{DmaMemory, DmaRegion, check_inside};
-use crate::sim::{SimCard, SimConfig};
-use crate::transfer::Legacy;
-
-/// Transfer direction, named from the card's side as in PG195.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-pub enum Direction {
-    /// Card to host/GPU memory (a read from the card).
-    C2H,
-    /// Host/GPU memory to card (a write to the card).
-    H2C,
-}
-
-impl fmt::Display for Direction {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Direction::C2H => "C2H",
-            Direction::H2C => "H2C",
-        })
-    }
-}
-
-/// The platform a card sits on; it decides the pin alignment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Platform {
-    /// Jetson (Tegra, unified memory): 4 KiB pin alignment.
-    Tegra,
-    /// x86 (or arm64 server) with a discrete GPU: 64 KiB GPU pages.
-    Desktop,
-    /// The simulated card ([`SimCard`]); it applies the alignment of the platform its
-    /// link preset models.
-    Sim,
-}
-
-impl Platform {
-    /// Lower-case name: `"tegra"`, `"desktop"`, `"sim"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Platform::Tegra => "tegra",
-            Platform::Desktop => "desktop",
-            Platform::Sim => "sim",
-        }
-    }
-}
-
-/// What a card can do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct Capabilities {
-    /// DMA straight into pinned GPU memory (path C).
-    pub gpu_direct: bool,
-    /// DMA into ordinary host memory (path A; `read`/`write` on the channel nodes).
-    pub host_dma: bool,
-    /// Completion by interrupt (otherwise by polling).
-    pub interrupts: bool,
-}
-
-/// A card's identity and limits, read once at open.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct CardStatus {
-    /// Human-readable identity, e.g. `"SimCard (simulated XDMA card), link preset orin-gen3x4"`.
-    pub name: String,
-    /// Platform; [`Platform::Sim`] for the simulated card.
-    pub platform: Platform,
-    /// True for [`SimCard`]: no hardware is involved.
-    pub simulated: bool,
-    /// GPU page size in bytes (4096 on Tegra, 65536 on a discrete GPU).
-    pub gpu_page_size: u64,
-    /// Required alignment of a pinned buffer's address and length, in bytes.
-    pub alignment: u64,
-    /// Number of C2H channels (engines), at most 4 on XDMA (PG195).
-    pub c2h_channels: u32,
-    /// Number of H2C channels (engines), at most 4 on XDMA (PG195).
-    pub h2c_channels: u32,
-    /// Size of the card's memory (card address space), bytes. `u64::MAX` when the kernel
-    /// module does not know it (its `card_size` parameter is 0): then only wrap-around is
-    /// checked.
-    pub card_memory_bytes: u64,
-    /// What the card can do.
-    pub capabilities: Capabilities,
-}
-
-/// An opaque pin handle issued by a back-end. Valid until unpinned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Handle(pub u64);
-
-impl fmt::Display for Handle {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
-    }
-}
-
-/// A completed transfer: bytes moved and the time from submit to completion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Transfer {
-    /// Bytes moved.
-    pub bytes: u64,
-    /// Time from submission to completion (monotonic clock).
-    pub elapsed: Duration,
-}
-
-impl Transfer {
-    /// Throughput in GB/s (10^9 bytes per second); 0 for a zero duration.
-    pub fn gbps(&self) -> f64 {
-        let s = self.elapsed.as_secs_f64();
-        if s > 0.0 {
-            self.bytes as f64 / s / 1e9
-        } else {
-            0.0
-        }
-    }
-}
-
-/// One DMA between a pinned buffer and card memory, validated by [`Card`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TransferRequest {
-    /// Direction.
-    pub dir: Direction,
-    /// Channel (engine) index.
-    pub channel: u32,
-    /// Pin handle of the buffer.
-    pub handle: Handle,
-    /// Offset into the pinned buffer, bytes.
-    pub offset: u64,
-    /// Card address, bytes.
-    pub card_addr: u64,
-    /// Length, bytes (> 0).
-    pub len: u64,
-    /// Bound on the wait for completion (> 0).
-    pub timeout: Duration,
-}
-
-/// What a card back-end does. [`Card`] validates arguments before calling it.
-///
-/// Implemented by [`SimCard`] and by [`KernelCard`] (the kernel module's ioctls);
-/// `Arc<dyn Backend>` is the seam between the library and the hardware.
-pub trait Backend: Send + Sync + fmt::Debug {
-    /// The card's identity and limits.
-    fn status(&self) -> CardStatus;
-    /// Pins `region` once for DMA and returns its handle.
-    ///
-    /// # Safety
-    /// From this call until `unpin(handle)` has returned (with either result), the
-    /// region must stay allocated and must not be accessed through any Rust reference
-    /// while a transfer may write it: every later [`Backend::transfer`] on the handle,
-    /// which is a safe call, reads or writes those bytes. [`Card::pin`] guarantees this
-    /// by keeping the memory in the [`PinnedBuffer`], which unpins before freeing it.
-    #[allow(unsafe_code)]
-    unsafe fn pin(&self, region: DmaRegion) -> Result<Handle>;
-    /// Releases a pin. Errors: [`Error::UnknownHandle`].
-    fn unpin(&self, handle: Handle) -> Result<()>;
-    /// DMA between a pinned buffer and card memory (path C).
-    /// Errors: [`Error::UnknownHandle`], [`Error::BufferBounds`], [`Error::Timeout`].
-    fn transfer(&self, req: &TransferRequest) -> Result<Transfer>;
-    /// C2H into ordinary host memory (path A, `read` on a channel node).
-    fn host_read(
-        &self,
-        channel: u32,
-        card_addr: u64,
-        dst: &mut [u8],
-        timeout: Duration,
-    ) -> Result<Transfer>;
-    /// H2C from ordinary host memory (path A, `write` on a channel node).
-    fn host_write(
-        &self,
-        channel: u32,
-        card_addr: u64,
-        src: &[u8],
-        timeout: Duration,
-    ) -> Result<Transfer>;
-}
+use crate::legacy::Legacy;
+use crate::memory::{DmaMemory, check_inside};
+use crate::status::{CardStatus, Platform};
 
 /// An open card: status, pinning, transfers, and the legacy-compatible path.
 ///
-/// ```
+/// ```no_run
 /// use std::time::Duration;
-/// use fpgagdr::{Card, DmaMemory, SimConfig};
+/// use fpgagdr::{Card, DmaMemory};
 ///
-/// let card = Card::open_sim(SimConfig::default());
+/// let card = Card::open(0)?; // fpgagdr-sim's docs run this on the simulated card
 /// let align = card.status().alignment as usize;
 /// let buf = card.pin(DmaMemory::host(1 << 20, align)?)?;          // pin once
 /// card.write_h2c_from_host(0, 0x1000, &[0xab; 4096], Duration::from_millis(100))?;
@@ -211,34 +44,6 @@ pub struct Card {
 }
 
 impl Card {
-    /// Opens card `index`: the kernel module's node `/dev/fpgagdr<index>`, driven by
-    /// [`KernelCard`].
-    ///
-    /// Errors: as [`Card::open_path`].
-    pub fn open(index: u32) -> Result<Card> {
-        Self::open_path(format!("/dev/fpgagdr{index}"))
-    }
-
-    /// Opens a card by path: `"sim"` for [`SimCard`] with default settings, or a control
-    /// node such as `/dev/fpgagdr0` of the kernel module ([`KernelCard`]).
-    ///
-    /// Errors: [`Error::NoCard`] when the node does not exist ("no such device node"),
-    /// may not be opened (the message says to add the user to the `fpgagdr` group), has
-    /// no card behind it, or is not an fpgagdr control node; [`Error::Kernel`] (rule
-    /// `abi-version`) when the module speaks another ABI version than this library.
-    pub fn open_path(path: impl AsRef<Path>) -> Result<Card> {
-        let path = path.as_ref();
-        if path == Path::new("sim") {
-            return Ok(Self::open_sim(SimConfig::default()));
-        }
-        Ok(Self::from_backend(Arc::new(KernelCard::open(path)?)))
-    }
-
-    /// Opens a simulated card.
-    pub fn open_sim(config: SimConfig) -> Card {
-        Self::from_backend(Arc::new(SimCard::new(config)))
-    }
-
     /// Wraps any back-end (the seam for new hardware and for tests).
     pub fn from_backend(backend: Arc<dyn Backend>) -> Card {
         let status = backend.status();
@@ -284,11 +89,24 @@ impl Card {
             });
         }
         #[allow(unsafe_code)]
-        // SAFETY: `memory` moves into the returned `PinnedBuffer`, which hands out no
-        // mutable access while pinned and unpins (on this back-end) before the memory
-        // is freed or given back.
-        let handle = unsafe { self.backend.pin(region) }?;
-        Ok(PinnedBuffer::new(self.backend.clone(), handle, memory))
+        // SAFETY: `memory` moves into the returned `PinnedBuffer`, which hands its bytes
+        // out only through `unsafe fn`s whose callers promise no C2H runs meanwhile, and
+        // releases the region (after the back-end's unpin) before the memory is freed or
+        // given back. If pinning fails, the region is released below before `memory`
+        // drops.
+        let pinned = unsafe { PinnedRegion::new(region) };
+        match self.backend.pin(pinned.clone()) {
+            Ok(handle) => Ok(PinnedBuffer::new(
+                self.backend.clone(),
+                handle,
+                memory,
+                pinned,
+            )),
+            Err(e) => {
+                pinned.release();
+                Err(e)
+            }
+        }
     }
 
     fn alignment_platform(&self) -> &'static str {

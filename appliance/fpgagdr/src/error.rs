@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::Direction;
+use crate::dma::Direction;
 
 /// Result alias used across the library.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -6,9 +6,9 @@
 //!
 //! ## Main types
 //! - [`Card`]: an open card (`Card::open(0)` for `/dev/fpgagdr0`, driven by
-//!   [`KernelCard`] over the kernel module's ioctls; `Card::open_sim` for the simulated
-//!   card). [`Card::status`] gives the platform, pin alignment, channel
-//!   counts and capabilities.
+//!   [`KernelCard`] over the kernel module's ioctls; `fpgagdr_sim::open_sim` for the
+//!   simulated card, or any [`Backend`] through [`Card::from_backend`]).
+//!   [`Card::status`] gives the platform, pin alignment, channel counts and capabilities.
 //! - [`DmaMemory`]: memory to pin — CUDA memory when a CUDA driver loads, otherwise
 //!   page-aligned host memory ([`DmaMemory::for_frames`] picks and says which).
 //! - [`PinnedBuffer`]: memory pinned by [`Card::pin`]; unpins on drop.
@@ -17,20 +17,24 @@
 //! - The legacy path: [`Card::set_transfer_mode`], [`Card::register_buffer`] and the
 //!   memory-mapped calls [`Card::mm_read_c2h`] / [`Card::mm_write_h2c`], which route to a
 //!   registered pinned buffer by address lookup in [`TransferMode::GpuPinned`].
-//! - [`SimCard`] (a simulation of an XDMA card, calibrated against measured tables),
-//!   [`SimSensor`] (its capture logic) and the frame sources [`TestPattern`] and
-//!   [`Replay`]; frames carry a [`FrameHeader`] with sequence number and CRC.
+//! - [`FrameTrigger`]: how capture learns a frame is in card memory; frames carry a
+//!   [`FrameHeader`] with sequence number and CRC ([`frame`]).
+//!
+//! The simulated card, its sensor and the frame sources live in `fpgagdr-sim`; this
+//! crate names no back-end but its own kernel one (`open.rs`), and [`Backend`] is the
+//! seam. Modules, one way down: `card`/`transfer`/`open` → `buffer`/`legacy` →
+//! `backend` → `memory` → `sys`; `dma`, `status`, `frame` and `error` are words every
+//! module may use.
 //!
 //! Every rule a call can break is an [`Error`] variant whose message names the rule
 //! ([`Error::rule`]).
 //!
-//! ```
+//! ```no_run
 //! use std::time::Duration;
-//! use fpgagdr::{Card, DmaMemory, SimConfig, LinkPreset};
+//! use fpgagdr::{Card, DmaMemory};
 //!
-//! let card = Card::open_sim(SimConfig { preset: LinkPreset::Off, ..SimConfig::default() });
+//! let card = Card::open(0)?; // /dev/fpgagdr0 (fpgagdr-sim's docs run this on SimCard)
 //! let st = card.status();
-//! assert!(st.simulated);
 //! let buf = card.pin(DmaMemory::host(64 * 1024, st.alignment as usize)?)?;
 //! let e = card.read_c2h(9, &buf, 0, 4096, Duration::from_millis(10)).unwrap_err();
 //! assert_eq!(e.rule(), "channel-range");
@@ -38,29 +42,32 @@
 //! ```
 #![deny(missing_docs)]
 
+mod backend;
 mod buffer;
 mod card;
+mod dma;
 mod error;
 pub mod frame;
 pub mod kernel;
+mod legacy;
 mod memory;
-pub mod sim;
-pub mod source;
+mod open;
+mod status;
 mod sys;
 mod transfer;
 mod trigger;
 
+pub use backend::{Backend, PinnedRegion, RegionAccess};
 pub use buffer::PinnedBuffer;
-pub use card::{
-    Backend, Capabilities, Card, CardStatus, Direction, Handle, Platform, Transfer, TransferRequest,
-};
+pub use card::Card;
+pub use dma::{Direction, Handle, Transfer, TransferRequest};
 pub use error::{Error, Result};
 pub use frame::{FrameError, FrameHeader, PixelFormat};
 pub use kernel::{KernelCard, KernelCounters};
+pub use legacy::TransferMode;
 pub use memory::{
-    DmaMemory, DmaRegion, GpuMemory, MemoryKind, cuda_context, frame_ring_kind, gpu_memory,
+    DmaMemory, DmaRegion, GpuMemory, MemoryKind, check_inside, cuda_context, frame_ring_kind,
+    gpu_memory,
 };
-pub use sim::{LinkPreset, SimCard, SimConfig, SimSensor};
-pub use source::{FrameSource, Replay, TestPattern};
-pub use transfer::TransferMode;
+pub use status::{Capabilities, CardStatus, Platform};
 pub use trigger::{FrameSlot, FrameTrigger};

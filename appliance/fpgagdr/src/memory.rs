@@ -13,6 +13,7 @@ use crate::sys::{self, CudaAlloc, CudaProbe, HostAlloc};
 
 /// Where the bytes of a DMA buffer live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum MemoryKind {
     /// Ordinary page-aligned host memory (no CUDA driver, or CPU-path buffers).
@@ -262,7 +263,13 @@ impl DmaMemory {
     /// Call it only while no DMA writes the same bytes (the frame ring's entry states
     /// guarantee this). Errors: [`Error::BufferBounds`], [`Error::Cuda`].
     pub fn copy_to_host(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
-        read_region(&self.region(), offset, dst)
+        #[allow(unsafe_code)]
+        // SAFETY: `self` owns the allocation for the whole call. Safe code reaches a
+        // `DmaMemory` only while it is not pinned (a `PinnedBuffer` hands its memory out
+        // through `unsafe fn`s whose callers promise no C2H runs), so nothing writes it.
+        unsafe {
+            read_region(&self.region(), offset, dst)
+        }
     }
 
     /// The bytes, mutable, when the CPU can address them in place (host memory, and
@@ -276,19 +283,24 @@ impl DmaMemory {
     }
 }
 
-/// Copies `src` into a pinned region at `offset`.
+/// Copies `src` into a pinned region at `offset`: what a back-end that moves bytes with
+/// the CPU does for a C2H (the simulated card). Errors: [`Error::BufferBounds`] when
+/// `offset + src.len()` reaches past the region (checked), [`Error::Cuda`].
 ///
-/// Callers (the back-ends) must hold the pin's lock so the region stays alive and is
-/// not read concurrently; `offset + src.len()` must lie inside the region (checked).
-pub(crate) fn write_region(region: &DmaRegion, offset: u64, src: &[u8]) -> Result<()> {
+/// # Safety
+/// `region` must describe memory that stays allocated for the whole call and that no
+/// Rust reference reads or writes meanwhile: a back-end calls this between
+/// [`crate::Backend::pin`] and the end of the matching `unpin`, holding the pin's lock so
+/// that `unpin` waits for the copy.
+#[allow(unsafe_code)]
+pub(crate) unsafe fn write_region(region: &DmaRegion, offset: u64, src: &[u8]) -> Result<()> {
     check_inside(region, offset, src.len() as u64)?;
     let addr = region.addr + offset;
     match region.kind {
-        // SAFETY-relevant contract is upheld by the caller holding the pin lock.
         MemoryKind::Host | MemoryKind::CudaHost => {
             #[allow(unsafe_code)]
-            // SAFETY: the range is inside a live pinned region (checked above; the pin
-            // lock held by the caller keeps it alive and unaliased).
+            // SAFETY: the range is inside the region (checked above), which the caller
+            // keeps allocated and unaliased for the call (this function's contract).
             unsafe {
                 sys::copy_to_host_addr(addr, src)
             };
@@ -305,14 +317,20 @@ pub(crate) fn write_region(region: &DmaRegion, offset: u64, src: &[u8]) -> Resul
     }
 }
 
-/// Copies from a pinned region at `offset` into `dst`; same contract as [`write_region`].
-pub(crate) fn read_region(region: &DmaRegion, offset: u64, dst: &mut [u8]) -> Result<()> {
+/// Copies from a pinned region at `offset` into `dst` (an H2C by the CPU); errors as
+/// [`write_region`].
+///
+/// # Safety
+/// As [`write_region`]: the region stays allocated for the call and nothing writes it.
+#[allow(unsafe_code)]
+pub(crate) unsafe fn read_region(region: &DmaRegion, offset: u64, dst: &mut [u8]) -> Result<()> {
     check_inside(region, offset, dst.len() as u64)?;
     let addr = region.addr + offset;
     match region.kind {
         MemoryKind::Host | MemoryKind::CudaHost => {
             #[allow(unsafe_code)]
-            // SAFETY: the range is inside a live pinned region with no writer (pin lock).
+            // SAFETY: the range is inside the region (checked above), which the caller
+            // keeps allocated with no writer for the call (this function's contract).
             unsafe {
                 sys::copy_from_host_addr(addr, dst)
             };
@@ -331,7 +349,7 @@ pub(crate) fn read_region(region: &DmaRegion, offset: u64, dst: &mut [u8]) -> Re
 
 /// `offset .. offset + len` inside `region` (relative to its start), or
 /// [`Error::BufferBounds`]: the one buffer-bounds rule of the library and its back-ends.
-pub(crate) fn check_inside(region: &DmaRegion, offset: u64, len: u64) -> Result<()> {
+pub fn check_inside(region: &DmaRegion, offset: u64, len: u64) -> Result<()> {
     match offset.checked_add(len) {
         Some(end) if end <= region.len => Ok(()),
         _ => Err(Error::BufferBounds {
@@ -392,13 +410,17 @@ mod tests {
     fn region_copies_check_bounds() {
         let m = DmaMemory::host(4096, 4096).unwrap();
         let r = m.region();
-        write_region(&r, 4000, &[7u8; 96]).unwrap();
-        let mut back = [0u8; 96];
-        read_region(&r, 4000, &mut back).unwrap();
-        assert_eq!(back, [7u8; 96]);
-        assert_eq!(
-            write_region(&r, 4001, &[0u8; 96]).unwrap_err().rule(),
-            "buffer-bounds"
-        );
+        // SAFETY: `m` is alive and not borrowed during the copies.
+        #[allow(unsafe_code)]
+        unsafe {
+            write_region(&r, 4000, &[7u8; 96]).unwrap();
+            let mut back = [0u8; 96];
+            read_region(&r, 4000, &mut back).unwrap();
+            assert_eq!(back, [7u8; 96]);
+            assert_eq!(
+                write_region(&r, 4001, &[0u8; 96]).unwrap_err().rule(),
+                "buffer-bounds"
+            );
+        }
     }
 }

@@ -4,7 +4,6 @@
 //! Owns: [`HostAlloc`], [`CudaAlloc`], the raw copy helpers and the CUDA probe.
 //! Must not: decide policy (which memory to use, what a transfer may touch); that is
 //! `memory.rs` and the back-ends. Every `unsafe` block states why it is sound.
-#![allow(unsafe_code)]
 
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::ptr::NonNull;
@@ -22,12 +21,15 @@ pub(crate) struct HostAlloc {
 
 // SAFETY: HostAlloc owns its allocation exclusively, like a Box<[u8]>; moving it between
 // threads or sharing `&HostAlloc` (which only hands out `&[u8]`) is as safe as for a Box.
+#[allow(unsafe_code)]
 unsafe impl Send for HostAlloc {}
 // SAFETY: see the `Send` impl; shared access only reads.
+#[allow(unsafe_code)]
 unsafe impl Sync for HostAlloc {}
 
 impl HostAlloc {
     /// Allocates `len` zeroed bytes aligned to `align`. `len` must be non-zero.
+    #[allow(unsafe_code)]
     pub(crate) fn new(len: usize, align: usize) -> Result<Self, String> {
         let layout = Layout::from_size_align(len, align).map_err(|e| e.to_string())?;
         if len == 0 {
@@ -48,6 +50,7 @@ impl HostAlloc {
         self.layout.size()
     }
 
+    #[allow(unsafe_code)]
     pub(crate) fn as_slice(&self) -> &[u8] {
         // SAFETY: ptr is valid for `len` initialised (zeroed) bytes for as long as self
         // lives. While the buffer is pinned the card may also write these bytes (a C2H
@@ -57,6 +60,7 @@ impl HostAlloc {
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.layout.size()) }
     }
 
+    #[allow(unsafe_code)]
     pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: as in `as_slice`, and `&mut self` guarantees exclusive access.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.layout.size()) }
@@ -64,6 +68,7 @@ impl HostAlloc {
 }
 
 impl Drop for HostAlloc {
+    #[allow(unsafe_code)]
     fn drop(&mut self) {
         // SAFETY: ptr came from `alloc_zeroed` with exactly this layout.
         unsafe { dealloc(self.ptr.as_ptr(), self.layout) }
@@ -78,6 +83,7 @@ impl Drop for HostAlloc {
 /// hold the pin's lock for the copy, and a `PinnedBuffer` unpins (taking that lock)
 /// before its memory is freed. Not aliasing is the caller's duty: no slice of these
 /// bytes may be read during a C2H into them (see `HostAlloc::as_slice`).
+#[allow(unsafe_code)]
 pub(crate) unsafe fn copy_to_host_addr(addr: u64, src: &[u8]) {
     // SAFETY: the caller's contract above.
     unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), addr as *mut u8, src.len()) }
@@ -88,6 +94,7 @@ pub(crate) unsafe fn copy_to_host_addr(addr: u64, src: &[u8]) {
 /// # Safety
 /// `addr .. addr + dst.len()` must be a live, readable host allocation with no writer
 /// during the call (same registry guarantee as [`copy_to_host_addr`]).
+#[allow(unsafe_code)]
 pub(crate) unsafe fn copy_from_host_addr(addr: u64, dst: &mut [u8]) {
     // SAFETY: the caller's contract above.
     unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, dst.as_mut_ptr(), dst.len()) }
@@ -106,6 +113,7 @@ pub(crate) enum CudaProbe {
 ///
 /// `cudarc`'s dynamic loading panics when `libcuda` is missing, so the library is probed
 /// first (see `/work/shared/notes/gpu-machine.md`). `FPGAGDR_NO_CUDA=1` skips the probe.
+#[allow(unsafe_code)]
 pub(crate) fn cuda() -> &'static CudaProbe {
     static PROBE: OnceLock<CudaProbe> = OnceLock::new();
     PROBE.get_or_init(|| {
@@ -147,6 +155,7 @@ pub(crate) struct CudaAlloc {
 impl CudaAlloc {
     /// Allocates `len` bytes of device memory (`host == false`) or page-locked,
     /// device-mapped host memory (`host == true`).
+    #[allow(unsafe_code)]
     pub(crate) fn new(ctx: &Arc<CudaContext>, len: usize, host: bool) -> Result<Self, String> {
         ctx.bind_to_thread().map_err(|e| e.to_string())?;
         let padded = len
@@ -206,6 +215,7 @@ impl CudaAlloc {
 impl CudaAlloc {
     /// The bytes of a page-locked host allocation (`host == true`); `None` for device
     /// memory.
+    #[allow(unsafe_code)]
     pub(crate) fn host_slice_mut(&mut self) -> Option<&mut [u8]> {
         if !self.host {
             return None;
@@ -218,6 +228,7 @@ impl CudaAlloc {
 
     /// As [`Self::host_slice_mut`], shared. While the memory is pinned the card may
     /// write it (C2H); the same caveat as `HostAlloc::as_slice` applies.
+    #[allow(unsafe_code)]
     pub(crate) fn host_slice(&self) -> Option<&[u8]> {
         if !self.host {
             return None;
@@ -228,6 +239,7 @@ impl CudaAlloc {
 }
 
 impl Drop for CudaAlloc {
+    #[allow(unsafe_code)]
     fn drop(&mut self) {
         if self.ctx.bind_to_thread().is_err() {
             return;
@@ -259,6 +271,7 @@ pub(crate) fn cuda_integrated(ctx: &CudaContext) -> Result<bool, String> {
 /// # Safety
 /// `dst .. dst + src.len()` must be live device memory of `ctx` (the pin registry holds
 /// the pin's lock for the copy, as for host memory).
+#[allow(unsafe_code)]
 pub(crate) unsafe fn cuda_htod(ctx: &CudaContext, dst: u64, src: &[u8]) -> Result<(), String> {
     ctx.bind_to_thread().map_err(|e| e.to_string())?;
     // SAFETY: the caller's contract above.
@@ -269,6 +282,7 @@ pub(crate) unsafe fn cuda_htod(ctx: &CudaContext, dst: u64, src: &[u8]) -> Resul
 ///
 /// # Safety
 /// `src .. src + dst.len()` must be live device memory of `ctx`.
+#[allow(unsafe_code)]
 pub(crate) unsafe fn cuda_dtoh(ctx: &CudaContext, dst: &mut [u8], src: u64) -> Result<(), String> {
     ctx.bind_to_thread().map_err(|e| e.to_string())?;
     // SAFETY: the caller's contract above.

@@ -2,54 +2,32 @@
 //! is chosen by a mode switch, so existing capture code moves to GPU-pinned DMA with no
 //! change to its calls.
 //!
-//! Owns: [`TransferMode`], the registry of buffers for address lookup, and
-//! `Card::{set_transfer_mode, register_buffer, release_buffer, mm_read_c2h, mm_write_h2c}`.
-//! Must not: check transfer rules itself; it calls `Card`'s checked paths.
+//! Owns: `Card::{set_transfer_mode, register_buffer, release_buffer, mm_read_c2h,
+//! mm_write_h2c}`. Must not: check transfer rules itself (it calls `Card`'s checked
+//! paths) or keep state (the mode and the registered buffers are `legacy.rs`'s).
 //!
 //! Modelled on the production driver's `SetGPUBuffer` / `SetTransferMode` /
 //! `DMA_MM_ReadC2H` (seed 000, §6.3), with two differences: several buffers are
 //! registered and found by address, and an address outside them is an error naming the
 //! rule instead of a silent CPU fallback.
 
-use std::sync::RwLock;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use crate::buffer::PinnedBuffer;
-use crate::card::{Card, Direction, Transfer};
+use crate::card::Card;
+use crate::dma::{Direction, Transfer};
 use crate::error::{Error, Result};
-
-/// How the legacy `mm_*` calls route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TransferMode {
-    /// DMA into the caller's host memory (path A), as `read`/`write` on a channel node.
-    #[default]
-    Cpu,
-    /// DMA into the registered pinned buffer that contains the caller's address (path C).
-    GpuPinned,
-}
-
-/// Per-card state of the legacy path: the mode and the registered buffers, sorted by
-/// address.
-#[derive(Debug, Default)]
-pub(crate) struct Legacy {
-    mode: AtomicU8,
-    buffers: RwLock<Vec<PinnedBuffer>>,
-}
+use crate::legacy::TransferMode;
 
 impl Card {
     /// Switches how [`Card::mm_read_c2h`] / [`Card::mm_write_h2c`] route.
     pub fn set_transfer_mode(&self, mode: TransferMode) {
-        self.legacy().mode.store(mode as u8, Ordering::Release);
+        self.legacy().set_mode(mode);
     }
 
     /// The current route of the legacy calls.
     pub fn transfer_mode(&self) -> TransferMode {
-        match self.legacy().mode.load(Ordering::Acquire) {
-            0 => TransferMode::Cpu,
-            _ => TransferMode::GpuPinned,
-        }
+        self.legacy().mode()
     }
 
     /// Registers a pinned buffer for address lookup; returns its start address, which
@@ -59,50 +37,18 @@ impl Card {
     /// when it overlaps a registered buffer (the buffer is then dropped, and so unpinned).
     pub fn register_buffer(&self, buf: PinnedBuffer) -> Result<u64> {
         self.check_owner(&buf)?;
-        let region = buf.memory().region();
-        let mut list = self
-            .legacy()
-            .buffers
-            .write()
-            .expect("legacy registry poisoned");
-        if let Some(other) = list
-            .iter()
-            .map(|b| b.memory().region())
-            .find(|r| r.overlaps(&region))
-        {
-            return Err(Error::Overlap {
-                addr: region.addr,
-                len: region.len,
-                other_addr: other.addr,
-                other_len: other.len,
-            });
-        }
-        let at = list.partition_point(|b| b.addr() < region.addr);
-        list.insert(at, buf);
-        Ok(region.addr)
+        self.legacy().register(buf)
     }
 
     /// Removes the registered buffer that starts at `addr` and gives it back (drop it
     /// to unpin). Errors: [`Error::NotRegistered`].
     pub fn release_buffer(&self, addr: u64) -> Result<PinnedBuffer> {
-        let mut list = self
-            .legacy()
-            .buffers
-            .write()
-            .expect("legacy registry poisoned");
-        match list.iter().position(|b| b.addr() == addr) {
-            Some(i) => Ok(list.remove(i)),
-            None => Err(Error::NotRegistered { addr, len: 0 }),
-        }
+        self.legacy().release(addr)
     }
 
     /// Number of registered buffers.
     pub fn registered_buffers(&self) -> usize {
-        self.legacy()
-            .buffers
-            .read()
-            .expect("legacy registry poisoned")
-            .len()
+        self.legacy().len()
     }
 
     /// Legacy read: `len` bytes from `card_addr` to the caller's buffer at `addr`.
@@ -181,22 +127,9 @@ impl Card {
         len: u64,
         timeout: Duration,
     ) -> Result<Transfer> {
-        let list = self
-            .legacy()
-            .buffers
-            .read()
-            .expect("legacy registry poisoned");
-        // Sorted by address: the candidate is the last buffer starting at or below addr.
-        let at = list.partition_point(|b| b.addr() <= addr);
-        let buf = at
-            .checked_sub(1)
-            .map(|i| &list[i])
-            .filter(|b| b.memory().region().contains(addr, len))
-            .ok_or(Error::NotRegistered { addr, len })?;
-        let offset = addr - buf.addr();
-        match dir {
+        self.legacy().route(addr, len, |buf, offset| match dir {
             Direction::C2H => self.read_c2h_at(channel, buf, offset, card_addr, len, timeout),
             Direction::H2C => self.write_h2c_at(channel, buf, offset, card_addr, len, timeout),
-        }
+        })
     }
 }

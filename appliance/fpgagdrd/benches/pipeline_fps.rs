@@ -19,8 +19,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fpgagdr::{LinkPreset, PixelFormat};
-use fpgagdrd::config::{CardChoice, Config, SourceKind};
+use fpgagdr::PixelFormat;
+use fpgagdr_sim::LinkPreset;
+use fpgagdrd::config::{CardChoice, RawConfig, SourceKind};
 use fpgagdrd::metrics::Stage;
 use fpgagdrd::pipeline::queue::WhenFull;
 use fpgagdrd::pipeline::{Shared, Supervisor, prepare};
@@ -35,7 +36,7 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(10);
     for when_full in [WhenFull::DropOldest, WhenFull::Wait] {
-        let mut config = Config::default();
+        let mut config = RawConfig::default();
         config.source.kind = SourceKind::TestPattern;
         config.source.width = 1024;
         config.source.height = 1024;
@@ -43,6 +44,7 @@ fn main() {
         config.source.fps = 0.0;
         config.card.sim_link = LinkPreset::Off;
         config.ring.when_full = when_full;
+        let config = config.check().expect("a valid config");
         let prepared = prepare(&config, &CardChoice::Sim).unwrap_or_else(|e| {
             panic!("{e} (run appliance/scripts/fetch-deps.sh and set ORT_DYLIB_PATH / FPGAGDR_DATA_DIR)")
         });

@@ -10,6 +10,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
+use crate::api::error::ApiError;
+
 include!(concat!(env!("OUT_DIR"), "/assets.rs"));
 
 /// CSP of every dashboard file.
@@ -48,13 +50,9 @@ fn serve(path: &str) -> Response {
             r
         }
         None if path.starts_with("api/") => {
-            crate::api::error::Problem::not_found("route", format!("no API resource /{path}"))
-                .into_response()
+            ApiError::NoRoute(format!("no API resource /{path}")).into_response()
         }
-        None => {
-            crate::api::error::Problem::not_found("asset", format!("no dashboard file /{path}"))
-                .into_response()
-        }
+        None => ApiError::NoAsset(format!("no dashboard file /{path}")).into_response(),
     }
 }
 

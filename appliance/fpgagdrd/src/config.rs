@@ -1,9 +1,12 @@
 //! The service's configuration: one JSON document with a schema.
 //!
-//! Owns: [`Config`] (typed, with defaults), parsing with errors that name the field
-//! and the rule ([`ConfigError`]), [`Config::validate`], the JSON Schema, merge-patch,
-//! ETags, and [`ConfigStore`] (atomic persistence). Must not: build pipelines
-//! (`pipeline::prepare` checks what only loading can check: files, the model).
+//! Owns: [`RawConfig`] (the document as written: serde, with defaults, and its JSON
+//! Schema), [`Config`] (a document that passed every rule; only [`RawConfig::check`]
+//! makes one), the rules' ranges ([`Range`], each written once and used by both the
+//! schema and the check), parsing with errors that name the field and the rule
+//! ([`ConfigError`]), merge-patch, ETags, and [`ConfigStore`] (atomic persistence).
+//! Must not: build pipelines (`pipeline::prepare` checks what only loading can check:
+//! files, the model).
 //!
 //! Relative paths are resolved against the data directory: `$FPGAGDR_DATA_DIR`, else
 //! `/usr/share/fpgagdr` (where the image installs the default model and frames).
@@ -11,15 +14,86 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use fpgagdr::{LinkPreset, PixelFormat};
+use fpgagdr::PixelFormat;
+use fpgagdr_sim::LinkPreset;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::inference::Provider;
 use crate::pipeline::queue::WhenFull;
+use fpgagdr_infer::Provider;
 
-/// Slowest sensor rate accepted, frames/s (one frame per 100 s).
+/// An inclusive range a numeric field must lie in: the one place each bound is written.
+/// The JSON Schema's `minimum`/`maximum` and [`RawConfig::check`] both read it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Range<T> {
+    /// JSON pointer of the field.
+    pub field: &'static str,
+    /// Smallest value allowed.
+    pub min: T,
+    /// Largest value allowed.
+    pub max: T,
+    /// The rule in words, with the unit, for the error message.
+    pub allowed: &'static str,
+}
+
+impl<T: PartialOrd + Copy + std::fmt::Display> Range<T> {
+    /// Whether `v` lies in the range.
+    pub fn contains(&self, v: T) -> bool {
+        self.min <= v && v <= self.max
+    }
+}
+
+/// `source.fps`, frames/s: 0 (as fast as capture asks) or between [`MIN_FPS`] and 1000.
+pub const FPS: Range<f64> = Range {
+    field: "/source/fps",
+    min: 0.0,
+    max: 1000.0,
+    allowed: "0 (as fast as capture asks) or between 0.01 and 1000 frames/s",
+};
+/// Slowest sensor rate accepted above 0, frames/s (one frame per 100 s).
 pub const MIN_FPS: f64 = 0.01;
+/// `source.width`, pixels.
+pub const WIDTH: Range<u32> = Range {
+    field: "/source/width",
+    min: 16,
+    max: 8192,
+    allowed: "between 16 and 8192 pixels",
+};
+/// `source.height`, pixels.
+pub const HEIGHT: Range<u32> = Range {
+    field: "/source/height",
+    min: 16,
+    max: 8192,
+    allowed: "between 16 and 8192 pixels",
+};
+/// `card.channel` (XDMA has at most 4 C2H channels, PG195).
+pub const CHANNEL: Range<u32> = Range {
+    field: "/card/channel",
+    min: 0,
+    max: 3,
+    allowed: "between 0 and 3 (XDMA has at most 4 C2H channels)",
+};
+/// `card.timeout_ms`, ms.
+pub const TIMEOUT_MS: Range<u64> = Range {
+    field: "/card/timeout_ms",
+    min: 1,
+    max: 60_000,
+    allowed: "between 1 and 60000 ms",
+};
+/// `ring.entries`.
+pub const ENTRIES: Range<usize> = Range {
+    field: "/ring/entries",
+    min: 2,
+    max: 64,
+    allowed: "between 2 and 64",
+};
+/// `inference.threads` (0 = ONNX Runtime's default).
+pub const THREADS: Range<usize> = Range {
+    field: "/inference/threads",
+    min: 0,
+    max: 64,
+    allowed: "between 0 and 64 (0 = ONNX Runtime's default)",
+};
 
 /// Where the frames come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -41,13 +115,13 @@ pub struct SourceConfig {
     /// Image file or directory for `replay`; relative to the data directory.
     pub path: PathBuf,
     /// Sensor frame rate, frames/s: 0 = as fast as capture asks, else 0.01..=1000.
-    #[schemars(range(min = 0.0, max = 1000.0))]
+    #[schemars(range(min = FPS.min, max = FPS.max))]
     pub fps: f64,
     /// Test-pattern width, pixels. Range 16..=8192.
-    #[schemars(range(min = 16, max = 8192))]
+    #[schemars(range(min = WIDTH.min, max = WIDTH.max))]
     pub width: u32,
     /// Test-pattern height, pixels. Range 16..=8192.
-    #[schemars(range(min = 16, max = 8192))]
+    #[schemars(range(min = HEIGHT.min, max = HEIGHT.max))]
     pub height: u32,
     /// Test-pattern pixel format.
     pub format: PixelFormat,
@@ -71,10 +145,10 @@ impl Default for SourceConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct CardConfig {
     /// C2H channel the frames arrive on. Range 0..=3 (XDMA has at most 4, PG195).
-    #[schemars(range(max = 3))]
+    #[schemars(range(min = CHANNEL.min, max = CHANNEL.max))]
     pub channel: u32,
     /// Bound on every wait for a frame or a transfer, ms. Range 1..=60000.
-    #[schemars(range(min = 1, max = 60000))]
+    #[schemars(range(min = TIMEOUT_MS.min, max = TIMEOUT_MS.max))]
     pub timeout_ms: u64,
     /// Simulated card only: which measured platform its transfer times follow.
     pub sim_link: LinkPreset,
@@ -95,7 +169,7 @@ impl Default for CardConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct RingConfig {
     /// Ring entries, each pinned once. Range 2..=64.
-    #[schemars(range(min = 2, max = 64))]
+    #[schemars(range(min = ENTRIES.min, max = ENTRIES.max))]
     pub entries: usize,
     /// Back-pressure when inference falls behind.
     pub when_full: WhenFull,
@@ -157,7 +231,7 @@ pub struct InferenceConfig {
     /// Check every frame's payload CRC before inference.
     pub verify_checksum: bool,
     /// ONNX Runtime intra-op threads; 0 = its default. Range 0..=64.
-    #[schemars(range(max = 64))]
+    #[schemars(range(min = THREADS.min, max = THREADS.max))]
     pub threads: usize,
     /// ONNX Runtime execution provider: `auto` (CUDA when the loaded ONNX Runtime has
     /// it and a CUDA driver is present, else the CPU), `cpu`, or `cuda` (refused with
@@ -177,9 +251,12 @@ impl Default for InferenceConfig {
 
 /// The whole configuration document. Every field has a default; unknown fields are
 /// refused.
+// (As written by the user: `RawConfig::check` turns it into a `Config`. The doc line
+// above is the schema's description, shown to users.)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
-pub struct Config {
+#[schemars(rename = "Config")]
+pub struct RawConfig {
     /// Start the pipeline when the service starts.
     pub autostart: bool,
     /// Frame source.
@@ -194,9 +271,9 @@ pub struct Config {
     pub inference: InferenceConfig,
 }
 
-impl Default for Config {
+impl Default for RawConfig {
     fn default() -> Self {
-        Config {
+        RawConfig {
             autostart: true,
             source: SourceConfig::default(),
             card: CardConfig::default(),
@@ -217,7 +294,7 @@ pub enum CardChoice {
 }
 
 /// One broken rule, located by a JSON pointer.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct FieldError {
     /// JSON pointer of the field, e.g. `/ring/entries` (`""` for the whole document).
     pub field: String,
@@ -272,7 +349,104 @@ fn resolve(p: &Path) -> PathBuf {
     }
 }
 
+impl RawConfig {
+    /// Checks every rule; returns all broken rules, not just the first, or the checked
+    /// [`Config`]. `-0.0` frames/s is kept as `0.0`.
+    pub fn check(mut self) -> Result<Config, ConfigError> {
+        let mut errs = Vec::new();
+        let mut rule = |field: &str, ok: bool, value: String, allowed: &str| {
+            if !ok {
+                errs.push(FieldError {
+                    field: field.into(),
+                    rule: "range",
+                    message: format!("{value} is out of range: must be {allowed}"),
+                });
+            }
+        };
+        fn range<T: PartialOrd + Copy + std::fmt::Display>(
+            rule: &mut impl FnMut(&str, bool, String, &str),
+            r: &Range<T>,
+            v: T,
+        ) {
+            rule(r.field, r.contains(v), v.to_string(), r.allowed);
+        }
+        let s = &self.source;
+        rule(
+            FPS.field,
+            s.fps == 0.0 || (FPS.contains(s.fps) && s.fps >= MIN_FPS),
+            s.fps.to_string(),
+            FPS.allowed,
+        );
+        range(&mut rule, &WIDTH, s.width);
+        range(&mut rule, &HEIGHT, s.height);
+        rule(
+            "/source/path",
+            !s.path.as_os_str().is_empty(),
+            "an empty path".into(),
+            "a file or directory of images",
+        );
+        range(&mut rule, &CHANNEL, self.card.channel);
+        range(&mut rule, &TIMEOUT_MS, self.card.timeout_ms);
+        range(&mut rule, &ENTRIES, self.ring.entries);
+        rule(
+            "/model/path",
+            !self.model.path.as_os_str().is_empty(),
+            "an empty path".into(),
+            "an ONNX file",
+        );
+        range(&mut rule, &THREADS, self.inference.threads);
+        if !errs.is_empty() {
+            return Err(ConfigError::Invalid(errs));
+        }
+        self.source.fps += 0.0; // -0.0 is saved as 0.0
+        Ok(Config { raw: self })
+    }
+
+    /// The JSON Schema of the document.
+    pub fn schema() -> serde_json::Value {
+        serde_json::to_value(schemars::schema_for!(RawConfig)).expect("schema serialises")
+    }
+}
+
+/// A configuration document that passed every rule of [`RawConfig::check`]; read its
+/// fields through [`Config::raw`] (or `Deref`). Serialises as the document.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct Config {
+    raw: RawConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        RawConfig::default()
+            .check()
+            .expect("the default config passes every rule")
+    }
+}
+
+impl std::ops::Deref for Config {
+    type Target = RawConfig;
+    fn deref(&self) -> &RawConfig {
+        &self.raw
+    }
+}
+
 impl Config {
+    /// The document as written.
+    pub fn raw(&self) -> &RawConfig {
+        &self.raw
+    }
+
+    /// The document, to change and [`RawConfig::check`] again.
+    pub fn into_raw(self) -> RawConfig {
+        self.raw
+    }
+
+    /// The JSON Schema of the document (that of [`RawConfig`]).
+    pub fn schema() -> serde_json::Value {
+        RawConfig::schema()
+    }
+
     /// Parses a document, then validates it.
     pub fn from_json(bytes: &[u8]) -> Result<Config, ConfigError> {
         let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
@@ -285,7 +459,7 @@ impl Config {
         Self::from_value(value)
     }
 
-    /// Builds from a JSON value, then validates.
+    /// Builds from a JSON value, then checks it.
     pub fn from_value(value: serde_json::Value) -> Result<Config, ConfigError> {
         // serde accepts a JSON array for a struct (fields by position); the document and
         // every section are objects, and nothing in it is an array.
@@ -303,7 +477,7 @@ impl Config {
                 rule: "type",
             }));
         }
-        let mut config: Config = serde_path_to_error::deserialize(value).map_err(|e| {
+        let raw: RawConfig = serde_path_to_error::deserialize(value).map_err(|e| {
             let field = pointer(&e.path().to_string());
             let message = e.inner().to_string();
             let rule = if message.starts_with("unknown field") {
@@ -321,79 +495,7 @@ impl Config {
                 message,
             })
         })?;
-        config.validate().map_err(ConfigError::Invalid)?;
-        config.source.fps += 0.0; // -0.0 is saved as 0.0
-        Ok(config)
-    }
-
-    /// Checks every range rule; returns all broken rules, not just the first.
-    pub fn validate(&self) -> Result<(), Vec<FieldError>> {
-        let mut errs = Vec::new();
-        let mut range = |field: &str, ok: bool, value: String, allowed: &str| {
-            if !ok {
-                errs.push(FieldError {
-                    field: field.into(),
-                    rule: "range",
-                    message: format!("{value} is out of range: must be {allowed}"),
-                });
-            }
-        };
-        let s = &self.source;
-        range(
-            "/source/fps",
-            s.fps == 0.0 || (MIN_FPS..=1000.0).contains(&s.fps),
-            s.fps.to_string(),
-            "0 (as fast as capture asks) or between 0.01 and 1000 frames/s",
-        );
-        range(
-            "/source/width",
-            (16..=8192).contains(&s.width),
-            s.width.to_string(),
-            "between 16 and 8192 pixels",
-        );
-        range(
-            "/source/height",
-            (16..=8192).contains(&s.height),
-            s.height.to_string(),
-            "between 16 and 8192 pixels",
-        );
-        range(
-            "/source/path",
-            !s.path.as_os_str().is_empty(),
-            "an empty path".into(),
-            "a file or directory of images",
-        );
-        range(
-            "/card/channel",
-            self.card.channel <= 3,
-            self.card.channel.to_string(),
-            "between 0 and 3 (XDMA has at most 4 C2H channels)",
-        );
-        range(
-            "/card/timeout_ms",
-            (1..=60_000).contains(&self.card.timeout_ms),
-            self.card.timeout_ms.to_string(),
-            "between 1 and 60000 ms",
-        );
-        range(
-            "/ring/entries",
-            (2..=64).contains(&self.ring.entries),
-            self.ring.entries.to_string(),
-            "between 2 and 64",
-        );
-        range(
-            "/model/path",
-            !self.model.path.as_os_str().is_empty(),
-            "an empty path".into(),
-            "an ONNX file",
-        );
-        range(
-            "/inference/threads",
-            self.inference.threads <= 64,
-            self.inference.threads.to_string(),
-            "between 0 and 64 (0 = ONNX Runtime's default)",
-        );
-        if errs.is_empty() { Ok(()) } else { Err(errs) }
+        raw.check()
     }
 
     /// Applies an RFC 7396 JSON merge patch and validates the result.
@@ -414,11 +516,6 @@ impl Config {
     pub fn etag(&self) -> String {
         let bytes = serde_json::to_vec(self).expect("config serialises");
         format!("\"{:08x}\"", crc32fast::hash(&bytes))
-    }
-
-    /// The JSON Schema of the document.
-    pub fn schema() -> serde_json::Value {
-        serde_json::to_value(schemars::schema_for!(Config)).expect("schema serialises")
     }
 
     /// Model file, resolved.
@@ -475,6 +572,28 @@ fn pointer(path: &str) -> String {
     out
 }
 
+/// A config file the service cannot start with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigFileError {
+    /// The file exists but cannot be read.
+    #[error("config file {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The read's error.
+        source: std::io::Error,
+    },
+    /// The file breaks a rule of the document.
+    #[error("config file {}: {source}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// Which field and rule.
+        source: ConfigError,
+    },
+}
+
 /// The config document on disk and in force.
 #[derive(Debug)]
 pub struct ConfigStore {
@@ -486,14 +605,16 @@ impl ConfigStore {
     /// Loads `path`, or the defaults when it does not exist (nothing is written until
     /// the config changes).
     ///
-    /// Errors: the file exists but cannot be read or breaks a rule (the message names
-    /// the file, the field and the rule).
-    pub fn open(path: PathBuf) -> Result<Self, String> {
+    /// Errors: [`ConfigFileError`]: the file exists but cannot be read or breaks a rule
+    /// (the message names the file, the field and the rule).
+    pub fn open(path: PathBuf) -> Result<Self, ConfigFileError> {
         let current = match std::fs::read(&path) {
-            Ok(bytes) => Config::from_json(&bytes)
-                .map_err(|e| format!("config file {}: {e}", path.display()))?,
+            Ok(bytes) => match Config::from_json(&bytes) {
+                Ok(c) => c,
+                Err(source) => return Err(ConfigFileError::Invalid { path, source }),
+            },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Config::default(),
-            Err(e) => return Err(format!("config file {}: {e}", path.display())),
+            Err(source) => return Err(ConfigFileError::Read { path, source }),
         };
         Ok(ConfigStore { path, current })
     }
@@ -548,7 +669,7 @@ mod tests {
     #[test]
     fn defaults_are_valid_and_round_trip() {
         let c = Config::default();
-        c.validate().unwrap();
+        RawConfig::default().check().unwrap();
         let text = serde_json::to_vec(&c).unwrap();
         assert_eq!(Config::from_json(&text).unwrap(), c);
         assert_eq!(Config::from_json(b"{}").unwrap(), c);
@@ -644,12 +765,13 @@ mod tests {
         let path = dir.path().join("sub/config.json");
         let mut s = ConfigStore::open(path.clone()).unwrap();
         assert_eq!(s.current(), &Config::default());
-        let mut c = Config::default();
-        c.ring.entries = 6;
+        let mut raw = RawConfig::default();
+        raw.ring.entries = 6;
+        let c = raw.check().unwrap();
         s.save(c.clone()).unwrap();
         assert_eq!(ConfigStore::open(path.clone()).unwrap().current(), &c);
         std::fs::write(&path, br#"{"ring": {"entries": 100}}"#).unwrap();
-        let e = ConfigStore::open(path).unwrap_err();
+        let e = ConfigStore::open(path).unwrap_err().to_string();
         assert!(
             e.contains("/ring/entries") && e.contains("out of range"),
             "{e}"
@@ -660,5 +782,53 @@ mod tests {
     fn schema_names_the_ranges() {
         let s = Config::schema().to_string();
         assert!(s.contains("when_full") && s.contains("drop_oldest") && s.contains("orin-gen3x4"));
+    }
+
+    #[test]
+    fn schema_and_check_read_the_same_ranges() {
+        let schema = Config::schema();
+        let prop = |section: &str, field: &str| {
+            let defs = &schema["$defs"];
+            let name = schema["properties"][section]["$ref"]
+                .as_str()
+                .and_then(|r| r.rsplit('/').next())
+                .unwrap_or_default()
+                .to_string();
+            defs[name.as_str()]["properties"][field].clone()
+        };
+        for (section, field, min, max) in [
+            ("source", "width", WIDTH.min as f64, WIDTH.max as f64),
+            ("source", "fps", FPS.min, FPS.max),
+            ("card", "channel", CHANNEL.min as f64, CHANNEL.max as f64),
+            (
+                "card",
+                "timeout_ms",
+                TIMEOUT_MS.min as f64,
+                TIMEOUT_MS.max as f64,
+            ),
+            ("ring", "entries", ENTRIES.min as f64, ENTRIES.max as f64),
+            (
+                "inference",
+                "threads",
+                THREADS.min as f64,
+                THREADS.max as f64,
+            ),
+        ] {
+            let p = prop(section, field);
+            assert_eq!(p["minimum"].as_f64(), Some(min), "{section}.{field}: {p}");
+            assert_eq!(p["maximum"].as_f64(), Some(max), "{section}.{field}: {p}");
+        }
+        // Just past each end is refused by the check.
+        let mut raw = RawConfig::default();
+        raw.ring.entries = ENTRIES.max + 1;
+        raw.source.width = WIDTH.min - 1;
+        let fields: Vec<String> = raw
+            .check()
+            .unwrap_err()
+            .fields()
+            .into_iter()
+            .map(|f| f.field)
+            .collect();
+        assert_eq!(fields, [WIDTH.field, ENTRIES.field]);
     }
 }

@@ -4,17 +4,23 @@
 //! tests drive them directly (for example `api::router(...)` without a socket).
 //!
 //! Follow one frame: `pipeline/capture.rs` (C2H into a ring entry) →
-//! `pipeline/queue.rs` (lock-free hand-off) → `pipeline/infer.rs` (preprocess, model,
-//! release) → `metrics.rs` (histograms, counters) → `api/live.rs` (SSE batches) →
-//! `webui/js/stream.js`.
+//! `pipeline/queue.rs` (lock-free hand-off) → `pipeline/infer.rs` (preprocess and model
+//! through `fpgagdr-infer`, release) → `metrics.rs` (histograms, counters) →
+//! `api/live.rs` (SSE batches) → `webui/js/stream.js`.
+//!
+//! The service is the top of the crate graph: it wires `fpgagdr` (the card),
+//! `fpgagdr-sim` (`--card sim`), `fpgagdr-infer`, `fpgagdr-telemetry` (the sampler) and
+//! `fpgagdr-ota` together; none of them knows the service. Its own rooms, one way down:
+//! `api` → `pipeline`, `config`, `metrics`, `assets`; `notify` → `pipeline`;
+//! `pipeline` → `config`, `metrics`.
 #![deny(missing_docs)]
+// One `unsafe` call is left, with its own allow: the inference thread's
+// `FramePrep::run` on the ring entry the queue gave it (pipeline/infer.rs).
+#![deny(unsafe_code)]
 
 pub mod api;
 pub mod assets;
 pub mod config;
-pub mod inference;
 pub mod metrics;
 pub mod notify;
-pub mod ota;
 pub mod pipeline;
-pub mod telemetry;

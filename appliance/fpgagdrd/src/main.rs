@@ -5,6 +5,7 @@
 //! shown as failed; the API still comes up so the user can fix the config) → sampler →
 //! HTTP → `READY=1` to systemd (when run by it) and the watchdog task. Stop order on
 //! SIGINT/SIGTERM: `STOPPING=1`, HTTP, then the pipeline threads.
+#![forbid(unsafe_code)]
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -43,20 +44,20 @@ struct Cli {
     #[arg(long)]
     token_file: Option<PathBuf>,
     /// Telemetry sampling rate, Hz (0.5 to 50).
-    #[arg(long, default_value_t = fpgagdrd::telemetry::DEFAULT_HZ, value_parser = parse_hz,
+    #[arg(long, default_value_t = fpgagdr_telemetry::sampler::DEFAULT_HZ, value_parser = parse_hz,
           allow_hyphen_values = true)]
     telemetry_hz: f64,
     /// D-Bus bus where RAUC is: `system`, `session` or an address such as
     /// unix:path=/tmp/bus. Default: $FPGAGDR_RAUC_BUS, else system.
     #[arg(long)]
-    rauc_bus: Option<fpgagdrd::ota::rauc::Bus>,
+    rauc_bus: Option<fpgagdr_ota::rauc::Bus>,
     /// Directory for uploaded update bundles (RAUC, running as root, reads them from
     /// there). Default: $FPGAGDR_OTA_SPOOL, else $STATE_DIRECTORY/ota (systemd), else
     /// `ota` beside the config file.
     #[arg(long)]
     ota_spool: Option<PathBuf>,
     /// Largest update bundle accepted, bytes.
-    #[arg(long, default_value_t = fpgagdrd::ota::DEFAULT_MAX_BYTES)]
+    #[arg(long, default_value_t = fpgagdr_ota::DEFAULT_MAX_BYTES)]
     ota_max_bytes: u64,
     /// Do not serve: judge this boot for fpgagdr-mark-good.service. Waits until the
     /// service listening at --listen is healthy, then marks the booted slot good through
@@ -69,7 +70,7 @@ struct Cli {
     #[arg(long, default_value_t = 300)]
     health_timeout_s: u64,
     /// How long --mark-good-after-health keeps trying to reach RAUC, seconds.
-    #[arg(long, default_value_t = fpgagdrd::ota::mark_good::DEFAULT_RAUC_WAIT.as_secs())]
+    #[arg(long, default_value_t = fpgagdr_ota::mark_good::DEFAULT_RAUC_WAIT.as_secs())]
     rauc_wait_s: u64,
     /// How long a running pipeline's capture or inference thread may go without a turn
     /// of its loop before the service counts itself hung and stops sending WATCHDOG=1 to
@@ -103,16 +104,13 @@ fn parse_stall_limit(s: &str) -> Result<f64, String> {
 }
 
 /// OTA settings from the command line, the environment and the config location.
-fn ota_settings(
-    cli: &Cli,
-    config_dir: &std::path::Path,
-) -> Result<fpgagdrd::ota::Settings, String> {
+fn ota_settings(cli: &Cli, config_dir: &std::path::Path) -> Result<fpgagdr_ota::Settings, String> {
     let bus = match (&cli.rauc_bus, std::env::var("FPGAGDR_RAUC_BUS")) {
         (Some(b), _) => b.clone(),
         (None, Ok(v)) if !v.is_empty() => {
             v.parse().map_err(|e| format!("FPGAGDR_RAUC_BUS: {e}"))?
         }
-        _ => fpgagdrd::ota::rauc::Bus::System,
+        _ => fpgagdr_ota::rauc::Bus::System,
     };
     let spool = cli
         .ota_spool
@@ -125,7 +123,7 @@ fn ota_settings(
                 .and_then(|v| v.split(':').next().map(|d| PathBuf::from(d).join("ota")))
         })
         .unwrap_or_else(|| config_dir.join("ota"));
-    Ok(fpgagdrd::ota::Settings {
+    Ok(fpgagdr_ota::Settings {
         bus,
         spool,
         max_bytes: cli.ota_max_bytes,
@@ -133,7 +131,12 @@ fn ota_settings(
 }
 
 fn parse_hz(s: &str) -> Result<f64, String> {
-    parse_in(s, "telemetry-rate", "Hz", fpgagdrd::telemetry::HZ_RANGE)
+    parse_in(
+        s,
+        "telemetry-rate",
+        "Hz",
+        fpgagdr_telemetry::sampler::HZ_RANGE,
+    )
 }
 
 fn parse_listen(s: &str) -> Result<SocketAddr, String> {
@@ -184,7 +187,7 @@ fn run() -> Result<(), String> {
             .map(std::path::Path::to_path_buf)
             .unwrap_or_default();
         let ota = ota_settings(&cli, &dir)?;
-        return fpgagdrd::ota::mark_good::run(
+        return fpgagdr_ota::mark_good::run(
             cli.listen,
             &ota.bus,
             &ota.spool,
@@ -192,7 +195,7 @@ fn run() -> Result<(), String> {
             std::time::Duration::from_secs(cli.rauc_wait_s),
         );
     }
-    let store = ConfigStore::open(config_path)?;
+    let store = ConfigStore::open(config_path).map_err(|e| e.to_string())?;
     // Bound before the API token is generated and printed, so a start that cannot
     // listen (port taken) does not spend the token's one showing.
     let listener = std::net::TcpListener::bind(cli.listen)
@@ -210,7 +213,8 @@ fn run() -> Result<(), String> {
         .map(std::path::Path::to_path_buf)
         .unwrap_or_default();
     let (token, origin) =
-        api::auth::Token::resolve(env_token.as_deref(), cli.token_file.as_deref(), &config_dir)?;
+        api::auth::Token::resolve(env_token.as_deref(), cli.token_file.as_deref(), &config_dir)
+            .map_err(|e| e.to_string())?;
     let ota = ota_settings(&cli, &config_dir)?;
     tracing::info!("OTA: RAUC on {}, spool {}", ota.bus, ota.spool.display());
     match &origin {
@@ -240,10 +244,13 @@ fn run() -> Result<(), String> {
         .build()
         .map_err(|e| format!("starting the HTTP runtime: {e}"))?;
     let supervisor = Arc::new(Mutex::new(supervisor));
-    let telemetry = fpgagdrd::telemetry::spawn(
+    let telemetry = fpgagdr_telemetry::sampler::spawn(
         cli.sysfs_root.clone(),
         std::time::Duration::from_secs_f64(1.0 / cli.telemetry_hz),
-        shared.clone(),
+        {
+            let shared = shared.clone();
+            move || shared.counters.read().frames_inferred
+        },
     );
     let result = runtime.block_on(serve(Parts {
         listener,
@@ -273,10 +280,10 @@ struct Parts {
     store: ConfigStore,
     shared: Arc<Shared>,
     supervisor: Arc<Mutex<Supervisor>>,
-    telemetry: Arc<fpgagdrd::telemetry::Telemetry>,
+    telemetry: Arc<fpgagdr_telemetry::sampler::Telemetry>,
     token: api::auth::Token,
     sysfs_root: PathBuf,
-    ota: fpgagdrd::ota::Settings,
+    ota: fpgagdr_ota::Settings,
     notifier: fpgagdrd::notify::Notifier,
     stall_limit: std::time::Duration,
 }
@@ -296,8 +303,9 @@ async fn serve(parts: Parts) -> Result<(), String> {
         stall_limit,
     } = parts;
     let live = api::live::Live::new();
-    let ota = fpgagdrd::ota::Ota::new(ota, live.clone());
-    fpgagdrd::ota::spawn_monitor(ota.clone());
+    let events = live.clone();
+    let ota = fpgagdr_ota::Ota::new(ota, Arc::new(move |json| events.publish_event("ota", json)));
+    fpgagdr_ota::spawn_monitor(ota.clone());
     api::live::spawn_sampler(shared.clone(), telemetry.clone(), live.clone());
     let state = api::AppState {
         supervisor,

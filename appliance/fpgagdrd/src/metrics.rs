@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::inference::Classification;
+use fpgagdr_infer::Classification;
 
 /// Frame-path counters; monotonic over the service's life (they survive pipeline
 /// restarts, as Prometheus counters must).
@@ -58,7 +58,7 @@ impl Counters {
 }
 
 /// A reading of [`Counters`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct CounterValues {
     /// See [`Counters::frames_captured`].
     pub frames_captured: u64,
@@ -119,7 +119,7 @@ impl Stage {
 }
 
 /// p50 / p99 / max of one stage over a window, µs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Quantiles {
     /// Median, µs.
     pub p50: f64,
@@ -135,7 +135,7 @@ pub struct Quantiles {
 pub type StageQuantiles = [(Stage, Quantiles); 6];
 
 /// The result of one frame, as the API shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct FrameResult {
     /// Sensor sequence number.
     pub seq: u64,
@@ -148,7 +148,7 @@ pub struct FrameResult {
 }
 
 /// Geometry of a captured frame.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct FrameInfo {
     /// Width, pixels.
     pub width: u32,
@@ -262,7 +262,7 @@ impl Default for Totals {
 }
 
 /// One dashboard sample.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Snapshot {
     /// Unix time, seconds.
     pub t: f64,
@@ -280,11 +280,11 @@ pub struct Snapshot {
     /// Latest result (sequence number and top-5), if any.
     pub latest: Option<LatestBrief>,
     /// Latest telemetry point (power, loads, temperature, energy per frame), if any.
-    pub telemetry: Option<crate::telemetry::Point>,
+    pub telemetry: Option<fpgagdr_telemetry::sampler::Point>,
 }
 
 /// The part of the latest result carried in every snapshot.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct LatestBrief {
     /// Sensor sequence number.
     pub seq: u64,

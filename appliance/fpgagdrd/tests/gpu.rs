@@ -9,13 +9,11 @@
 use std::time::Duration;
 
 use fpgagdr::frame::{FrameHeader, HEADER_LEN};
-use fpgagdr::{
-    Card, DmaMemory, FrameSource, FrameTrigger, LinkPreset, MemoryKind, PixelFormat, Replay,
-    SimCard, SimConfig, SimSensor, TestPattern,
-};
-use fpgagdrd::config::{CardChoice, Config, RingMemory, SourceKind};
-use fpgagdrd::inference::gpu::{GpuCrc32, GpuError, GpuPreprocessor, TOLERANCE, crc32_chunked};
-use fpgagdrd::inference::{FrameView, Model, ModelError, Preprocessor, Provider};
+use fpgagdr::{Card, DmaMemory, FrameTrigger, MemoryKind, PixelFormat};
+use fpgagdr_infer::gpu::{GpuCrc32, GpuError, GpuPreprocessor, TOLERANCE, crc32_chunked};
+use fpgagdr_infer::{FrameView, Model, ModelError, Preprocessor, Provider};
+use fpgagdr_sim::{FrameSource, LinkPreset, Replay, SimCard, SimConfig, SimSensor, TestPattern};
+use fpgagdrd::config::{CardChoice, RawConfig, RingMemory, SourceKind};
 use fpgagdrd::metrics::Stage;
 use fpgagdrd::pipeline::{Shared, Supervisor, prepare};
 
@@ -241,11 +239,12 @@ fn the_pipeline_on_a_cuda_ring_checks_and_preprocesses_frames_on_the_gpu() {
         (RingMemory::CudaDevice, MemoryKind::CudaDevice),
         (RingMemory::CudaHost, MemoryKind::CudaHost),
     ] {
-        let mut config = Config::default();
+        let mut config = RawConfig::default();
         config.source.kind = SourceKind::Replay;
         config.source.path = "frames/chelsea.png".into();
         config.source.fps = 60.0;
         config.ring.memory = memory;
+        let config = config.check().expect("a valid config");
         let prepared = prepare(&config, &CardChoice::Sim)
             .unwrap_or_else(|e| panic!("{e} (set ORT_DYLIB_PATH and FPGAGDR_DATA_DIR)"));
         let shared = std::sync::Arc::new(Shared::default());

@@ -1,5 +1,7 @@
 SUMMARY = "fpgagdr appliance service: capture, inference, metrics, REST API and dashboard"
-DESCRIPTION = "fpgagdrd from the Cargo workspace (appliance/fpgagdrd), with the web \
+DESCRIPTION = "fpgagdrd from the Cargo workspace (appliance/fpgagdrd and the crates it links: \
+               fpgagdr, fpgagdr-sim, fpgagdr-infer, fpgagdr-telemetry, fpgagdr-ota, \
+               fpgagdr-uapi), with the web \
                dashboard (webui/) embedded in the binary, its systemd unit and its user."
 HOMEPAGE = "https://example.invalid/fpgagdr"
 SECTION = "console/network"

@@ -15,9 +15,10 @@ use fpgagdr_uapi::{
     fpgagdr_status, fpgagdr_transfer,
 };
 
-use crate::card::{Capabilities, CardStatus, Direction, Platform, TransferRequest};
+use crate::dma::{Direction, TransferRequest};
 use crate::error::{Error, Result};
 use crate::memory::{DmaRegion, MemoryKind};
+use crate::status::{Capabilities, CardStatus, Platform};
 
 /// What the back-end needs from GET_STATUS besides [`CardStatus`]: the module's own
 /// values, checked before each call so the caller gets a precise error.
@@ -645,7 +646,7 @@ mod tests {
     use fpgagdr_uapi::{ERRNO_TABLE, FPGAGDR_CAP_NV_PERSISTENT, FPGAGDR_MEM_DMABUF};
 
     use super::*;
-    use crate::card::Handle;
+    use crate::dma::Handle;
 
     const PATH: &str = "/dev/fpgagdr0";
 

@@ -59,15 +59,17 @@ use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use fpgagdr_uapi::{self as uapi, Errno};
 use nix::sys::uio;
 
-use crate::card::{Backend, CardStatus, Direction, Handle, Transfer, TransferRequest};
+use crate::backend::{Backend, PinnedRegion};
+use crate::dma::{Direction, Handle, Transfer, TransferRequest};
 use crate::error::{Error, Result};
 use crate::memory::{DmaRegion, check_inside};
+use crate::status::CardStatus;
 use crate::sys::HostAlloc;
 use convert::{Call, Limits};
 
@@ -206,7 +208,7 @@ impl KernelCard {
         #[allow(unsafe_code)]
         // SAFETY: `ctl` is the fpgagdr control node this card opened (GET_STATUS
         // answered on it); `req` is a live, exclusively borrowed request.
-        let r = unsafe { uapi::abort(self.ctl.as_fd(), &mut req) };
+        let r = unsafe { uapi::ioctl::abort(self.ctl.as_fd(), &mut req) };
         r.map_err(|errno| self.error(&Call::Abort { dir, channel }, errno))
     }
 
@@ -347,7 +349,7 @@ fn read_status(ctl: &File) -> std::result::Result<uapi::fpgagdr_status, (Errno, 
     // SAFETY: `st` is a live, exclusively borrowed fpgagdr_status of the size the request
     // number encodes. `ctl` was opened as a control node; if it is another file, its
     // driver either lacks the number (ENOTTY, the error reported) or is an fpgagdr node.
-    let r = unsafe { uapi::get_status(ctl.as_fd(), &mut st) };
+    let r = unsafe { uapi::ioctl::get_status(ctl.as_fd(), &mut st) };
     match r {
         Ok(()) if st.abi_version == uapi::FPGAGDR_ABI_VERSION => Ok(st),
         Ok(()) => Err((Errno::EPROTO, st.abi_version)),
@@ -380,15 +382,17 @@ impl Backend for KernelCard {
         self.status.clone()
     }
 
-    // Safety contract: see `Backend::pin`; transfers rely on it, because from here on
-    // the card reads and writes `region` during TRANSFER.
-    #[allow(unsafe_code)]
-    unsafe fn pin(&self, region: DmaRegion) -> Result<Handle> {
+    fn pin(&self, pinned: Arc<PinnedRegion>) -> Result<Handle> {
+        // From here on the card reads and writes the region during TRANSFER; the memory
+        // stays allocated until `unpin` returns (`Backend::pin`).
+        let region = pinned.region();
         let mut req = convert::pin_request(&region, &self.limits, &self.status.name)?;
+        #[allow(unsafe_code)]
         // SAFETY: `ctl` is this card's control node; `req` is a live, exclusively
-        // borrowed request. The memory it names stays allocated until `unpin` returns:
-        // the caller's contract of `Backend::pin`.
-        let r = unsafe { uapi::pin(self.ctl.as_fd(), &mut req) };
+        // borrowed request. The memory it names stays allocated until `unpin` returns,
+        // and no Rust reference touches it while a transfer may: `Backend::pin`'s
+        // guarantee, upheld by `Card::pin` and `PinnedBuffer`.
+        let r = unsafe { uapi::ioctl::pin(self.ctl.as_fd(), &mut req) };
         r.map_err(|errno| self.error(&Call::Pin { region: &region }, errno))?;
         tracing::debug!(
             "pinned {} bytes of {} memory at {:#x}: handle {}, {} segments, {} B pages",
@@ -426,7 +430,7 @@ impl Backend for KernelCard {
         #[allow(unsafe_code)]
         // SAFETY: `ctl` is this card's control node; `req` is a live, exclusively
         // borrowed request.
-        let r = unsafe { uapi::unpin(self.ctl.as_fd(), &mut req) };
+        let r = unsafe { uapi::ioctl::unpin(self.ctl.as_fd(), &mut req) };
         r.map_err(|errno| self.error(&Call::Unpin { handle: handle.0 }, errno))
     }
 
@@ -451,7 +455,7 @@ impl Backend for KernelCard {
         // SAFETY: `ctl` is this card's control node; `t` is a live, exclusively borrowed
         // request. The DMA touches only the pinned region of `raw`, which `Backend::pin`'s
         // contract keeps allocated and free of Rust references while transfers may write it.
-        let r = unsafe { uapi::transfer(self.ctl.as_fd(), &mut t) };
+        let r = unsafe { uapi::ioctl::transfer(self.ctl.as_fd(), &mut t) };
         let wall = start.elapsed();
         r.map_err(|errno| {
             let call = Call::Transfer {

@@ -18,11 +18,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::error::Problem;
+use super::error::ApiError;
 
 /// Environment variable that sets the token (wins over every file).
 pub const TOKEN_ENV: &str = "FPGAGDR_TOKEN";
@@ -43,6 +43,39 @@ impl std::fmt::Debug for Token {
     }
 }
 
+/// Why no token could be had: the service does not start, and says which.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokenError {
+    /// The token's text breaks the rule (too short, spaces, not visible ASCII).
+    #[error(
+        "rule auth-token: a token must be at least {MIN_LEN} visible ASCII characters without spaces"
+    )]
+    Rule,
+    /// The token in [`TOKEN_ENV`] breaks the rule.
+    #[error("{TOKEN_ENV}: {0}")]
+    Env(Box<TokenError>),
+    /// The token file cannot be read, or its token breaks the rule.
+    #[error("token file {}: {source}", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The operating system gave no random bytes.
+    #[error("generating the API token: {0}")]
+    Random(getrandom::Error),
+    /// The generated token could not be saved.
+    #[error("saving the API token to {}: {source}", path.display())]
+    Save {
+        /// The file.
+        path: PathBuf,
+        /// The write's error.
+        source: std::io::Error,
+    },
+}
+
 /// Where the token in force came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
@@ -57,12 +90,10 @@ pub enum Origin {
 impl Token {
     /// A token with this text, checked like a configured one (at least [`MIN_LEN`]
     /// visible ASCII characters, no spaces).
-    pub fn new(text: &str) -> Result<Token, String> {
+    pub fn new(text: &str) -> Result<Token, TokenError> {
         let t = text.trim();
         if t.len() < MIN_LEN || !t.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(format!(
-                "rule auth-token: a token must be at least {MIN_LEN} visible ASCII characters without spaces"
-            ));
+            return Err(TokenError::Rule);
         }
         Ok(Token(t.into()))
     }
@@ -78,10 +109,10 @@ impl Token {
         env: Option<&str>,
         file: Option<&Path>,
         config_dir: &Path,
-    ) -> Result<(Token, Origin), String> {
+    ) -> Result<(Token, Origin), TokenError> {
         if let Some(v) = env.filter(|v| !v.is_empty()) {
             return Ok((
-                Token::new(v).map_err(|e| format!("{TOKEN_ENV}: {e}"))?,
+                Token::new(v).map_err(|e| TokenError::Env(Box::new(e)))?,
                 Origin::Env,
             ));
         }
@@ -118,9 +149,12 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-fn read_file(path: &Path) -> Result<Token, String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("token file {}: {e}", path.display()))?;
+fn read_file(path: &Path) -> Result<Token, TokenError> {
+    let file_error = |source: Box<dyn std::error::Error + Send + Sync>| TokenError::File {
+        path: path.to_path_buf(),
+        source,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| file_error(Box::new(e)))?;
     if let Ok(meta) = std::fs::metadata(path)
         && meta.permissions().mode() & 0o077 != 0
     {
@@ -130,19 +164,22 @@ fn read_file(path: &Path) -> Result<Token, String> {
             meta.permissions().mode() & 0o777
         );
     }
-    Token::new(&text).map_err(|e| format!("token file {}: {e}", path.display()))
+    Token::new(&text).map_err(|e| file_error(Box::new(e)))
 }
 
-fn generate() -> Result<Token, String> {
+fn generate() -> Result<Token, TokenError> {
     let mut bytes = [0u8; GENERATED_BYTES];
-    getrandom::fill(&mut bytes).map_err(|e| format!("generating the API token: {e}"))?;
+    getrandom::fill(&mut bytes).map_err(TokenError::Random)?;
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     Ok(Token(hex.into()))
 }
 
 /// Writes a new file readable by its owner only; never replaces an existing one.
-fn write_new(path: &Path, text: &str) -> Result<(), String> {
-    let fail = |e: std::io::Error| format!("saving the API token to {}: {e}", path.display());
+fn write_new(path: &Path, text: &str) -> Result<(), TokenError> {
+    let fail = |source: std::io::Error| TokenError::Save {
+        path: path.to_path_buf(),
+        source,
+    };
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(fail)?;
     }
@@ -165,23 +202,10 @@ pub async fn require(State(token): State<Token>, req: Request, next: Next) -> Re
     {
         return next.run(req).await;
     }
-    let detail = if req.headers().contains_key(header::AUTHORIZATION) {
-        "rule auth-token: the Authorization header does not carry the API token"
-    } else {
-        "rule auth-token: this request changes the appliance and needs `Authorization: Bearer <token>` (the token is printed on first start and saved beside the config file)"
-    };
-    let mut r = Problem::new(
-        StatusCode::UNAUTHORIZED,
-        "auth-token",
-        "API token required",
-        detail,
-    )
-    .into_response();
-    r.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static("Bearer realm=\"fpgagdr\""),
-    );
-    r
+    ApiError::AuthToken {
+        presented: req.headers().contains_key(header::AUTHORIZATION),
+    }
+    .into_response()
 }
 
 #[cfg(test)]
@@ -210,9 +234,13 @@ mod tests {
         assert_eq!((t.expose(), o), ("0123456789abcdef", Origin::Env));
         assert!(!dir.path().join(DEFAULT_FILE).exists());
         let e = Token::resolve(Some("short"), None, dir.path()).unwrap_err();
-        assert!(e.contains("rule auth-token"), "{e}");
+        assert!(matches!(&e, TokenError::Env(inner) if matches!(**inner, TokenError::Rule)));
+        assert!(
+            e.to_string().starts_with("FPGAGDR_TOKEN: rule auth-token"),
+            "{e}"
+        );
         let e = Token::resolve(None, Some(&dir.path().join("none")), dir.path()).unwrap_err();
-        assert!(e.contains("token file"), "{e}");
+        assert!(e.to_string().contains("token file"), "{e}");
     }
 
     #[test]

@@ -1,90 +1,327 @@
 //! RFC 9457 problem details: every API error is `application/problem+json`.
 //!
-//! Owns: [`Problem`]. Handlers return `Result<_, Problem>`; the body names the rule
-//! broken and, for config errors, each field (`errors[]`, JSON pointers).
+//! Owns: [`ApiError`], the one list of everything the HTTP side refuses, each variant
+//! with its status, problem type (`urn:fpgagdr:problem:<rule>`), title and the fields it
+//! names; and [`Problem`], the body those become. Handlers return `Result<_, ApiError>`;
+//! no handler builds a problem from free-form strings. A 5xx is logged here with its
+//! cause, once, as it leaves.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use fpgagdr_ota::OtaError;
+use fpgagdr_ota::spool::SpoolError;
 use serde::Serialize;
 
 use crate::config::{ConfigError, FieldError};
 
-/// An error response.
-#[derive(Debug, Clone, Serialize)]
+/// Media type of every error body (RFC 9457).
+pub const PROBLEM: &str = "application/problem+json";
+
+/// Why a request was refused. Each variant is one problem type; [`ApiError::rule`] is
+/// its stable name and [`ApiError::status`] its HTTP status.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApiError {
+    /// 404 `route`: no such API resource.
+    #[error("{0}")]
+    NoRoute(String),
+    /// 404 `asset`: no such dashboard file.
+    #[error("{0}")]
+    NoAsset(String),
+    /// 404 `no-result`: no frame has been inferred yet.
+    #[error("no frame has been inferred yet")]
+    NoResult,
+    /// 405 `method`: the resource does not take that method.
+    #[error("this resource does not take that method")]
+    MethodNotAllowed,
+    /// 401 `auth-token`: a request that changes something without the API token;
+    /// `presented` when an `Authorization` header was there but carried another token.
+    #[error(
+        "rule auth-token: {}",
+        if *presented {
+            "the Authorization header does not carry the API token"
+        } else {
+            "this request changes the appliance and needs `Authorization: Bearer <token>` (the token is printed on first start and saved beside the config file)"
+        }
+    )]
+    AuthToken {
+        /// Whether the request had an `Authorization` header at all.
+        presented: bool,
+    },
+    /// 412 `if-match`: the config changed since the client read it.
+    #[error("If-Match {sent} does not match the current ETag {current}; GET the config and retry")]
+    IfMatch {
+        /// The `If-Match` the client sent.
+        sent: String,
+        /// The current ETag.
+        current: String,
+    },
+    /// 413 `body-size`: the body is over the limit (the message names it).
+    #[error("{0}")]
+    BodySize(String),
+    /// 400 `body`: the body could not be read.
+    #[error("{0}")]
+    Body(String),
+    /// 415 `content-type`: a body that is not JSON.
+    #[error(
+        "Content-Type {sent:?} is not accepted: send application/json{}",
+        if accepted.is_empty() { String::new() } else { format!(" or {accepted}") }
+    )]
+    ContentType {
+        /// The media type sent, lower case.
+        sent: String,
+        /// A second accepted type besides `application/json` (`""` for none).
+        accepted: &'static str,
+    },
+    /// 400 `json-syntax`: the body is not JSON.
+    #[error("malformed JSON: {0}")]
+    JsonSyntax(String),
+    /// 400 `json-syntax`, or 422 `config-schema` / `config-range`: a config document that
+    /// cannot be used; `errors[]` names each field.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// 422 `config-apply`: a valid config that cannot be applied (a model or frame file
+    /// that does not load); `field` is the config field at fault.
+    #[error("{message}")]
+    ConfigApply {
+        /// The rule and what broke it.
+        message: String,
+        /// JSON pointer of the field at fault, if one is.
+        field: Option<&'static str>,
+    },
+    /// 422 `pipeline-start`: the pipeline cannot start with the config in force.
+    #[error("{0}")]
+    PipelineStart(String),
+    /// 400 `query`: a query string that does not parse.
+    #[error("{0}")]
+    Query(String),
+    /// 400 `history-span`: `span` is neither `60s` nor `1h`.
+    #[error("rule history-span: span must be 60s or 1h, not {0:?}")]
+    HistorySpan(String),
+    /// 422 `ota-install-request`: the install request is not `{"bundle": "<sha256>"}`.
+    #[error("expected {{\"bundle\": \"<sha256 of an uploaded bundle>\"}}: {0}")]
+    OtaInstallRequest(String),
+    /// An OTA refusal: 503 `ota-unavailable`, 409 `ota-busy`, 404 `ota-no-bundle`, 422
+    /// `ota-bundle`, 413 `ota-bundle-size`, 507 `ota-spool-space`, 400 `ota-upload`.
+    #[error(transparent)]
+    Ota(#[from] OtaError),
+    /// 500 `internal`: something that should not happen; the detail says what.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    /// The HTTP status.
+    pub fn status(&self) -> StatusCode {
+        self.kind().0
+    }
+
+    /// The stable rule name, the last part of the problem type.
+    pub fn rule(&self) -> &'static str {
+        self.kind().1
+    }
+
+    /// The problem type's title.
+    pub fn title(&self) -> &'static str {
+        self.kind().2
+    }
+
+    fn kind(&self) -> (StatusCode, &'static str, &'static str) {
+        use StatusCode as S;
+        match self {
+            ApiError::NoRoute(_) => (S::NOT_FOUND, "route", "Not found"),
+            ApiError::NoAsset(_) => (S::NOT_FOUND, "asset", "Not found"),
+            ApiError::NoResult => (S::NOT_FOUND, "no-result", "Not found"),
+            ApiError::MethodNotAllowed => (S::METHOD_NOT_ALLOWED, "method", "Method not allowed"),
+            ApiError::AuthToken { .. } => (S::UNAUTHORIZED, "auth-token", "API token required"),
+            ApiError::IfMatch { .. } => (
+                S::PRECONDITION_FAILED,
+                "if-match",
+                "Config changed since you read it",
+            ),
+            ApiError::BodySize(_) => (S::PAYLOAD_TOO_LARGE, "body-size", "Request body too large"),
+            ApiError::Body(_) => (S::BAD_REQUEST, "body", "Request body unreadable"),
+            ApiError::ContentType { .. } => (
+                S::UNSUPPORTED_MEDIA_TYPE,
+                "content-type",
+                "Unsupported content type",
+            ),
+            ApiError::JsonSyntax(_) => (S::BAD_REQUEST, "json-syntax", "Malformed JSON"),
+            ApiError::Config(ConfigError::Parse(f)) if f.rule == "json-syntax" => {
+                (S::BAD_REQUEST, "json-syntax", "Malformed JSON")
+            }
+            ApiError::Config(ConfigError::Parse(_)) => (
+                S::UNPROCESSABLE_ENTITY,
+                "config-schema",
+                "Config does not match its schema",
+            ),
+            ApiError::Config(ConfigError::Invalid(_)) => (
+                S::UNPROCESSABLE_ENTITY,
+                "config-range",
+                "Config value out of range",
+            ),
+            ApiError::ConfigApply { .. } => (
+                S::UNPROCESSABLE_ENTITY,
+                "config-apply",
+                "Config cannot be applied",
+            ),
+            ApiError::PipelineStart(_) => (
+                S::UNPROCESSABLE_ENTITY,
+                "pipeline-start",
+                "Pipeline cannot start",
+            ),
+            ApiError::Query(_) => (S::BAD_REQUEST, "query", "Bad query"),
+            ApiError::HistorySpan(_) => (S::BAD_REQUEST, "history-span", "Bad history span"),
+            ApiError::OtaInstallRequest(_) => (
+                S::UNPROCESSABLE_ENTITY,
+                "ota-install-request",
+                "Install request malformed",
+            ),
+            ApiError::Ota(e) => ota_kind(e),
+            ApiError::Internal(_) => (S::INTERNAL_SERVER_ERROR, "internal", "Internal error"),
+        }
+    }
+
+    /// The fields the problem names (`errors[]`): every broken rule of a config
+    /// document, or the field a config could not be applied for.
+    pub fn errors(&self) -> Vec<FieldError> {
+        match self {
+            ApiError::Config(e) => e.fields(),
+            ApiError::ConfigApply {
+                message,
+                field: Some(field),
+            } => vec![FieldError {
+                field: (*field).into(),
+                rule: "apply",
+                message: message.clone(),
+            }],
+            _ => Vec::new(),
+        }
+    }
+
+    /// The RFC 9457 body.
+    pub fn problem(&self) -> Problem {
+        Problem {
+            kind: format!("urn:fpgagdr:problem:{}", self.rule()),
+            title: self.title().into(),
+            status: self.status().as_u16(),
+            detail: self.to_string(),
+            errors: self.errors(),
+        }
+    }
+}
+
+fn ota_kind(e: &OtaError) -> (StatusCode, &'static str, &'static str) {
+    use StatusCode as S;
+    match e {
+        OtaError::Unavailable(_) => (
+            S::SERVICE_UNAVAILABLE,
+            "ota-unavailable",
+            "Updates are unavailable",
+        ),
+        OtaError::Busy(_) => (
+            S::CONFLICT,
+            "ota-busy",
+            "An update is already being installed",
+        ),
+        OtaError::NoBundle(_) => (S::NOT_FOUND, "ota-no-bundle", "No such uploaded bundle"),
+        OtaError::Refused(_) => (
+            S::UNPROCESSABLE_ENTITY,
+            "ota-bundle",
+            "The update bundle was refused",
+        ),
+        OtaError::Spool(SpoolError::TooLarge { .. }) => (
+            S::PAYLOAD_TOO_LARGE,
+            "ota-bundle-size",
+            "The update bundle is too large",
+        ),
+        OtaError::Spool(SpoolError::NoSpace { .. }) => (
+            S::INSUFFICIENT_STORAGE,
+            "ota-spool-space",
+            "Not enough free space for the update bundle",
+        ),
+        OtaError::Spool(SpoolError::Incomplete(_) | SpoolError::Empty) => (
+            S::BAD_REQUEST,
+            "ota-upload",
+            "The upload did not arrive whole",
+        ),
+        _ => (S::INTERNAL_SERVER_ERROR, "internal", "Internal error"),
+    }
+}
+
+/// An RFC 9457 problem: the body of every error response.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Problem {
     /// URI naming the problem type, `urn:fpgagdr:problem:<rule>`.
     #[serde(rename = "type")]
+    #[schema(example = "urn:fpgagdr:problem:config-range")]
     pub kind: String,
     /// Short summary of the problem type.
     pub title: String,
     /// HTTP status.
     pub status: u16,
-    /// What happened in this case.
+    /// What happened in this case, naming the rule and the offending values.
     pub detail: String,
-    /// Field errors, for config documents.
+    /// Field errors, for config documents (absent when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<FieldError>,
 }
 
-impl Problem {
-    /// A problem of `rule` with `status`.
-    pub fn new(status: StatusCode, rule: &str, title: &str, detail: impl Into<String>) -> Self {
-        Problem {
-            kind: format!("urn:fpgagdr:problem:{rule}"),
-            title: title.into(),
-            status: status.as_u16(),
-            detail: detail.into(),
-            errors: Vec::new(),
-        }
-    }
-
-    /// 404.
-    pub fn not_found(rule: &str, detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::NOT_FOUND, rule, "Not found", detail)
-    }
-
-    /// 500.
-    pub fn internal(detail: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            "Internal error",
-            detail,
-        )
-    }
-}
-
-impl From<ConfigError> for Problem {
-    fn from(e: ConfigError) -> Self {
-        let (status, rule, title) = match &e {
-            ConfigError::Parse(f) if f.rule == "json-syntax" => {
-                (StatusCode::BAD_REQUEST, "json-syntax", "Malformed JSON")
-            }
-            ConfigError::Parse(_) => (
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "config-schema",
-                "Config does not match its schema",
-            ),
-            ConfigError::Invalid(_) => (
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "config-range",
-                "Config value out of range",
-            ),
-        };
-        let mut p = Problem::new(status, rule, title, e.to_string());
-        p.errors = e.fields();
-        p
-    }
-}
-
-impl IntoResponse for Problem {
+impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut resp = (status, axum::Json(&self)).into_response();
-        resp.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/problem+json"),
-        );
+        let status = self.status();
+        if status.is_server_error() {
+            tracing::error!("{} {}: {self}", status.as_u16(), self.rule());
+        }
+        let mut resp = (status, axum::Json(self.problem())).into_response();
+        let h = resp.headers_mut();
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM));
+        if let ApiError::AuthToken { .. } = self {
+            h.insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"fpgagdr\""),
+            );
+        }
         resp
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_problem_names_its_rule_and_status() {
+        let e = ApiError::IfMatch {
+            sent: "\"1\"".into(),
+            current: "\"2\"".into(),
+        };
+        let p = e.problem();
+        assert_eq!(p.kind, "urn:fpgagdr:problem:if-match");
+        assert_eq!(p.status, 412);
+        assert!(p.detail.contains("\"2\""), "{}", p.detail);
+        let e = ApiError::ConfigApply {
+            message: "rule model: no such file".into(),
+            field: Some("/model/path"),
+        };
+        assert_eq!(e.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(e.errors()[0].field, "/model/path");
+        assert_eq!(e.errors()[0].rule, "apply");
+        let e = ApiError::Ota(OtaError::Spool(SpoolError::Empty));
+        assert_eq!((e.status().as_u16(), e.rule()), (400, "ota-upload"));
+    }
+
+    #[test]
+    fn a_refused_token_says_how_to_authenticate() {
+        let r = ApiError::AuthToken { presented: false }.into_response();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            r.headers()[header::WWW_AUTHENTICATE],
+            "Bearer realm=\"fpgagdr\""
+        );
+        assert_eq!(
+            r.headers()[header::CONTENT_TYPE],
+            "application/problem+json"
+        );
     }
 }

@@ -13,11 +13,39 @@
 //! none. Figures are rounded to what a chart shows (t to 1 ms, fps to 0.01, GB/s to
 //! 10 kB/s, latencies to 0.1 µs), which keeps 60 s at 10 Hz near 60 kB.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::metrics::{Snapshot, Stage};
+
+/// `GET /api/v1/pipeline/history`: columns of equal length, oldest first (see the module
+/// doc); `null` where a row had no value.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PipelineHistoryBody {
+    /// Seconds between two rows.
+    pub period_s: f64,
+    /// Unix time of each row, s (to 1 ms).
+    pub t: Vec<Option<f64>>,
+    /// Frames inferred per second (to 0.01).
+    pub fps: Vec<Option<f64>>,
+    /// GB/s captured (to 10 kB/s).
+    pub gbps: Vec<Option<f64>>,
+    /// Per stage that had samples: its p50, p99 and max columns, µs (to 0.1 µs).
+    pub latency_us: BTreeMap<&'static str, StageColumns>,
+}
+
+/// One stage's latency columns, µs.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct StageColumns {
+    /// Median of each row's window.
+    pub p50: Vec<Option<f64>>,
+    /// 99th percentile.
+    pub p99: Vec<Option<f64>>,
+    /// Maximum.
+    pub max: Vec<Option<f64>>,
+}
 
 /// Rows kept: 60 s at the sampler's 100 ms ([`super::live::SAMPLE_EVERY`]).
 pub const ROWS: usize = 600;
@@ -45,8 +73,8 @@ impl Default for PipelineHistory {
     }
 }
 
-/// `v` as a JSON number rounded to `step` (a power of ten), or `null` when not finite.
-fn num(v: f64, step: f64) -> Value {
+/// `v` rounded to `step` (a power of ten), or `None` (JSON `null`) when not finite.
+fn num(v: f64, step: f64) -> Option<f64> {
     // Printed with the step's decimal digits and read back: rounding by arithmetic
     // would leave binary tails (0.30000000000000004) in the JSON.
     let digits = (-step.log10()).ceil().max(0.0) as usize;
@@ -54,7 +82,6 @@ fn num(v: f64, step: f64) -> Value {
         .parse::<f64>()
         .ok()
         .filter(|f| f.is_finite())
-        .map_or(Value::Null, Value::from)
 }
 
 impl PipelineHistory {
@@ -84,27 +111,31 @@ impl PipelineHistory {
         self.rows.len()
     }
 
-    /// The JSON document described in the module doc.
-    pub fn to_json(&self, period_s: f64) -> Value {
-        let col = |f: &dyn Fn(&Row) -> Value| Value::Array(self.rows.iter().map(f).collect());
-        let mut latency = Map::new();
+    /// The document described in the module doc.
+    pub fn body(&self, period_s: f64) -> PipelineHistoryBody {
+        let col = |f: &dyn Fn(&Row) -> Option<f64>| self.rows.iter().map(f).collect::<Vec<_>>();
+        let mut latency = BTreeMap::new();
         for (i, stage) in Stage::ALL.iter().enumerate() {
             if self.rows.iter().all(|r| r.latency[i].is_none()) {
                 continue;
             }
-            let q = |k: usize| col(&|r| r.latency[i].map_or(Value::Null, |v| num(v[k], 0.1)));
+            let q = |k: usize| col(&|r| r.latency[i].and_then(|v| num(v[k], 0.1)));
             latency.insert(
-                stage.as_str().into(),
-                json!({"p50": q(0), "p99": q(1), "max": q(2)}),
+                stage.as_str(),
+                StageColumns {
+                    p50: q(0),
+                    p99: q(1),
+                    max: q(2),
+                },
             );
         }
-        json!({
-            "period_s": period_s,
-            "t": col(&|r| num(r.t, 0.001)),
-            "fps": col(&|r| num(r.fps, 0.01)),
-            "gbps": col(&|r| num(r.gbps, 0.00001)),
-            "latency_us": latency,
-        })
+        PipelineHistoryBody {
+            period_s,
+            t: col(&|r| num(r.t, 0.001)),
+            fps: col(&|r| num(r.fps, 0.01)),
+            gbps: col(&|r| num(r.gbps, 0.00001)),
+            latency_us: latency,
+        }
     }
 }
 
@@ -112,6 +143,7 @@ impl PipelineHistory {
 mod tests {
     use super::*;
     use crate::metrics::{CounterValues, Quantiles};
+    use serde_json::json;
 
     fn snap(t: f64, dma_count: u64) -> Snapshot {
         let mut latency_us = std::collections::BTreeMap::new();
@@ -141,7 +173,7 @@ mod tests {
         let mut h = PipelineHistory::default();
         h.push(&snap(1796111327.7507787, 30));
         h.push(&snap(1796111327.8507787, 0));
-        let v = h.to_json(0.1);
+        let v = serde_json::to_value(h.body(0.1)).unwrap();
         assert_eq!(v["t"], json!([1796111327.751, 1796111327.851]));
         assert_eq!(v["fps"], json!([30.01, 30.01]));
         assert_eq!(v["gbps"], json!([0.01798, 0.01798]));
@@ -158,7 +190,7 @@ mod tests {
             h.push(&snap(i as f64 * 0.1, 1));
         }
         assert_eq!(h.len(), ROWS);
-        let v = h.to_json(0.1);
+        let v = serde_json::to_value(h.body(0.1)).unwrap();
         assert_eq!(v["t"][0], json!(0.5), "the 5 oldest rows are gone");
         assert_eq!(v["t"].as_array().unwrap().len(), ROWS);
     }

@@ -26,10 +26,10 @@ use tokio_stream::Stream;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::BroadcastStream;
 
-use super::history::PipelineHistory;
+use super::history::{PipelineHistory, PipelineHistoryBody};
 use crate::metrics::{CounterValues, LatestBrief, Snapshot};
 use crate::pipeline::Shared;
-use crate::telemetry::Telemetry;
+use fpgagdr_telemetry::sampler::Telemetry;
 
 /// Sampling period of snapshots.
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(100);
@@ -100,11 +100,11 @@ impl Live {
     }
 
     /// `GET /api/v1/pipeline/history`'s document (see `history.rs`).
-    pub fn history_json(&self) -> serde_json::Value {
+    pub fn history_body(&self) -> PipelineHistoryBody {
         self.history
             .lock()
             .expect("history poisoned")
-            .to_json(SAMPLE_EVERY.as_secs_f64())
+            .body(SAMPLE_EVERY.as_secs_f64())
     }
 
     /// Sends a named event (`event: NAME`, `data: JSON`, no id) to every open stream.
@@ -136,6 +136,12 @@ fn unix_now() -> f64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0)
+}
+
+/// The data of one `snapshot` event: `{"batch": [Snapshot, ...]}`, oldest first.
+#[derive(Debug, serde::Serialize)]
+struct BatchBody<'a> {
+    batch: &'a [Snapshot],
 }
 
 /// Samples over which rates are computed (1 s at [`SAMPLE_EVERY`]).
@@ -205,7 +211,8 @@ pub fn spawn_sampler(shared: Arc<Shared>, telemetry: Arc<Telemetry>, live: Live)
             batch.push(s);
             if batch.len() >= BATCH {
                 id += 1;
-                let json = serde_json::json!({ "batch": batch }).to_string();
+                let json = serde_json::to_string(&BatchBody { batch: &batch })
+                    .expect("snapshots serialise");
                 batch.clear();
                 live.publish(Batch {
                     id,
@@ -217,7 +224,8 @@ pub fn spawn_sampler(shared: Arc<Shared>, telemetry: Arc<Telemetry>, live: Live)
 }
 
 /// Query of `GET /api/v1/stream`.
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct StreamQuery {
     /// Resume after this id, for a client that cannot send `Last-Event-ID` (a fresh
     /// `EventSource`); the header wins when both are present.
@@ -227,6 +235,11 @@ pub struct StreamQuery {
 /// `GET /api/v1/stream`: Server-Sent Events, event `snapshot`, data `{"batch":[...]}`,
 /// resumed after `Last-Event-ID` (or `?last_event_id=`) when given. An id that is not a
 /// number is ignored (the stream starts live).
+#[utoipa::path(get, path = "/api/v1/stream", tag = "live",
+    params(StreamQuery, ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this event id")),
+    responses((status = 200,
+        description = "Server-Sent Events: `snapshot` events (id, data `{\"batch\": [Snapshot, ...]}` about 3 times a second) and `ota` events (no id, data: the OTA status); never ends by itself",
+        body = String, content_type = "text/event-stream")))]
 pub async fn stream(
     State(live): State<Live>,
     headers: axum::http::HeaderMap,

@@ -10,7 +10,7 @@ use std::fmt::Write;
 
 use crate::metrics::{Stage, Totals};
 use crate::pipeline::{Shared, State};
-use crate::telemetry::Sample;
+use fpgagdr_telemetry::sampler::Sample;
 
 /// Renders every metric; `telemetry` adds the power, thermal and load gauges (a series
 /// whose source is unavailable is absent, never a sentinel value).
@@ -283,4 +283,31 @@ fn summaries(t: &Totals) -> String {
         );
     }
     out
+}
+
+/// Prometheus text format (0.0.4): frame counters, per-stage latency summaries, power,
+/// temperature and load, in base units.
+#[utoipa::path(get, path = "/metrics", tag = "metrics",
+    responses((status = 200, description = "Prometheus text exposition format 0.0.4",
+        body = String, content_type = "text/plain; version=0.0.4; charset=utf-8")))]
+pub(super) async fn metrics(
+    axum::extract::State(s): axum::extract::State<super::state::AppState>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let simulated = s.card == crate::config::CardChoice::Sim;
+    let latest = s.telemetry.latest();
+    let body = render(
+        &s.shared,
+        simulated,
+        s.started.elapsed().as_secs_f64(),
+        latest.as_deref(),
+    );
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        body,
+    )
+        .into_response()
 }

@@ -2,7 +2,8 @@
 //! service, kernel, kernel module, model file and its SHA-256), the card, the pipeline,
 //! the telemetry sources and uptimes.
 //!
-//! Owns: [`versions`] (reading the version files) and the model digest cache. Must not:
+//! Owns: [`SystemBody`] and its parts, [`versions`] (reading the version files), the
+//! handler, and the model digest cache. Must not:
 //! hash the model on an async worker (it is tens of MB; [`model_digest`] runs on
 //! `spawn_blocking` and is cached by path, size and modification time).
 //! Files are read under the `--sysfs-root` (`/` normally), so tests can lay a fixture:
@@ -15,8 +16,179 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
-use serde_json::{Value, json};
+use axum::Json;
+use axum::extract::State;
+use fpgagdr_telemetry::Source;
+use serde::Serialize;
 use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
+
+use super::error::{ApiError, PROBLEM, Problem};
+use super::pipeline::{CardInfo, MemoryInfo, PipelineStatus, status_body};
+use super::state::{AppState, blocking};
+
+/// `GET /api/v1/system`: versions, the model file, the card, the pipeline, the telemetry
+/// sources and uptimes.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SystemBody {
+    /// This service.
+    pub service: ServiceVersion,
+    /// The appliance image, when this is one.
+    pub image: ImageInfo,
+    /// The running kernel.
+    pub kernel: KernelInfo,
+    /// The fpgagdr kernel module.
+    pub module: ModuleInfo,
+    /// Host uptime, s (`/proc/uptime`).
+    pub host_uptime_s: Option<f64>,
+    /// The model file in the config, its size and SHA-256.
+    pub model: ModelFile,
+    /// As in `GET /api/v1/status`.
+    pub card: CardInfo,
+    /// As in `GET /api/v1/status`.
+    pub memory: MemoryInfo,
+    /// As in `GET /api/v1/status`.
+    pub pipeline: PipelineStatus,
+    /// Service uptime, s.
+    pub uptime_s: f64,
+    /// Each telemetry source's state in the latest sample (empty before the first).
+    pub telemetry_sources: Vec<Source>,
+}
+
+/// The versions [`versions`] reads.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Versions {
+    /// This service.
+    pub service: ServiceVersion,
+    /// The appliance image, when this is one.
+    pub image: ImageInfo,
+    /// The running kernel.
+    pub kernel: KernelInfo,
+    /// The fpgagdr kernel module.
+    pub module: ModuleInfo,
+    /// Host uptime, s (`/proc/uptime`).
+    pub host_uptime_s: Option<f64>,
+}
+
+/// This service's name and version.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ServiceVersion {
+    /// `fpgagdrd`.
+    pub name: &'static str,
+    /// Its version.
+    pub version: &'static str,
+}
+
+/// The image: an appliance build (its version, and where that was read) or not.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum ImageInfo {
+    /// An appliance image.
+    Build {
+        /// Always true.
+        build: bool,
+        /// The image version.
+        version: Option<String>,
+        /// `PRETTY_NAME` of os-release.
+        name: Option<String>,
+        /// The file the version came from.
+        source: String,
+    },
+    /// Not an appliance image (a development machine).
+    Other {
+        /// Always false.
+        build: bool,
+        /// `not an image build`.
+        detail: &'static str,
+        /// `PRETTY_NAME` of os-release.
+        os: Option<String>,
+    },
+}
+
+/// The running kernel.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct KernelInfo {
+    /// `uname -r`.
+    pub release: Option<String>,
+    /// CPU architecture of this build (`x86_64`, `aarch64`).
+    pub arch: &'static str,
+}
+
+/// The fpgagdr kernel module.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ModuleInfo {
+    /// Whether it is loaded.
+    pub loaded: bool,
+    /// Its version, when it reports one.
+    pub version: Option<String>,
+    /// Why there is no version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<&'static str>,
+}
+
+/// The model file of the config in force.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ModelFile {
+    /// Its path, resolved.
+    #[schema(value_type = String)]
+    pub path: PathBuf,
+    /// Size, bytes (null when unreadable).
+    pub bytes: Option<u64>,
+    /// Hex SHA-256 (null when unreadable).
+    pub sha256: Option<String>,
+    /// Why it could not be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Versions (image, service, kernel, module, model file and its SHA-256), the card, the
+/// pipeline, the telemetry sources and uptimes.
+#[utoipa::path(get, path = "/api/v1/system", tag = "system",
+    responses(
+        (status = 200, description = "What the system page shows", body = SystemBody),
+        (status = 500, description = "Hashing the model failed unexpectedly (`internal`)", body = Problem, content_type = PROBLEM),
+    ))]
+pub(super) async fn system(State(s): State<AppState>) -> Result<Json<SystemBody>, ApiError> {
+    let root = s.sysfs_root.clone();
+    let model_path = s.config.lock().await.current().model_path();
+    let (v, path, digest) = blocking(move || {
+        let digest = model_digest(&model_path);
+        (versions(&root), model_path, digest)
+    })
+    .await?;
+    let model = match digest {
+        Ok((bytes, sha256)) => ModelFile {
+            path,
+            bytes: Some(bytes),
+            sha256: Some(sha256),
+            error: None,
+        },
+        Err(e) => ModelFile {
+            path,
+            bytes: None,
+            sha256: None,
+            error: Some(e),
+        },
+    };
+    let st = status_body(&s).await;
+    Ok(Json(SystemBody {
+        service: v.service,
+        image: v.image,
+        kernel: v.kernel,
+        module: v.module,
+        host_uptime_s: v.host_uptime_s,
+        model,
+        card: st.card,
+        memory: st.memory,
+        pipeline: st.pipeline,
+        uptime_s: st.uptime_s,
+        telemetry_sources: s
+            .telemetry
+            .latest()
+            .map(|t| t.sources.clone())
+            .unwrap_or_default(),
+    }))
+}
 
 /// The image version file the appliance image writes (first line: the version).
 pub const IMAGE_VERSION_FILE: &str = "etc/fpgagdr-image-version";
@@ -46,7 +218,7 @@ fn os_release(text: &str) -> Vec<(String, String)> {
 }
 
 /// The image, kernel and module versions read under `root`.
-pub fn versions(root: &Path) -> Value {
+pub fn versions(root: &Path) -> Versions {
     let os = std::fs::read_to_string(root.join("etc/os-release"))
         .map(|t| os_release(&t))
         .unwrap_or_default();
@@ -54,33 +226,66 @@ pub fn versions(root: &Path) -> Value {
     let image_file = read_trimmed(&root.join(IMAGE_VERSION_FILE))
         .and_then(|t| t.lines().next().map(str::to_string));
     let image = if let Some(v) = image_file {
-        json!({"build": true, "version": v, "name": get("PRETTY_NAME"), "source": format!("/{IMAGE_VERSION_FILE}")})
+        ImageInfo::Build {
+            build: true,
+            version: Some(v),
+            name: get("PRETTY_NAME"),
+            source: format!("/{IMAGE_VERSION_FILE}"),
+        }
     } else if get("ID").as_deref() == Some(IMAGE_OS_ID) {
-        json!({"build": true,
-               "version": get("VERSION_ID").or_else(|| get("BUILD_ID")).or_else(|| get("VERSION")),
-               "name": get("PRETTY_NAME"), "source": "/etc/os-release"})
+        ImageInfo::Build {
+            build: true,
+            version: get("VERSION_ID")
+                .or_else(|| get("BUILD_ID"))
+                .or_else(|| get("VERSION")),
+            name: get("PRETTY_NAME"),
+            source: "/etc/os-release".into(),
+        }
     } else {
-        json!({"build": false, "detail": "not an image build", "os": get("PRETTY_NAME")})
+        ImageInfo::Other {
+            build: false,
+            detail: "not an image build",
+            os: get("PRETTY_NAME"),
+        }
     };
     let module_dir = root.join("sys/module/fpgagdr");
     let module = if module_dir.is_dir() {
         match read_trimmed(&module_dir.join("version")) {
-            Some(v) => json!({"loaded": true, "version": v}),
-            None => {
-                json!({"loaded": true, "version": null, "detail": "loaded; it reports no version"})
-            }
+            Some(v) => ModuleInfo {
+                loaded: true,
+                version: Some(v),
+                detail: None,
+            },
+            None => ModuleInfo {
+                loaded: true,
+                version: None,
+                detail: Some("loaded; it reports no version"),
+            },
         }
     } else {
-        json!({"loaded": false, "version": null, "detail": "not loaded"})
+        ModuleInfo {
+            loaded: false,
+            version: None,
+            detail: Some("not loaded"),
+        }
     };
-    json!({
-        "service": {"name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION")},
-        "image": image,
-        "kernel": {"release": read_trimmed(&root.join("proc/sys/kernel/osrelease")), "arch": std::env::consts::ARCH},
-        "module": module,
-        "host_uptime_s": read_trimmed(&root.join("proc/uptime"))
-            .and_then(|t| t.split_whitespace().next().and_then(|v| v.parse::<f64>().ok())),
-    })
+    Versions {
+        service: ServiceVersion {
+            name: env!("CARGO_PKG_NAME"),
+            version: env!("CARGO_PKG_VERSION"),
+        },
+        image,
+        kernel: KernelInfo {
+            release: read_trimmed(&root.join("proc/sys/kernel/osrelease")),
+            arch: std::env::consts::ARCH,
+        },
+        module,
+        host_uptime_s: read_trimmed(&root.join("proc/uptime")).and_then(|t| {
+            t.split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<f64>().ok())
+        }),
+    }
 }
 
 /// (path, size, mtime) → SHA-256 hex of the last model hashed.
@@ -122,7 +327,7 @@ mod tests {
     fn image_and_module_versions_from_a_fixture_root() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        let v = versions(root);
+        let v = serde_json::to_value(versions(root)).unwrap();
         assert_eq!(v["image"]["build"], false);
         assert_eq!(v["image"]["detail"], "not an image build");
         assert_eq!(v["module"]["detail"], "not loaded");
@@ -134,13 +339,14 @@ mod tests {
         .unwrap();
         std::fs::create_dir_all(root.join("sys/module/fpgagdr")).unwrap();
         std::fs::write(root.join("sys/module/fpgagdr/version"), "0.4.0\n").unwrap();
-        let v = versions(root);
+        let v = serde_json::to_value(versions(root)).unwrap();
         assert_eq!(v["image"]["build"], true);
         assert_eq!(v["image"]["version"], "1.2.3");
         assert_eq!(v["image"]["name"], "fpgagdr appliance 1.2.3");
         assert_eq!(v["module"]["version"], "0.4.0");
         std::fs::write(root.join(IMAGE_VERSION_FILE), "2026.05.1\n").unwrap();
-        assert_eq!(versions(root)["image"]["version"], "2026.05.1");
+        let v = serde_json::to_value(versions(root)).unwrap();
+        assert_eq!(v["image"]["version"], "2026.05.1");
     }
 
     #[test]

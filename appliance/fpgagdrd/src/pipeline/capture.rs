@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use fpgagdr::FrameTrigger;
 
 use super::queue::FrameMeta;
-use super::{Ring, Shared, Thread, now_ns};
+use super::ring::Ring;
+use super::shared::{Shared, Thread, now_ns};
 use crate::metrics::Counters;
 
 /// Longest single wait on the frame trigger, so a stop is seen promptly.

@@ -1,5 +1,5 @@
 //! The inference thread: takes the oldest ready frame, checks and preprocesses it where
-//! it lies (`prep.rs`: CUDA kernels for a GPU ring, the CPU otherwise; every
+//! it lies (`fpgagdr_infer::FramePrep`: CUDA kernels for a GPU ring, the CPU otherwise; every
 //! device-to-host copy counted), releases the ring entry, runs the model, and records
 //! every stage.
 //!
@@ -14,9 +14,10 @@ use std::time::{Duration, Instant};
 
 use fpgagdr::frame::FrameHeader;
 
-use super::prep::{FramePrep, PrepError, Tensor};
-use super::{Ring, Shared, Thread, now_ns};
-use crate::inference::{Classification, Model, TOP_K};
+use fpgagdr_infer::{Classification, FramePrep, Model, PrepError, TOP_K};
+
+use super::ring::Ring;
+use super::shared::{Shared, Thread, now_ns};
 use crate::metrics::{Counters, FrameInfo, FrameResult, Published, Stage, StageRecorder};
 
 /// How often the thread publishes its window and latest result.
@@ -94,14 +95,7 @@ pub(crate) fn run(
             }
         };
         let t_pre = now_ns();
-        let classified = match tensor {
-            Tensor::Host(t) => model.classify(t, &mut top),
-            // SAFETY: `p` is prep's own tensor in device memory, written by kernels on a
-            // stream that `prep.run` synchronised; nothing writes it again before the next
-            // `prep.run`, after this call.
-            #[allow(unsafe_code)]
-            Tensor::Device(p) => unsafe { model.classify_device(p, &mut top) },
-        };
+        let classified = model.classify_tensor(tensor, &mut top);
         if let Err(e) = classified {
             shared.fail(e.to_string());
             stop.store(true, Ordering::Relaxed);

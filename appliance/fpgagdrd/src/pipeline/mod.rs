@@ -5,179 +5,32 @@
 //! can fail, done before anything running is touched), [`Supervisor`] (start, stop,
 //! state), [`Shared`] (what the threads publish). Must not: run async code; the
 //! threads are plain named `std::thread`s.
-//! Neighbours: `capture.rs` → `queue.rs` → `infer.rs`; `config.rs` gives the settings.
+//! Neighbours: `capture.rs` → `queue.rs` → `infer.rs` (which drives `fpgagdr-infer`),
+//! `ring.rs` and `shared.rs` below them; `config.rs` gives the settings.
 
 mod capture;
 mod infer;
-mod prep;
 pub mod queue;
+mod ring;
+mod shared;
 
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use fpgagdr::{
-    Card, CardStatus, DmaMemory, FrameTrigger, MemoryKind, PinnedBuffer, Replay, SimCard,
-    SimConfig, SimSensor, TestPattern, frame_ring_kind,
-};
+use fpgagdr::{Card, CardStatus, DmaMemory, FrameTrigger, MemoryKind, frame_ring_kind};
+use fpgagdr_infer::{FramePrep, Model, ModelError};
+use fpgagdr_sim::{Replay, SimCard, SimConfig, SimSensor, TestPattern};
 
 use crate::config::{CardChoice, Config, RingMemory, SourceKind};
-use crate::inference::{Model, ModelError};
-use crate::metrics::{Counters, Published, Totals};
 use queue::FrameQueue;
+use ring::Ring;
+pub use shared::{Heartbeats, Shared, State, Thread, now_ns};
 
 /// Largest frame ring accepted, bytes (1 GiB): the ring is pinned memory, and an Orin
 /// shares its DRAM between CPU and GPU.
 pub const MAX_RING_BYTES: u64 = 1 << 30;
-
-/// Nanoseconds of the service's monotonic clock (since first use).
-pub fn now_ns() -> u64 {
-    static START: OnceLock<Instant> = OnceLock::new();
-    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
-}
-
-/// Pipeline state as the API shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum State {
-    /// Not running (never started, or stopped).
-    Stopped,
-    /// Frames flow.
-    Running,
-    /// Stopped by an error; [`Shared::fault`] says which.
-    Failed,
-}
-
-impl State {
-    /// `"stopped"`, `"running"`, `"failed"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            State::Stopped => "stopped",
-            State::Running => "running",
-            State::Failed => "failed",
-        }
-    }
-}
-
-/// What the pipeline threads share with the HTTP side. Lives as long as the service.
-#[derive(Debug, Default)]
-pub struct Shared {
-    /// Frame counters.
-    pub counters: Counters,
-    /// Window quantiles and the latest result, replaced a few times a second.
-    pub published: Mutex<Published>,
-    /// Cumulative stage histograms.
-    pub totals: Mutex<Totals>,
-    /// When each pipeline thread last went round its loop.
-    pub beats: Heartbeats,
-    state: AtomicU8,
-    fault: Mutex<Option<String>>,
-}
-
-/// A pipeline thread, as [`Heartbeats`] names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Thread {
-    /// `fpgagdr-capture`: frame wait and C2H.
-    Capture,
-    /// `fpgagdr-infer`: preprocessing and the model run.
-    Inference,
-}
-
-impl Thread {
-    /// `"capture"`, `"inference"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Thread::Capture => "capture",
-            Thread::Inference => "inference",
-        }
-    }
-}
-
-/// Progress marks of the pipeline threads, for the service watchdog (`notify.rs`).
-///
-/// Each thread stores [`now_ns`] at the top of every loop turn (one relaxed store per
-/// frame or per idle wait slice, no syscall: the clock is read through the vDSO). A
-/// thread's longest legitimate gap between two marks is one bounded wait (a frame wait
-/// slice, a C2H transfer of at most `card.timeout_ms`) or one model run; the pipeline
-/// publishes the first bound as [`Heartbeats::floor_ns`] when it starts.
-#[derive(Debug, Default)]
-pub struct Heartbeats {
-    capture_ns: AtomicU64,
-    inference_ns: AtomicU64,
-    floor_ns: AtomicU64,
-}
-
-impl Heartbeats {
-    /// Marks that `thread` is making progress now.
-    pub(crate) fn beat(&self, thread: Thread) {
-        let slot = match thread {
-            Thread::Capture => &self.capture_ns,
-            Thread::Inference => &self.inference_ns,
-        };
-        slot.store(now_ns(), Ordering::Relaxed);
-    }
-
-    /// Fresh marks for a starting pipeline whose bounded waits last up to `floor`.
-    fn reset(&self, floor: Duration) {
-        self.floor_ns
-            .store(floor.as_nanos() as u64, Ordering::Relaxed);
-        self.beat(Thread::Capture);
-        self.beat(Thread::Inference);
-    }
-
-    /// The thread that has gone longest without a mark, and for how long, ns, as of
-    /// `now` (a [`now_ns`] reading).
-    pub fn oldest(&self, now: u64) -> (Thread, u64) {
-        let age = |a: &AtomicU64| now.saturating_sub(a.load(Ordering::Relaxed));
-        let (c, i) = (age(&self.capture_ns), age(&self.inference_ns));
-        if c >= i {
-            (Thread::Capture, c)
-        } else {
-            (Thread::Inference, i)
-        }
-    }
-
-    /// Longest gap between two marks that a healthy pipeline can show on its bounded
-    /// waits alone (twice `card.timeout_ms`), ns.
-    pub fn floor_ns(&self) -> u64 {
-        self.floor_ns.load(Ordering::Relaxed)
-    }
-}
-
-impl Shared {
-    /// Current state.
-    pub fn state(&self) -> State {
-        match self.state.load(Ordering::Acquire) {
-            1 => State::Running,
-            2 => State::Failed,
-            _ => State::Stopped,
-        }
-    }
-
-    /// The error that stopped the pipeline, or why it could not start.
-    pub fn fault(&self) -> Option<String> {
-        self.fault.lock().expect("fault poisoned").clone()
-    }
-
-    fn set_state(&self, s: State) {
-        self.state.store(s as u8, Ordering::Release);
-    }
-
-    /// Marks the pipeline failed with `why` (a thread hit an error it cannot go past).
-    pub fn fail(&self, why: String) {
-        tracing::error!("pipeline failed: {why}");
-        *self.fault.lock().expect("fault poisoned") = Some(why);
-        self.set_state(State::Failed);
-    }
-}
-
-/// The pinned frame ring and the card it belongs to.
-#[derive(Debug)]
-pub(crate) struct Ring {
-    card: Card,
-    buffers: Vec<PinnedBuffer>,
-    queue: FrameQueue,
-}
 
 /// Facts about the running (or last prepared) pipeline, for `/status`.
 #[derive(Debug, Clone)]
@@ -207,7 +60,7 @@ pub struct Prepared {
     ring: Ring,
     trigger: Box<dyn FrameTrigger>,
     model: Model,
-    prep: prep::FramePrep,
+    prep: FramePrep,
     capture: capture::CaptureParams,
     infer: infer::InferParams,
     info: PipelineInfo,
@@ -324,7 +177,7 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
                 preset: config.card.sim_link,
                 ..SimConfig::default()
             }));
-            let source: Box<dyn fpgagdr::FrameSource> = match config.source.kind {
+            let source: Box<dyn fpgagdr_sim::FrameSource> = match config.source.kind {
                 SourceKind::Replay => Box::new(
                     Replay::load(&config.source_path())
                         .map_err(|e| fail(Some("/source/path"), e))?,
@@ -386,7 +239,7 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
     }
     let memory = buffers[0].kind();
     let (w, h) = model.input_size();
-    let (prep, preprocess) = prep::FramePrep::new(memory, w, h, model.takes_device_input());
+    let (prep, preprocess) = FramePrep::new(memory, w, h, model.takes_device_input());
     let info = PipelineInfo {
         card: status,
         memory,
@@ -479,7 +332,7 @@ impl Supervisor {
         } = prepared;
         let ring = Arc::new(ring);
         let stop = Arc::new(AtomicBool::new(false));
-        *self.shared.fault.lock().expect("fault poisoned") = None;
+        self.shared.clear_fault();
         // Marks before the state: the watchdog judges a running pipeline by them.
         self.shared.beats.reset(2 * capture.timeout);
         self.shared.set_state(State::Running);
@@ -533,7 +386,7 @@ impl Supervisor {
         if panicked {
             self.shared.fail("a pipeline thread panicked".into());
         } else {
-            *self.shared.fault.lock().expect("fault poisoned") = None;
+            self.shared.clear_fault();
             self.shared.set_state(State::Stopped);
         }
     }

@@ -1,0 +1,20 @@
+//! The GPU side of inference: kernels compiled at run time with NVRTC that read a frame
+//! where it lies in GPU memory: its payload CRC ([`GpuCrc32`]) and the model's input
+//! tensor ([`GpuPreprocessor`]), both in GPU memory, both timed with CUDA events.
+//!
+//! Owns: nothing but the names: `kernels.rs` holds [`GpuError`], [`GpuKernels`] (the
+//! context, one stream, the compiled module) and [`EventTimer`]; `checksum.rs` and
+//! `preprocess.rs` the two kernels.
+//! Must not: run without a probe: the CUDA driver and NVRTC are loaded at run time, and
+//! cudarc's loader panics when a library is missing, so [`GpuKernels::compile`] checks
+//! both first and returns [`GpuError::Unavailable`].
+//! Kernel launches are `unsafe`; each states the bounds the kernel relies on.
+
+mod checksum;
+mod kernels;
+mod preprocess;
+
+pub use checksum::{GpuCrc32, crc32_chunked, crc32_combine};
+pub(crate) use kernels::cuda;
+pub use kernels::{EventTimer, GpuError, GpuKernels};
+pub use preprocess::{GpuPreprocessor, GpuTiming, TOLERANCE};

@@ -1,0 +1,153 @@
+//! Frames from the simulated sensor through the card into a pinned buffer: the
+//! [`TestPattern`] arrives with the right sequence numbers and valid checksums, and
+//! [`Replay`] of real PNG files survives the card → pinned buffer path byte for byte.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{GENEROUS, MIB, assert_same, bytes};
+use fpgagdr::frame::HEADER_LEN;
+use fpgagdr::{Card, DmaMemory, FrameHeader, FrameTrigger, PinnedBuffer, PixelFormat};
+use fpgagdr_sim::{LinkPreset, Replay, SENSOR_SLOTS, SimCard, SimConfig, SimSensor, TestPattern};
+
+/// A simulated card shared by the sensor (the FPGA's side) and a [`Card`] (the host's).
+fn card_and_sim(preset: LinkPreset) -> (Card, Arc<SimCard>) {
+    let sim = Arc::new(SimCard::new(SimConfig {
+        preset,
+        ..SimConfig::default()
+    }));
+    (Card::from_backend(sim.clone()), sim)
+}
+
+/// A pinned buffer big enough for any frame of `trigger`.
+fn frame_buffer(card: &Card, trigger: &dyn FrameTrigger) -> PinnedBuffer {
+    let align = card.status().alignment as usize;
+    let len = trigger.max_frame_len().div_ceil(align) * align;
+    card.pin(DmaMemory::host(len, align).unwrap()).unwrap()
+}
+
+/// Waits for a frame, reads it by C2H into `buf`, and returns the parsed, checked header
+/// and the frame's bytes.
+fn capture<'a>(
+    card: &Card,
+    trigger: &mut dyn FrameTrigger,
+    buf: &'a PinnedBuffer,
+) -> (FrameHeader, &'a [u8]) {
+    let slot = trigger.wait_frame(GENEROUS).unwrap();
+    let t = card
+        .read_c2h(0, buf, slot.card_addr, slot.len, GENEROUS)
+        .unwrap();
+    assert_eq!(t.bytes, slot.len);
+    let frame = &bytes(buf)[..slot.len as usize];
+    let h = FrameHeader::parse(frame, frame.len())
+        .unwrap_or_else(|e| panic!("frame {}: {e}", slot.seq));
+    h.verify(&frame[HEADER_LEN..])
+        .unwrap_or_else(|e| panic!("frame {}: {e}", slot.seq));
+    assert_eq!(h.seq, slot.seq);
+    assert_eq!(h.frame_len() as u64, slot.len);
+    (h, frame)
+}
+
+#[test]
+fn test_pattern_frames_arrive_in_order_with_valid_checksums() {
+    let (card, sim) = card_and_sim(LinkPreset::OrinGen3x4);
+    let pattern = TestPattern::new(PixelFormat::Rgb8, 320, 240).unwrap();
+    let base = 512 * MIB;
+    let mut sensor = SimSensor::new(sim, Box::new(pattern), 0.0, base).unwrap();
+    assert!(sensor.describe().contains("320x240 rgb8"));
+    let buf = frame_buffer(&card, &sensor);
+
+    for seq in 0..2 * SENSOR_SLOTS + 1 {
+        let (h, frame) = capture(&card, &mut sensor, &buf);
+        assert_eq!(h.seq, seq);
+        assert_eq!(
+            (h.format, h.width, h.height, h.stride),
+            (PixelFormat::Rgb8, 320, 240, 960)
+        );
+        // The pattern also writes the sequence number into the first payload bytes.
+        let in_payload = u64::from_le_bytes(frame[HEADER_LEN..HEADER_LEN + 8].try_into().unwrap());
+        assert_eq!(in_payload, seq);
+    }
+}
+
+#[test]
+fn sensor_slots_are_distinct_and_inside_card_memory() {
+    let (_card, sim) = card_and_sim(LinkPreset::Off);
+    let pattern = TestPattern::new(PixelFormat::Mono8, 1000, 100).unwrap();
+    let base = 64 * MIB;
+    let mut sensor = SimSensor::new(sim, Box::new(pattern), 0.0, base).unwrap();
+    let addrs: Vec<u64> = (0..SENSOR_SLOTS * 2)
+        .map(|_| sensor.wait_frame(GENEROUS).unwrap().card_addr)
+        .collect();
+    let first: std::collections::BTreeSet<_> = addrs[..SENSOR_SLOTS as usize].iter().collect();
+    assert_eq!(first.len(), SENSOR_SLOTS as usize, "{addrs:x?}");
+    assert_eq!(
+        addrs[..SENSOR_SLOTS as usize],
+        addrs[SENSOR_SLOTS as usize..]
+    );
+    assert!(addrs.iter().all(|&a| a >= base && a % (64 * 1024) == 0));
+}
+
+#[test]
+fn sensor_refuses_slots_past_card_memory_and_times_out_between_frames() {
+    let (_card, sim) = card_and_sim(LinkPreset::Off);
+    let pattern = || Box::new(TestPattern::new(PixelFormat::Mono8, 64, 64).unwrap());
+    let end = sim.config().card_memory_bytes;
+    let e = SimSensor::new(sim.clone(), pattern(), 0.0, end - 64 * 1024).unwrap_err();
+    common::assert_rule(&e, "card-bounds", &["0x7fff0000"]);
+
+    // 10 fps: the first frame is due at once, the next 100 ms later.
+    let mut sensor = SimSensor::new(sim, pattern(), 10.0, 0).unwrap();
+    assert_eq!(sensor.wait_frame(GENEROUS).unwrap().seq, 0);
+    let e = sensor.wait_frame(Duration::from_millis(5)).unwrap_err();
+    assert_eq!(e.rule(), "timeout", "{e}");
+    assert_eq!(sensor.wait_frame(GENEROUS).unwrap().seq, 1);
+}
+
+#[test]
+fn replayed_png_files_survive_the_card_to_pinned_buffer_path() {
+    let dir = tempfile::tempdir().unwrap();
+    // Names sort in play order; odd sizes so rows do not line up with anything.
+    let grey = image::GrayImage::from_fn(97, 31, |x, y| image::Luma([(x * 7 + y * 13) as u8]));
+    let colour = image::RgbImage::from_fn(64, 48, |x, y| {
+        image::Rgb([(x * 3) as u8, (y * 5) as u8, (x ^ y) as u8])
+    });
+    let tiny = image::GrayImage::from_fn(3, 5, |x, y| image::Luma([(200 + x + y) as u8]));
+    grey.save(dir.path().join("00-grey.png")).unwrap();
+    colour.save(dir.path().join("01-colour.png")).unwrap();
+    tiny.save(dir.path().join("02-tiny.png")).unwrap();
+    std::fs::write(dir.path().join("README.txt"), "not an image").unwrap();
+    let expected: [(PixelFormat, u32, u32, Vec<u8>); 3] = [
+        (PixelFormat::Mono8, 97, 31, grey.into_raw()),
+        (PixelFormat::Rgb8, 64, 48, colour.into_raw()),
+        (PixelFormat::Mono8, 3, 5, tiny.into_raw()),
+    ];
+
+    let replay = Replay::load(dir.path()).unwrap();
+    assert_eq!(replay.len(), 3);
+    let (card, sim) = card_and_sim(LinkPreset::X86Gen3x8);
+    let mut sensor = SimSensor::new(sim, Box::new(replay), 0.0, 0).unwrap();
+    assert!(
+        sensor.describe().contains("3 frames"),
+        "{}",
+        sensor.describe()
+    );
+    let buf = frame_buffer(&card, &sensor);
+
+    // Twice round the sequence: it loops.
+    for seq in 0..6u64 {
+        let (h, frame) = capture(&card, &mut sensor, &buf);
+        let (format, width, height, pixels) = &expected[(seq % 3) as usize];
+        assert_eq!(
+            (h.seq, h.format, h.width, h.height),
+            (seq, *format, *width, *height)
+        );
+        assert_same(
+            &frame[HEADER_LEN..],
+            pixels,
+            &format!("replayed frame {seq}"),
+        );
+    }
+}

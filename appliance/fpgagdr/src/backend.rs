@@ -1,0 +1,168 @@
+//! The seam between the library and the hardware: what a card back-end does.
+//!
+//! Owns: the [`Backend`] trait and [`PinnedRegion`], the pinned memory as a back-end
+//! sees it: its description, and checked copies for a back-end that moves bytes with the
+//! CPU. The trait is safe to implement: a back-end never holds a raw pointer, and a
+//! region's copies fail once [`crate::Card`] has released it, so a back-end that keeps a
+//! region after `unpin` cannot reach freed memory.
+//! Must not: name a concrete back-end. [`crate::KernelCard`] (the kernel module) is one,
+//! `fpgagdr_sim::SimCard` (the simulated card, its own crate) another, and tests or new
+//! hardware bring their own through [`crate::Card::from_backend`].
+
+use std::fmt;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use crate::dma::{Handle, Transfer, TransferRequest};
+use crate::error::Result;
+use crate::memory::{DmaRegion, read_region, write_region};
+use crate::status::CardStatus;
+
+/// Memory pinned through [`crate::Card::pin`], as the back-end that pins it sees it.
+///
+/// [`PinnedRegion::region`] describes it (what a kernel back-end hands the module);
+/// [`PinnedRegion::access`] lends checked copies in and out (what a back-end that moves
+/// bytes with the CPU does for a transfer). The card releases the region after the
+/// back-end's `unpin` has returned and before the memory is freed; from then on
+/// `access` gives `None`, so a region kept by a back-end after `unpin` is harmless.
+#[derive(Debug)]
+pub struct PinnedRegion {
+    region: DmaRegion,
+    /// `true` until released. Copies hold it for reading; `release` takes it for
+    /// writing, so memory is never freed under a copy.
+    live: RwLock<bool>,
+}
+
+impl PinnedRegion {
+    /// A region for `region`'s memory.
+    ///
+    /// # Safety
+    /// The memory `region` describes must stay allocated until [`PinnedRegion::release`]
+    /// has returned, and no Rust reference may read or write it while a transfer may
+    /// (between the back-end's `pin` and that release).
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn new(region: DmaRegion) -> Arc<Self> {
+        Arc::new(PinnedRegion {
+            region,
+            live: RwLock::new(true),
+        })
+    }
+
+    /// Address, length and kind of the pinned memory.
+    pub fn region(&self) -> DmaRegion {
+        self.region
+    }
+
+    /// Calls `f` with copy access to the memory, held for the whole call; `None` when the
+    /// card has released the region (the pin is gone).
+    pub fn access<R>(&self, f: impl FnOnce(RegionAccess<'_>) -> R) -> Option<R> {
+        let live = self.live.read().expect("pin lock poisoned");
+        live.then(|| {
+            f(RegionAccess {
+                region: &self.region,
+            })
+        })
+    }
+
+    /// Marks the region released, waiting for a copy still running. Called by the card
+    /// after the back-end's `unpin`, before the memory is freed.
+    pub(crate) fn release(&self) {
+        *self.live.write().expect("pin lock poisoned") = false;
+    }
+}
+
+/// Copies into and out of a live [`PinnedRegion`], lent by [`PinnedRegion::access`].
+#[derive(Debug)]
+pub struct RegionAccess<'a> {
+    region: &'a DmaRegion,
+}
+
+impl RegionAccess<'_> {
+    /// Copies `src` into the region at `offset` (a C2H by the CPU). Errors:
+    /// [`crate::Error::BufferBounds`], [`crate::Error::Cuda`] (device memory).
+    pub fn write(&self, offset: u64, src: &[u8]) -> Result<()> {
+        #[allow(unsafe_code)]
+        // SAFETY: this access exists only inside `PinnedRegion::access`, which holds the
+        // region's lock for reading and saw it live, so `release` has not returned and
+        // the memory is allocated and free of Rust references (`PinnedRegion::new`).
+        unsafe {
+            write_region(self.region, offset, src)
+        }
+    }
+
+    /// Copies from the region at `offset` into `dst` (an H2C by the CPU); errors as
+    /// [`RegionAccess::write`].
+    pub fn read(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
+        #[allow(unsafe_code)]
+        // SAFETY: as in `write`: the region is live for the whole access.
+        unsafe {
+            read_region(self.region, offset, dst)
+        }
+    }
+}
+
+/// What a card back-end does. [`crate::Card`] validates arguments before calling it.
+///
+/// Implemented by [`crate::KernelCard`] (the kernel module's ioctls) and by
+/// `fpgagdr_sim::SimCard` (the simulated card);
+/// `Arc<dyn Backend>` is the seam between the library and the hardware.
+pub trait Backend: Send + Sync + fmt::Debug {
+    /// The card's identity and limits.
+    fn status(&self) -> CardStatus;
+    /// Pins `region` once for DMA and returns its handle.
+    ///
+    /// The memory stays allocated until this back-end's `unpin(handle)` has returned
+    /// (with either result), and no Rust reference touches it while a transfer may:
+    /// [`crate::Card::pin`] keeps it in the [`crate::PinnedBuffer`], which unpins, then
+    /// releases the region, then frees the memory.
+    fn pin(&self, region: Arc<PinnedRegion>) -> Result<Handle>;
+    /// Releases a pin. Errors: [`crate::Error::UnknownHandle`].
+    fn unpin(&self, handle: Handle) -> Result<()>;
+    /// DMA between a pinned buffer and card memory (path C).
+    /// Errors: [`crate::Error::UnknownHandle`], [`crate::Error::BufferBounds`], [`crate::Error::Timeout`].
+    fn transfer(&self, req: &TransferRequest) -> Result<Transfer>;
+    /// C2H into ordinary host memory (path A, `read` on a channel node).
+    fn host_read(
+        &self,
+        channel: u32,
+        card_addr: u64,
+        dst: &mut [u8],
+        timeout: Duration,
+    ) -> Result<Transfer>;
+    /// H2C from ordinary host memory (path A, `write` on a channel node).
+    fn host_write(
+        &self,
+        channel: u32,
+        card_addr: u64,
+        src: &[u8],
+        timeout: Duration,
+    ) -> Result<Transfer>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::DmaMemory;
+
+    #[test]
+    fn a_released_region_lends_no_access() {
+        let mem = DmaMemory::host(4096, 4096).unwrap();
+        #[allow(unsafe_code)]
+        // SAFETY: `mem` lives until after `release` below, and nothing borrows it meanwhile.
+        let region = unsafe { PinnedRegion::new(mem.region()) };
+        let kept = region.clone(); // what a back-end may keep after its unpin
+        region.access(|m| m.write(8, &[7; 16])).unwrap().unwrap();
+        let mut back = [0u8; 16];
+        region.access(|m| m.read(8, &mut back)).unwrap().unwrap();
+        assert_eq!(back, [7; 16]);
+        let e = region
+            .access(|m| m.write(4090, &[0; 16]))
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(e.rule(), "buffer-bounds");
+        region.release();
+        assert!(kept.access(|m| m.write(8, &[1; 16])).is_none());
+        assert!(kept.access(|m| m.read(8, &mut back)).is_none());
+        drop(mem);
+    }
+}

@@ -1,0 +1,76 @@
+//! The plain words of a DMA: direction, pin handle, one request and its result.
+//!
+//! Owns: [`Direction`], [`Handle`], [`TransferRequest`], [`Transfer`]. Must not: check or
+//! move anything; these are values that `card.rs`, `backend.rs` and the back-ends pass
+//! around. Neighbours: none below (std and serde only), so every module may use them.
+
+use std::fmt;
+use std::time::Duration;
+
+/// Transfer direction, named from the card's side as in PG195.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum Direction {
+    /// Card to host/GPU memory (a read from the card).
+    C2H,
+    /// Host/GPU memory to card (a write to the card).
+    H2C,
+}
+
+impl fmt::Display for Direction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Direction::C2H => "C2H",
+            Direction::H2C => "H2C",
+        })
+    }
+}
+
+/// An opaque pin handle issued by a back-end. Valid until unpinned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Handle(pub u64);
+
+impl fmt::Display for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// A completed transfer: bytes moved and the time from submit to completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transfer {
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Time from submission to completion (monotonic clock).
+    pub elapsed: Duration,
+}
+
+impl Transfer {
+    /// Throughput in GB/s (10^9 bytes per second); 0 for a zero duration.
+    pub fn gbps(&self) -> f64 {
+        let s = self.elapsed.as_secs_f64();
+        if s > 0.0 {
+            self.bytes as f64 / s / 1e9
+        } else {
+            0.0
+        }
+    }
+}
+
+/// One DMA between a pinned buffer and card memory, validated by [`crate::Card`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransferRequest {
+    /// Direction.
+    pub dir: Direction,
+    /// Channel (engine) index.
+    pub channel: u32,
+    /// Pin handle of the buffer.
+    pub handle: Handle,
+    /// Offset into the pinned buffer, bytes.
+    pub offset: u64,
+    /// Card address, bytes.
+    pub card_addr: u64,
+    /// Length, bytes (> 0).
+    pub len: u64,
+    /// Bound on the wait for completion (> 0).
+    pub timeout: Duration,
+}

@@ -1,0 +1,150 @@
+//! The config endpoints: `GET`/`PUT`/`PATCH /api/v1/config`, `GET /api/v1/config/schema`.
+//!
+//! Owns: applying a change in the one order that leaves everything as it was on any
+//! failure: check the document, build the new pipeline, save the file, then swap.
+//! Must not: judge a document (`crate::config` does) or prepare a pipeline itself
+//! (`crate::pipeline::prepare`).
+
+use axum::Json;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+
+use super::body::{body_bytes, check_content_type, parse_body};
+use super::error::{ApiError, PROBLEM, Problem};
+use super::state::{AppState, blocking};
+use crate::config::Config;
+use crate::pipeline::{State as PipelineState, prepare};
+
+fn with_etag(config: &Config) -> Response {
+    let mut r = Json(config).into_response();
+    if let Ok(v) = HeaderValue::from_str(&config.etag()) {
+        r.headers_mut().insert(header::ETAG, v);
+    }
+    r
+}
+
+/// The config in force, with its ETag.
+#[utoipa::path(get, path = "/api/v1/config", tag = "config",
+    responses((status = 200, description = "The config in force", body = Config,
+        headers(("ETag" = String, description = "Strong ETag of this document, for If-Match")))))]
+pub(super) async fn get_config(State(s): State<AppState>) -> Response {
+    with_etag(s.config.lock().await.current())
+}
+
+/// The config document's JSON Schema (every range and default).
+#[utoipa::path(get, path = "/api/v1/config/schema", tag = "config",
+    responses((status = 200, description = "JSON Schema of the config document", body = Object)))]
+pub(super) async fn config_schema() -> Json<Value> {
+    Json(Config::schema())
+}
+
+/// Checks `If-Match` against the current ETag (absent or `*` passes).
+fn check_if_match(headers: &HeaderMap, current: &Config) -> Result<(), ApiError> {
+    let Some(v) = headers.get(header::IF_MATCH) else {
+        return Ok(());
+    };
+    let v = v.to_str().unwrap_or("");
+    let etag = current.etag();
+    if v.trim() == "*" || v.split(',').any(|t| t.trim() == etag) {
+        Ok(())
+    } else {
+        Err(ApiError::IfMatch {
+            sent: v.to_string(),
+            current: etag,
+        })
+    }
+}
+
+/// Replaces the whole config; fields left out take their defaults. Applied live: a
+/// running (or failed) pipeline is rebuilt with it, then the file is saved.
+#[utoipa::path(put, path = "/api/v1/config", tag = "config",
+    security(("token" = [])),
+    params(("If-Match" = Option<String>, Header, description = "Refuse unless the config's ETag is this one")),
+    request_body(content = Config, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The config now in force", body = Config,
+            headers(("ETag" = String, description = "Strong ETag of the new document"))),
+        (status = 400, description = "Malformed JSON (`json-syntax`) or an unreadable body (`body`)", body = Problem, content_type = PROBLEM),
+        (status = 401, description = "No API token (`auth-token`)", body = Problem, content_type = PROBLEM),
+        (status = 412, description = "If-Match does not match (`if-match`)", body = Problem, content_type = PROBLEM),
+        (status = 413, description = "Body over 64 KiB (`body-size`)", body = Problem, content_type = PROBLEM),
+        (status = 415, description = "Not JSON (`content-type`)", body = Problem, content_type = PROBLEM),
+        (status = 422, description = "Breaks the schema (`config-schema`), a range (`config-range`), or cannot be applied (`config-apply`); `errors[]` names each field", body = Problem, content_type = PROBLEM),
+        (status = 500, description = "The file could not be saved (`internal`); nothing changed", body = Problem, content_type = PROBLEM),
+    ))]
+pub(super) async fn put_config(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    body: Result<axum::body::Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    check_content_type(&headers, "")?;
+    let new = Config::from_value(parse_body(&body_bytes(body)?)?)?;
+    apply_config(&s, &headers, |_| Ok(new)).await
+}
+
+/// Changes the fields the RFC 7396 merge patch names (`null` resets one to its default).
+#[utoipa::path(patch, path = "/api/v1/config", tag = "config",
+    security(("token" = [])),
+    params(("If-Match" = Option<String>, Header, description = "Refuse unless the config's ETag is this one")),
+    request_body(content = Object, description = "A merge patch: any part of the config document",
+        content_type = "application/merge-patch+json"),
+    responses(
+        (status = 200, description = "The config now in force", body = Config,
+            headers(("ETag" = String, description = "Strong ETag of the new document"))),
+        (status = 400, description = "Malformed JSON (`json-syntax`) or an unreadable body (`body`)", body = Problem, content_type = PROBLEM),
+        (status = 401, description = "No API token (`auth-token`)", body = Problem, content_type = PROBLEM),
+        (status = 412, description = "If-Match does not match (`if-match`)", body = Problem, content_type = PROBLEM),
+        (status = 413, description = "Body over 64 KiB (`body-size`)", body = Problem, content_type = PROBLEM),
+        (status = 415, description = "Neither JSON nor a merge patch (`content-type`)", body = Problem, content_type = PROBLEM),
+        (status = 422, description = "The result breaks the schema (`config-schema`), a range (`config-range`), or cannot be applied (`config-apply`)", body = Problem, content_type = PROBLEM),
+        (status = 500, description = "The file could not be saved (`internal`); nothing changed", body = Problem, content_type = PROBLEM),
+    ))]
+pub(super) async fn patch_config(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    body: Result<axum::body::Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    check_content_type(&headers, "application/merge-patch+json")?;
+    let patch = parse_body(&body_bytes(body)?)?;
+    apply_config(&s, &headers, |cur| Ok(cur.merge_patch(&patch)?)).await
+}
+
+/// Checks, builds the new pipeline, saves, then swaps — in that order, so any failure
+/// leaves everything as it was.
+async fn apply_config(
+    s: &AppState,
+    headers: &HeaderMap,
+    make: impl FnOnce(&Config) -> Result<Config, ApiError>,
+) -> Result<Response, ApiError> {
+    let mut store = s.config.lock().await;
+    check_if_match(headers, store.current())?;
+    let new = make(store.current())?;
+    if &new == store.current() {
+        return Ok(with_etag(&new));
+    }
+    let (sup, card, cfg) = (s.supervisor.clone(), s.card.clone(), new.clone());
+    // A running pipeline is replaced; a failed one is started, since the change may be
+    // the fix; a stopped one stays stopped.
+    let restart = s.shared.state() != PipelineState::Stopped;
+    let prepared =
+        blocking(move || prepare(&cfg, &card))
+            .await?
+            .map_err(|e| ApiError::ConfigApply {
+                message: e.message,
+                field: e.field,
+            })?;
+    store.save(new.clone()).map_err(|e| {
+        ApiError::Internal(format!(
+            "saving {}: {e}; nothing changed",
+            store.path().display()
+        ))
+    })?;
+    if restart {
+        blocking(move || sup.lock().expect("supervisor poisoned").start(prepared)).await?;
+    }
+    tracing::info!("config changed and saved to {}", store.path().display());
+    Ok(with_etag(&new))
+}

@@ -1,0 +1,264 @@
+//! The pipeline's endpoints: `GET /api/v1/status`, `POST /api/v1/pipeline/start`,
+//! `POST /api/v1/pipeline/stop`, `GET /api/v1/results/latest`,
+//! `GET /api/v1/pipeline/history`.
+//!
+//! Owns: [`StatusBody`] and its parts (what `/status` and the start/stop answers carry,
+//! and what `/system` repeats). Must not: hold a lock across an await other than the
+//! config store's (start, stop and config changes are serialised by it).
+
+use std::path::Path;
+
+use axum::Json;
+use axum::extract::State;
+use fpgagdr::{Capabilities, MemoryKind, Platform};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::error::{ApiError, PROBLEM, Problem};
+use super::history::PipelineHistoryBody;
+use super::state::{AppState, blocking};
+use crate::config::CardChoice;
+use crate::metrics::{CounterValues, FrameResult};
+use crate::pipeline::{State as PipelineState, prepare};
+
+/// `GET /api/v1/status`: the card, the frame ring, the pipeline and its counters.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct StatusBody {
+    /// The card.
+    pub card: CardInfo,
+    /// The frame ring's memory.
+    pub memory: MemoryInfo,
+    /// The pipeline.
+    pub pipeline: PipelineStatus,
+    /// Frame counters since the service started.
+    pub counters: CounterValues,
+    /// Service uptime, s.
+    pub uptime_s: f64,
+}
+
+/// The card: its identity always; its limits once a pipeline was prepared on it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CardInfo {
+    /// `sim` or `device`.
+    pub kind: &'static str,
+    /// The card's name (the control node before the card was opened).
+    pub name: String,
+    /// True for the simulated card.
+    pub simulated: bool,
+    /// Platform (`tegra`, `desktop`, `sim`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub platform: Option<Platform>,
+    /// GPU page size, bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page_size_bytes: Option<u64>,
+    /// Pin alignment, bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alignment_bytes: Option<u64>,
+    /// C2H channels.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub c2h_channels: Option<u32>,
+    /// H2C channels.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub h2c_channels: Option<u32>,
+    /// Card memory, bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub card_memory_bytes: Option<u64>,
+    /// What the card can do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<Capabilities>,
+}
+
+/// Where the frame ring lives (`kind` null before one was allocated).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct MemoryInfo {
+    /// `host`, `cuda_device` or `cuda_host`; null before a ring was allocated.
+    pub kind: Option<MemoryKind>,
+    /// Why that memory.
+    pub detail: String,
+    /// Which data path the frames take (seed report's A, B or C) and how.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_path: Option<&'static str>,
+    /// Ring entries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ring_entries: Option<usize>,
+    /// Bytes per entry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entry_bytes: Option<usize>,
+}
+
+/// The pipeline's state and what it runs (null before a pipeline was prepared).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PipelineStatus {
+    /// `running`, `stopped` or `failed`.
+    pub state: &'static str,
+    /// Why it failed or could not start.
+    pub error: Option<String>,
+    /// Model file name.
+    pub model: Option<String>,
+    /// Where frames are checked and preprocessed, and why.
+    pub preprocess: Option<String>,
+    /// Which ONNX Runtime execution provider runs the model, and why.
+    pub inference: Option<String>,
+    /// The frame source.
+    pub source: Option<String>,
+}
+
+/// The status as `/status` shows it now.
+pub(super) async fn status_body(s: &AppState) -> StatusBody {
+    let sup = s.supervisor.clone();
+    let info = blocking(move || sup.lock().expect("supervisor poisoned").info().cloned())
+        .await
+        .ok()
+        .flatten();
+    let card = match &info {
+        Some(i) => CardInfo {
+            kind: if i.card.simulated { "sim" } else { "device" },
+            name: i.card.name.clone(),
+            simulated: i.card.simulated,
+            platform: Some(i.card.platform),
+            page_size_bytes: Some(i.card.gpu_page_size),
+            alignment_bytes: Some(i.card.alignment),
+            c2h_channels: Some(i.card.c2h_channels),
+            h2c_channels: Some(i.card.h2c_channels),
+            card_memory_bytes: Some(i.card.card_memory_bytes),
+            capabilities: Some(i.card.capabilities),
+        },
+        None => {
+            let (kind, name, simulated) = match &s.card {
+                CardChoice::Sim => ("sim", "SimCard (simulated XDMA card)".into(), true),
+                CardChoice::Device(p) => ("device", path_text(p), false),
+            };
+            CardInfo {
+                kind,
+                name,
+                simulated,
+                platform: None,
+                page_size_bytes: None,
+                alignment_bytes: None,
+                c2h_channels: None,
+                h2c_channels: None,
+                card_memory_bytes: None,
+                capabilities: None,
+            }
+        }
+    };
+    let memory = match &info {
+        Some(i) => MemoryInfo {
+            kind: Some(i.memory),
+            detail: i.memory_detail.clone(),
+            data_path: Some(i.data_path),
+            ring_entries: Some(i.ring.0),
+            entry_bytes: Some(i.ring.1),
+        },
+        None => MemoryInfo {
+            kind: None,
+            detail: "no frame ring allocated yet".into(),
+            data_path: None,
+            ring_entries: None,
+            entry_bytes: None,
+        },
+    };
+    let shared = &s.shared;
+    StatusBody {
+        card,
+        memory,
+        pipeline: PipelineStatus {
+            state: shared.state().as_str(),
+            error: shared.fault(),
+            model: info.as_ref().map(|i| i.model.clone()),
+            preprocess: info.as_ref().map(|i| i.preprocess.clone()),
+            inference: info.as_ref().map(|i| i.inference.clone()),
+            source: info.as_ref().map(|i| i.source.clone()),
+        },
+        counters: shared.counters.read(),
+        uptime_s: s.started.elapsed().as_secs_f64(),
+    }
+}
+
+fn path_text(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+/// The card, the frame ring, the pipeline and its counters.
+#[utoipa::path(get, path = "/api/v1/status", tag = "pipeline", operation_id = "status",
+    responses((status = 200, description = "Status", body = StatusBody)))]
+pub(super) async fn status(State(s): State<AppState>) -> Json<StatusBody> {
+    Json(status_body(&s).await)
+}
+
+/// Starts the pipeline with the config in force (nothing happens when it runs).
+#[utoipa::path(post, path = "/api/v1/pipeline/start", tag = "pipeline",
+    security(("token" = [])),
+    responses(
+        (status = 200, description = "Status after the start", body = StatusBody),
+        (status = 401, description = "No API token (`auth-token`)", body = Problem, content_type = PROBLEM),
+        (status = 422, description = "The pipeline cannot start (`pipeline-start`)", body = Problem, content_type = PROBLEM),
+    ))]
+pub(super) async fn start(State(s): State<AppState>) -> Result<Json<StatusBody>, ApiError> {
+    // Holding the config lock serialises start, stop and config changes.
+    let store = s.config.lock().await;
+    if s.shared.state() != PipelineState::Running {
+        let config = store.current().clone();
+        let (sup, card) = (s.supervisor.clone(), s.card.clone());
+        let result = blocking(move || {
+            let prepared = prepare(&config, &card);
+            let mut sup = sup.lock().expect("supervisor poisoned");
+            match prepared {
+                Ok(p) => {
+                    sup.start(p);
+                    Ok(())
+                }
+                Err(e) => {
+                    sup.start_failed(e.message.clone());
+                    Err(e)
+                }
+            }
+        })
+        .await?;
+        if let Err(e) = result {
+            return Err(ApiError::PipelineStart(e.message));
+        }
+    }
+    drop(store);
+    Ok(Json(status_body(&s).await))
+}
+
+/// Stops the pipeline (a failed one becomes stopped: stopping acknowledges the failure).
+#[utoipa::path(post, path = "/api/v1/pipeline/stop", tag = "pipeline",
+    security(("token" = [])),
+    responses(
+        (status = 200, description = "Status after the stop", body = StatusBody),
+        (status = 401, description = "No API token (`auth-token`)", body = Problem, content_type = PROBLEM),
+    ))]
+pub(super) async fn stop(State(s): State<AppState>) -> Result<Json<StatusBody>, ApiError> {
+    let store = s.config.lock().await;
+    let sup = s.supervisor.clone();
+    blocking(move || sup.lock().expect("supervisor poisoned").stop()).await?;
+    drop(store);
+    Ok(Json(status_body(&s).await))
+}
+
+/// The latest inferred frame: its geometry, top-5 and per-stage latency.
+#[utoipa::path(get, path = "/api/v1/results/latest", tag = "pipeline",
+    responses(
+        (status = 200, description = "The latest result", body = FrameResult),
+        (status = 404, description = "No frame inferred yet (`no-result`)", body = Problem, content_type = PROBLEM),
+    ))]
+pub(super) async fn latest(State(s): State<AppState>) -> Result<Json<FrameResult>, ApiError> {
+    let latest = s
+        .shared
+        .published
+        .lock()
+        .expect("published poisoned")
+        .latest
+        .clone();
+    latest.map(Json).ok_or(ApiError::NoResult)
+}
+
+/// Frames/s, GB/s and per-stage latency of the last 60 s at the sampling rate, as
+/// columns (see `history.rs`).
+#[utoipa::path(get, path = "/api/v1/pipeline/history", tag = "pipeline",
+    responses((status = 200, description = "The chart history", body = PipelineHistoryBody)))]
+pub(super) async fn pipeline_history(State(s): State<AppState>) -> Json<PipelineHistoryBody> {
+    Json(s.live.history_body())
+}

@@ -1,0 +1,159 @@
+//! What the pipeline threads share with the rest of the service, and the clock they
+//! stamp with.
+//!
+//! Owns: [`Shared`] (counters, published window and latest result, totals, heartbeats,
+//! state and fault), [`State`], [`Thread`], [`Heartbeats`], [`now_ns`]. Must not: start
+//! or stop anything (`mod.rs`'s `Supervisor` does). Read by `api/`, `notify.rs` and the
+//! telemetry sampler's frame counter.
+
+use std::sync::Mutex;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::metrics::{Counters, Published, Totals};
+
+/// Nanoseconds of the service's monotonic clock (since first use).
+pub fn now_ns() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+/// Pipeline state as the API shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Not running (never started, or stopped).
+    Stopped,
+    /// Frames flow.
+    Running,
+    /// Stopped by an error; [`Shared::fault`] says which.
+    Failed,
+}
+
+impl State {
+    /// `"stopped"`, `"running"`, `"failed"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Stopped => "stopped",
+            State::Running => "running",
+            State::Failed => "failed",
+        }
+    }
+}
+
+/// What the pipeline threads share with the HTTP side. Lives as long as the service.
+#[derive(Debug, Default)]
+pub struct Shared {
+    /// Frame counters.
+    pub counters: Counters,
+    /// Window quantiles and the latest result, replaced a few times a second.
+    pub published: Mutex<Published>,
+    /// Cumulative stage histograms.
+    pub totals: Mutex<Totals>,
+    /// When each pipeline thread last went round its loop.
+    pub beats: Heartbeats,
+    state: AtomicU8,
+    fault: Mutex<Option<String>>,
+}
+
+/// A pipeline thread, as [`Heartbeats`] names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Thread {
+    /// `fpgagdr-capture`: frame wait and C2H.
+    Capture,
+    /// `fpgagdr-infer`: preprocessing and the model run.
+    Inference,
+}
+
+impl Thread {
+    /// `"capture"`, `"inference"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Thread::Capture => "capture",
+            Thread::Inference => "inference",
+        }
+    }
+}
+
+/// Progress marks of the pipeline threads, for the service watchdog (`notify.rs`).
+///
+/// Each thread stores [`now_ns`] at the top of every loop turn (one relaxed store per
+/// frame or per idle wait slice, no syscall: the clock is read through the vDSO). A
+/// thread's longest legitimate gap between two marks is one bounded wait (a frame wait
+/// slice, a C2H transfer of at most `card.timeout_ms`) or one model run; the pipeline
+/// publishes the first bound as [`Heartbeats::floor_ns`] when it starts.
+#[derive(Debug, Default)]
+pub struct Heartbeats {
+    capture_ns: AtomicU64,
+    inference_ns: AtomicU64,
+    floor_ns: AtomicU64,
+}
+
+impl Heartbeats {
+    /// Marks that `thread` is making progress now.
+    pub(crate) fn beat(&self, thread: Thread) {
+        let slot = match thread {
+            Thread::Capture => &self.capture_ns,
+            Thread::Inference => &self.inference_ns,
+        };
+        slot.store(now_ns(), Ordering::Relaxed);
+    }
+
+    /// Fresh marks for a starting pipeline whose bounded waits last up to `floor`.
+    pub(super) fn reset(&self, floor: Duration) {
+        self.floor_ns
+            .store(floor.as_nanos() as u64, Ordering::Relaxed);
+        self.beat(Thread::Capture);
+        self.beat(Thread::Inference);
+    }
+
+    /// The thread that has gone longest without a mark, and for how long, ns, as of
+    /// `now` (a [`now_ns`] reading).
+    pub fn oldest(&self, now: u64) -> (Thread, u64) {
+        let age = |a: &AtomicU64| now.saturating_sub(a.load(Ordering::Relaxed));
+        let (c, i) = (age(&self.capture_ns), age(&self.inference_ns));
+        if c >= i {
+            (Thread::Capture, c)
+        } else {
+            (Thread::Inference, i)
+        }
+    }
+
+    /// Longest gap between two marks that a healthy pipeline can show on its bounded
+    /// waits alone (twice `card.timeout_ms`), ns.
+    pub fn floor_ns(&self) -> u64 {
+        self.floor_ns.load(Ordering::Relaxed)
+    }
+}
+
+impl Shared {
+    /// Current state.
+    pub fn state(&self) -> State {
+        match self.state.load(Ordering::Acquire) {
+            1 => State::Running,
+            2 => State::Failed,
+            _ => State::Stopped,
+        }
+    }
+
+    /// The error that stopped the pipeline, or why it could not start.
+    pub fn fault(&self) -> Option<String> {
+        self.fault.lock().expect("fault poisoned").clone()
+    }
+
+    pub(super) fn set_state(&self, s: State) {
+        self.state.store(s as u8, Ordering::Release);
+    }
+
+    /// Forgets the last fault (a new start, or a stop that acknowledges it).
+    pub(super) fn clear_fault(&self) {
+        *self.fault.lock().expect("fault poisoned") = None;
+    }
+
+    /// Marks the pipeline failed with `why` (a thread hit an error it cannot go past).
+    pub fn fail(&self, why: String) {
+        tracing::error!("pipeline failed: {why}");
+        *self.fault.lock().expect("fault poisoned") = Some(why);
+        self.set_state(State::Failed);
+    }
+}
