@@ -8,14 +8,14 @@ LICENSE = "MIT"
 LIC_FILES_CHKSUM = "file://${COMMON_LICENSE_DIR}/MIT;md5=0835ade698e0bcf8506ecda2f7b4f302"
 
 SRC_URI = "file://fpgagdr-mark-good.service"
-S = "${WORKDIR}"
+S = "${FPGAGDR_UNPACKDIR}"
 
 inherit systemd allarch
 
 do_install() {
     install -d ${D}${systemd_system_unitdir}
     sed -e 's,@bindir@,${bindir},g' -e 's,@sysconfdir@,${sysconfdir},g' \
-        ${WORKDIR}/fpgagdr-mark-good.service > ${D}${systemd_system_unitdir}/fpgagdr-mark-good.service
+        ${FPGAGDR_UNPACKDIR}/fpgagdr-mark-good.service > ${D}${systemd_system_unitdir}/fpgagdr-mark-good.service
     chmod 0644 ${D}${systemd_system_unitdir}/fpgagdr-mark-good.service
 }
 
