@@ -22,7 +22,6 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 layer=$(dirname "$here")
 root=$(dirname "$layer")
 cache=$layer/.check
-venv=$cache/venv
 
 say() { printf 'layer-check: %s\n' "$*"; }
 die() { printf 'layer-check: error: %s\n' "$*" >&2; exit 1; }
@@ -37,15 +36,9 @@ apt_need() { # apt_need COMMAND-TEST PACKAGE
 apt_need "command -v shellcheck" shellcheck
 apt_need "python3 -c 'import ensurepip, tomllib'" python3-venv
 apt_need "command -v systemd-analyze" systemd
-stamp=$(sha256sum "$here/requirements.txt" | cut -d' ' -f1)
-if [ "$(cat "$venv/.stamp" 2>/dev/null)" != "$stamp" ]; then
-  say "installing the pinned tools into $venv"
-  rm -rf "$venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$here/requirements.txt"
-  echo "$stamp" >"$venv/.stamp"
-fi
-py=$venv/bin/python
+# shellcheck source=meta-fpgagdr/scripts/tools-venv.sh
+. "$here/tools-venv.sh"
+tools_venv "$here"
 failed=0
 check() { # check NAME COMMAND...: run one check, keep going, remember a failure
   local name=$1; shift
