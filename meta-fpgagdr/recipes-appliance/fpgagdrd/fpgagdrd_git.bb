@@ -55,7 +55,7 @@ USERADD_PARAM:${PN} = "--system --gid fpgagdr --home-dir ${localstatedir}/lib/fp
 
 CONFFILES:${PN} = "${sysconfdir}/default/fpgagdrd"
 
-VIRTUAL-RUNTIME_onnxruntime ??= "onnxruntime-bin"
+VIRTUAL-RUNTIME_onnxruntime ??= "onnxruntime"
 # The model it loads by default, and the library it loads ONNX Runtime from.
 RDEPENDS:${PN} += "${VIRTUAL-RUNTIME_onnxruntime} fpgagdr-data"
 # The card's module and the demo frames of the simulated card.
