@@ -61,5 +61,9 @@ RDEPENDS:${PN} += "${VIRTUAL-RUNTIME_onnxruntime} fpgagdr-data"
 # The card's module and the demo frames of the simulated card.
 RRECOMMENDS:${PN} += "fpgagdr-module fpgagdr-data-frames"
 # On Jetson: libcuda (frame ring in GPU-visible memory), NVRTC (GPU preprocessing),
-# and the udev rules that give the GPU nodes to group video.
-RRECOMMENDS:${PN}:append:tegra = " tegra-libraries-cuda cuda-nvrtc tegra-configs-udev"
+# and the udev rules that give the GPU nodes to group video. cuda-nvrtc installs
+# libnvrtc in /usr/local/cuda-<version>/lib, which only cuda-cudart's
+# /etc/ld.so.conf.d/cuda-<version>.conf puts on the loader's path: without it the
+# service's dlopen of libnvrtc fails and preprocessing falls back to the CPU
+# (docs/yocto.md, "NVRTC on the loader's path"; scripts/dry-run.sh checks it).
+RRECOMMENDS:${PN}:append:tegra = " tegra-libraries-cuda cuda-nvrtc cuda-cudart tegra-configs-udev"
