@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Offline checks of the Yocto layer (meta-fpgagdr) and the kas files (conf/kas), as CI
 # runs them (test.sh calls this):
-#   1. fpgagdrd-crates.inc matches Cargo.lock; the recipes' version matches Cargo.toml
+#   1. fpgagdrd-crates.inc matches Cargo.lock; the recipes' version matches Cargo.toml;
+#      ort-deps-to-inc.py turns a made-up ONNX Runtime archive into the expected pins
 #   2. every kas file loaded and validated by kas's own config loader, every layer
 #      pinned by commit (scripts/kas-check.py)
 #   3. bitbake's own parser (bb from PyPI bitbake-setup) on every .conf, .bb,
@@ -57,6 +58,7 @@ versions() {
 }
 check "crates inc matches Cargo.lock" "$py" "$here/cargo-lock-to-inc.py" --check
 check "recipe version matches Cargo.toml" versions
+check "ONNX Runtime pins generator" "$py" "$here/ort-deps-to-inc.py" --self-test
 
 # --- 2. kas ---------------------------------------------------------------------
 check "kas files" "$py" "$here/kas-check.py" "$root"

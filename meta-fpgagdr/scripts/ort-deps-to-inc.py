@@ -11,6 +11,7 @@ is downloaded after do_fetch. Must not: guess a checksum; every one comes from t
 files given.
 
     ort-deps-to-inc.py ARCHIVE [-o INC]
+    ort-deps-to-inc.py --self-test      (scripts/check.sh: a made-up archive in, pins out)
 
 ARCHIVE is the release's source archive as the recipe fetches it
 (https://github.com/microsoft/onnxruntime/archive/refs/tags/v<version>.tar.gz); the
@@ -109,7 +110,45 @@ def render(version: str, deps_txt: str, archive_sha256: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def self_test() -> int:
+    """Render a made-up two-entry archive; fail loudly if the pins are not as expected."""
+    import io
+    import tempfile
+
+    deps = (
+        "#Name;Url;SHA1\n"
+        f"abseil_cpp;https://github.com/abseil/abseil-cpp/archive/refs/tags/1.zip;{'a' * 40}\n"
+        f"dawn;https://github.com/google/dawn/archive/2.zip;{'b' * 40}\n"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = Path(tmp) / "ort.tar.gz"
+        with tarfile.open(archive, "w:gz") as tar:
+            for name, text in (("VERSION_NUMBER", "9.9.9\n"), ("cmake/deps.txt", deps)):
+                data = text.encode()
+                info = tarfile.TarInfo(f"onnxruntime-9.9.9/{name}")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        version, deps_txt, digest = read_archive(archive)
+        out = render(version, deps_txt, digest)
+    want = [
+        'ORT_DEPS_VERSION = "9.9.9"',
+        f'SRC_URI[sha256sum] = "{digest}"',
+        'SRC_URI += "https://github.com/abseil/abseil-cpp/archive/refs/tags/1.zip;name=abseil_cpp;'
+        'unpack=0;subdir=ort-deps;downloadfilename=ort-abseil_cpp-1.zip"',
+        f'SRC_URI[abseil_cpp.sha1sum] = "{"a" * 40}"',
+        f'ORT_DEPS_MIRROR += "ort-abseil_cpp-1.zip:github.com/abseil/abseil-cpp/archive/refs/tags/1.zip:{"a" * 40}"',
+    ]
+    missing = [w for w in want if w not in out.splitlines()]
+    if missing or "dawn" in out:
+        print("ort-deps: self-test failed:\n" + out, file=sys.stderr)
+        return 1
+    print("ort-deps: self-test ok (1 of 2 made-up dependencies pinned, the WebGPU one left out)")
+    return 0
+
+
 def main() -> int:
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("archive", type=Path)
     ap.add_argument("-o", "--output", type=Path, default=DEFAULT_INC)
