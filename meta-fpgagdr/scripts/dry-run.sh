@@ -130,6 +130,7 @@ if ! bitbake -n "$target" >"$build/dry.log" 2>&1; then
 fi
 dried=$(date +%s)
 tasks=$(sed -n 's/.*Attempted \([0-9]*\) tasks.*/\1/p' "$build/dry.log" | tail -1)
+dry_warnings=$(grep -cE '^WARNING' "$build/dry.log" || true)
 
 # --- the GPU wiring checks -------------------------------------------------------
 getvar() { # getvar RECIPE VARIABLE: its expanded value ("" when unset)
@@ -196,9 +197,10 @@ done_at=$(date +%s)
 {
   echo "kas file: ${kas_file#"$root"/}"
   echo "machine: $machine, distro: $distro, target: $target"
+  echo "fpgagdr: $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- meta-fpgagdr conf/kas || echo ', with uncommitted changes to the layer or kas files')"
   printf 'layer: %s\n' "${pins[@]}"
   echo "parse: ${recipes:-?} recipes, $warnings warnings, $((parsed - start)) s"
-  echo "dry run: ${tasks:-?} tasks, $((dried - parsed)) s"
+  echo "dry run: ${tasks:-?} tasks, $dry_warnings warnings, $((dried - parsed)) s"
   echo "checks: ${#failed[@]} failed, $((done_at - dried)) s"
 } >"$build/record.txt"
 if [ ${#failed[@]} -gt 0 ]; then
