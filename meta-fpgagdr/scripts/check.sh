@@ -37,7 +37,7 @@ apt_need() { # apt_need COMMAND-TEST PACKAGE
 apt_need "command -v shellcheck" shellcheck
 apt_need "python3 -c 'import ensurepip, tomllib'" python3-venv
 apt_need "command -v systemd-analyze" systemd
-# shellcheck source=meta-fpgagdr/scripts/tools-venv.sh
+# shellcheck source=tools-venv.sh source-path=SCRIPTDIR
 . "$here/tools-venv.sh"
 tools_venv "$here"
 failed=0
