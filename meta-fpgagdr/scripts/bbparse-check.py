@@ -35,8 +35,9 @@ import bb.parse  # noqa: E402
 # Classes the layer may inherit from oe-core, meta-tegra, meta-rust-bin and meta-rauc
 # (checked for real by scripts/dry-run.sh); here they are empty stand-ins.
 KNOWN_CLASSES = {
-    "allarch", "bundle", "cargo_bin", "core-image", "image", "module", "systemd",
-    "useradd", "update-rc.d", "features_check", "deploy", "kernel-module-split", "extrausers",
+    "allarch", "bundle", "cargo", "cargo_bin", "cmake", "core-image", "cuda", "image",
+    "module", "systemd", "extrausers",
+    "useradd", "update-rc.d", "features_check", "deploy", "kernel-module-split",
     "packagegroup", "pkgconfig", "rust_bin-common", "externalsrc",
 }
 INHERIT_RE = re.compile(r"^\s*inherit(?:_defer)?\s+(.+)$")
@@ -62,9 +63,15 @@ def stand_ins(layer: Path, files: list[Path], where: Path) -> list[str]:
     return errors
 
 
-def fresh(layer: Path, stubs: Path, fn: Path) -> "bb.data_smart.DataSmart":
+# Recipes choose files by the layers in the build (fpgagdrd: meta-rust-bin's toolchain
+# or oe-core's); each recipe is parsed once per set, so every branch is read.
+COLLECTIONS = ("core tegra rust-bin-layer rauc", "core tegra rauc")
+
+
+def fresh(layer: Path, stubs: Path, fn: Path, collections: str) -> "bb.data_smart.DataSmart":
     """A datastore with what a recipe parse needs from bitbake.conf, minimally."""
     d = bb.data.init()
+    d.setVar("BBFILE_COLLECTIONS", collections)
     d.setVar("BBPATH", f"{stubs}:{layer}")
     d.setVar("LAYERDIR", str(layer))
     d.setVar("TOPDIR", str(stubs))
@@ -122,10 +129,12 @@ def main() -> int:
         errors += stand_ins(layer, files, stubs)
         recipes = {p.name.split("_")[0]: p for p in files if p.suffix == ".bb"}
         parsed = 0
-        for fn in files:
+        for fn, collections in ((f, c) for f in files for c in COLLECTIONS):
             if fn.suffix == ".inc":
                 continue  # parsed where a recipe requires it
-            d = fresh(layer, stubs, fn)
+            if fn.suffix != ".bb" and collections != COLLECTIONS[0]:
+                continue  # only recipes choose by layer
+            d = fresh(layer, stubs, fn, collections)
             try:
                 if fn.suffix == ".conf":
                     bb.parse.handle(str(fn), d, True)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Offline checks of the Yocto layer (meta-fpgagdr) and the kas files (conf/kas), as CI
 # runs them (test.sh calls this):
-#   1. fpgagdrd-crates.inc matches Cargo.lock; the recipes' version matches Cargo.toml
+#   1. fpgagdrd-crates.inc matches Cargo.lock; the recipes' version matches Cargo.toml;
+#      ort-deps-to-inc.py turns a made-up ONNX Runtime archive into the expected pins
 #   2. every kas file loaded and validated by kas's own config loader, every layer
 #      pinned by commit (scripts/kas-check.py)
 #   3. bitbake's own parser (bb from PyPI bitbake-setup) on every .conf, .bb,
@@ -30,7 +31,6 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 layer=$(dirname "$here")
 root=$(dirname "$layer")
 cache=$layer/.check
-venv=$cache/venv
 
 say() { printf 'layer-check: %s\n' "$*"; }
 die() { printf 'layer-check: error: %s\n' "$*" >&2; exit 1; }
@@ -47,15 +47,9 @@ apt_need "python3 -c 'import ensurepip, tomllib'" python3-venv
 apt_need "command -v systemd-analyze" systemd
 apt_need "command -v openssl" openssl
 apt_need "command -v visudo" sudo
-stamp=$(sha256sum "$here/requirements.txt" | cut -d' ' -f1)
-if [ "$(cat "$venv/.stamp" 2>/dev/null)" != "$stamp" ]; then
-  say "installing the pinned tools into $venv"
-  rm -rf "$venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$here/requirements.txt"
-  echo "$stamp" >"$venv/.stamp"
-fi
-py=$venv/bin/python
+# shellcheck source=tools-venv.sh source-path=SCRIPTDIR
+. "$here/tools-venv.sh"
+tools_venv "$here"
 failed=0
 check() { # check NAME COMMAND...: run one check, keep going, remember a failure
   local name=$1; shift
@@ -74,6 +68,7 @@ versions() {
 }
 check "crates inc matches Cargo.lock" "$py" "$here/cargo-lock-to-inc.py" --check
 check "recipe version matches Cargo.toml" versions
+check "ONNX Runtime pins generator" "$py" "$here/ort-deps-to-inc.py" --self-test
 
 # --- 2. kas ---------------------------------------------------------------------
 check "kas files" "$py" "$here/kas-check.py" "$root"

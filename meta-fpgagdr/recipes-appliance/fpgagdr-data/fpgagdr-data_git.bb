@@ -27,9 +27,7 @@ SRC_URI[frames.sha256sum] = "74aa5518ccea28121f57a95374581d3b979839adc25bb03f289
 # base.bbclass adds unzip-native only for URLs ending in .zip.
 do_unpack[depends] += "unzip-native:do_populate_sysroot"
 
-S = "${WORKDIR}/git"
-
-FRAMES_DIR = "${WORKDIR}/scikit-image/skimage/data"
+FRAMES_DIR = "${FPGAGDR_UNPACKDIR}/scikit-image/skimage/data"
 FRAMES = "camera.png chelsea.png coffee.png astronaut.png rocket.jpg"
 
 # Where fpgagdrd resolves relative paths when FPGAGDR_DATA_DIR is unset.

@@ -13,39 +13,35 @@ require recipes-appliance/include/fpgagdr-source.inc
 require fpgagdrd-crates.inc
 
 SRC_URI += "\
-    file://cargo-config.toml \
     file://fpgagdrd.service \
     file://fpgagdrd.default \
 "
 
-S = "${WORKDIR}/git"
+inherit systemd useradd
 
-inherit cargo_bin systemd useradd
+# The Rust toolchain and cargo class: meta-rust-bin's prebuilt toolchain (pinned to the
+# workspace's rust-version in the distro) where that layer is in the build, which is
+# the scarthgap target (oe-core scarthgap's own Rust is 1.75); oe-core's Rust and cargo
+# class otherwise (1.97 on oe-core master, the JetPack 7.2 target). Both take the crates
+# from do_fetch (fpgagdrd-crates.inc) and build with --frozen, without the network.
+FPGAGDR_RUST ?= "${@'rust-bin' if 'rust-bin-layer' in (d.getVar('BBFILE_COLLECTIONS') or '').split() else 'oe'}"
+# nooelint: oelint.file.requirenotfound - the name is chosen at parse time; both files are here (bbparse-check.py parses both)
+require fpgagdrd-${FPGAGDR_RUST}.inc
 
-# Only the service; --frozen: Cargo.lock as committed, no network (the crates come
-# from do_fetch, see do_configure).
-EXTRA_CARGO_FLAGS = "--frozen --package fpgagdrd --bin fpgagdrd"
 # Build paths out of the binary and its debug info (crates, sources, OUT_DIR are all
 # under WORKDIR), so the buildpaths QA check holds; it fails the build here, not warns.
-EXTRA_RUSTFLAGS = "--remap-path-prefix=${WORKDIR}=${TARGET_DBGSRC_DIR}"
 WARN_QA:remove = "buildpaths"
 ERROR_QA:append = " buildpaths"
 
-# The crate fetcher unpacks each crate into ${WORKDIR}/cargo_home/bitbake, which is
-# ${CARGO_HOME}/bitbake with cargo_bin's CARGO_HOME: make it crates.io's replacement.
-do_configure:append() {
-    sed -e 's,@CARGO_HOME@,${CARGO_HOME},g' ${WORKDIR}/cargo-config.toml > ${CARGO_HOME}/config.toml
-}
-
 do_install() {
-    install -D -m 0755 ${CARGO_BINDIR}/fpgagdrd ${D}${bindir}/fpgagdrd
+    install -D -m 0755 ${FPGAGDR_CARGO_OUT}/fpgagdrd ${D}${bindir}/fpgagdrd
 
     install -d ${D}${systemd_system_unitdir}
     sed -e 's,@bindir@,${bindir},g' -e 's,@libdir@,${libdir},g' \
         -e 's,@datadir@,${datadir},g' -e 's,@sysconfdir@,${sysconfdir},g' \
-        ${WORKDIR}/fpgagdrd.service > ${D}${systemd_system_unitdir}/fpgagdrd.service
+        ${FPGAGDR_UNPACKDIR}/fpgagdrd.service > ${D}${systemd_system_unitdir}/fpgagdrd.service
     chmod 0644 ${D}${systemd_system_unitdir}/fpgagdrd.service
-    install -D -m 0644 ${WORKDIR}/fpgagdrd.default ${D}${sysconfdir}/default/fpgagdrd
+    install -D -m 0644 ${FPGAGDR_UNPACKDIR}/fpgagdrd.default ${D}${sysconfdir}/default/fpgagdrd
 
     # config.json and the API token are written here by the service (atomic rename).
     install -d -m 0750 ${D}${sysconfdir}/fpgagdr
@@ -61,11 +57,15 @@ USERADD_PARAM:${PN} = "--system --gid fpgagdr --home-dir ${localstatedir}/lib/fp
 
 CONFFILES:${PN} = "${sysconfdir}/default/fpgagdrd"
 
-VIRTUAL-RUNTIME_onnxruntime ??= "onnxruntime-bin"
+VIRTUAL-RUNTIME_onnxruntime ??= "onnxruntime"
 # The model it loads by default, and the library it loads ONNX Runtime from.
 RDEPENDS:${PN} += "${VIRTUAL-RUNTIME_onnxruntime} fpgagdr-data"
 # The card's module and the demo frames of the simulated card.
 RRECOMMENDS:${PN} += "fpgagdr-module fpgagdr-data-frames"
 # On Jetson: libcuda (frame ring in GPU-visible memory), NVRTC (GPU preprocessing),
-# and the udev rules that give the GPU nodes to group video.
-RRECOMMENDS:${PN}:append:tegra = " tegra-libraries-cuda cuda-nvrtc tegra-configs-udev"
+# and the udev rules that give the GPU nodes to group video. cuda-nvrtc installs
+# libnvrtc in /usr/local/cuda-<version>/lib, which only cuda-cudart's
+# /etc/ld.so.conf.d/cuda-<version>.conf puts on the loader's path: without it the
+# service's dlopen of libnvrtc fails and preprocessing falls back to the CPU
+# (docs/yocto.md, "NVRTC on the loader's path"; scripts/dry-run.sh checks it).
+RRECOMMENDS:${PN}:append:tegra = " tegra-libraries-cuda cuda-nvrtc cuda-cudart tegra-configs-udev"

@@ -1,9 +1,10 @@
 SUMMARY = "ONNX Runtime shared library, CPU execution provider (prebuilt)"
 DESCRIPTION = "libonnxruntime from Microsoft's official aarch64 wheel on PyPI, \
                pinned by SHA-256: the library fpgagdrd loads at run time (ort \
-               load-dynamic, ORT_DYLIB_PATH). CPU provider only; the CUDA and \
-               TensorRT providers need ONNX Runtime built against meta-tegra's CUDA, \
-               cuDNN and TensorRT (docs/yocto.md)."
+               load-dynamic, ORT_DYLIB_PATH). CPU provider only: the alternative \
+               to the source build with the CUDA and TensorRT providers \
+               (onnxruntime_${PV}.bb) for an image whose model runs on the CPU, \
+               chosen with VIRTUAL-RUNTIME_onnxruntime (docs/yocto.md)."
 HOMEPAGE = "https://onnxruntime.ai"
 SECTION = "libs"
 # ThirdPartyNotices: the notices of what Microsoft linked into the library.
@@ -39,3 +40,5 @@ FILES:${PN} += "${datadir}/licenses/${BPN}"
 # Microsoft's release binary comes stripped: nothing to strip or split off.
 INHIBIT_PACKAGE_STRIP = "1"
 INHIBIT_PACKAGE_DEBUG_SPLIT = "1"
+# The same libonnxruntime.so.1 as the source build.
+RCONFLICTS:${PN} = "onnxruntime"

@@ -10,13 +10,13 @@ SRC_URI = "\
     file://50-fpgagdr-admin.sudoers \
     file://50-fpgagdr.sshd.conf \
 "
-S = "${WORKDIR}"
+S = "${FPGAGDR_UNPACKDIR}"
 
 inherit allarch
 
 do_install() {
-    install -D -m 0440 ${WORKDIR}/50-fpgagdr-admin.sudoers ${D}${sysconfdir}/sudoers.d/50-fpgagdr-admin
-    install -D -m 0644 ${WORKDIR}/50-fpgagdr.sshd.conf ${D}${sysconfdir}/ssh/sshd_config.d/50-fpgagdr.conf
+    install -D -m 0440 ${FPGAGDR_UNPACKDIR}/50-fpgagdr-admin.sudoers ${D}${sysconfdir}/sudoers.d/50-fpgagdr-admin
+    install -D -m 0644 ${FPGAGDR_UNPACKDIR}/50-fpgagdr.sshd.conf ${D}${sysconfdir}/ssh/sshd_config.d/50-fpgagdr.conf
 }
 
 FILES:${PN} += "${sysconfdir}/sudoers.d ${sysconfdir}/ssh/sshd_config.d"

@@ -13,17 +13,17 @@ SRC_URI = "\
     file://fpgagdr-mark-good.service \
     file://50-fpgagdr-health-gate.conf \
 "
-S = "${WORKDIR}"
+S = "${FPGAGDR_UNPACKDIR}"
 
 inherit systemd allarch
 
 do_install() {
     install -d ${D}${systemd_system_unitdir}
     sed -e 's,@bindir@,${bindir},g' -e 's,@sysconfdir@,${sysconfdir},g' \
-        ${WORKDIR}/fpgagdr-mark-good.service > ${D}${systemd_system_unitdir}/fpgagdr-mark-good.service
+        ${FPGAGDR_UNPACKDIR}/fpgagdr-mark-good.service > ${D}${systemd_system_unitdir}/fpgagdr-mark-good.service
     chmod 0644 ${D}${systemd_system_unitdir}/fpgagdr-mark-good.service
     # nvbootctrl verify (meta-tegra's nv_update_verifier.service) after the health gate.
-    install -D -m 0644 ${WORKDIR}/50-fpgagdr-health-gate.conf \
+    install -D -m 0644 ${FPGAGDR_UNPACKDIR}/50-fpgagdr-health-gate.conf \
         ${D}${systemd_system_unitdir}/nv_update_verifier.service.d/50-fpgagdr-health-gate.conf
 }
 

@@ -19,8 +19,8 @@ SRC_URI:append:fpgagdr = " file://rauc-nvbootctrl-backend.sh"
 do_install[prefuncs] += "${@'fpgagdr_check_keys' if 'fpgagdr' in d.getVar('DISTROOVERRIDES').split(':') else ''}"
 
 do_install:prepend:fpgagdr() {
-    # meta-rauc installs ${WORKDIR}/${RAUC_KEYRING_FILE}.
-    install -m 0644 ${FPGAGDR_RAUC_KEY_DIR}/ca.cert.pem ${WORKDIR}/${RAUC_KEYRING_FILE}
+    # meta-rauc installs the keyring from the unpack directory (WORKDIR on scarthgap).
+    install -m 0644 ${FPGAGDR_RAUC_KEY_DIR}/ca.cert.pem ${FPGAGDR_UNPACKDIR}/${RAUC_KEYRING_FILE}
 }
 
 do_install:append:fpgagdr() {
@@ -29,7 +29,7 @@ do_install:append:fpgagdr() {
         -e 's,@STATUSFILE@,${FPGAGDR_RAUC_STATUSFILE},' \
         -e 's,@LIBEXECDIR@,${libexecdir},' \
         ${D}${sysconfdir}/rauc/system.conf
-    install -D -m 0755 ${WORKDIR}/rauc-nvbootctrl-backend.sh \
+    install -D -m 0755 ${FPGAGDR_UNPACKDIR}/rauc-nvbootctrl-backend.sh \
         ${D}${libexecdir}/fpgagdr/rauc-nvbootctrl-backend
 }
 

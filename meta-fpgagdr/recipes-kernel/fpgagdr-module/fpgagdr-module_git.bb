@@ -13,10 +13,14 @@ require recipes-appliance/include/fpgagdr-source.inc
 
 inherit module useradd
 
-S = "${WORKDIR}/git/kmod"
+S = "${FPGAGDR_UNPACKDIR}/${BP}/kmod"
 
-# Orin's GPU path is the host back-end (cudaHostAlloc memory, pinned by the module);
-# "auto" would look for nv-p2p.h under the build host's /usr/src.
+# No nvidia_p2p back-end on any Jetson: the GPU path is the host back-end
+# (cudaHostAlloc memory, pinned by the module with pin_user_pages), the only method
+# Thor supports (NVIDIA's GPUDirect RDMA guide: upstream kernel APIs only) and the
+# default on Orin. So the module needs no NVIDIA symbol and builds against either
+# kernel (5.15 on scarthgap, 6.8 on JetPack 7.2; kmod/compat.h probes the API
+# differences). "auto" would look for nv-p2p.h under the build host's /usr/src.
 EXTRA_OEMAKE += "FPGAGDR_NVP2P=n NVIDIA_SRC="
 
 # Loaded at boot, before the service starts (/etc/modules-load.d/fpgagdr.conf).

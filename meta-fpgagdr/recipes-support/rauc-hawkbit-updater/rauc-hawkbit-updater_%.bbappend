@@ -9,6 +9,6 @@ SYSTEMD_AUTO_ENABLE:${PN}:fpgagdr = "disable"
 
 do_install:append:fpgagdr() {
     # Replaces meta-rauc's example; it holds the device's hawkBit token.
-    install -m 0600 ${WORKDIR}/config.conf ${D}${sysconfdir}/${PN}/config.conf
+    install -m 0600 ${FPGAGDR_UNPACKDIR}/config.conf ${D}${sysconfdir}/${PN}/config.conf
     chown rauc-hawkbit ${D}${sysconfdir}/${PN}/config.conf
 }
