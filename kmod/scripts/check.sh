@@ -116,6 +116,11 @@ build nvp2p-compat 'modpost: "nvidia_p2p_[a-z_]+" .* undefined!$' \
 # 3. the QEMU tests' build: the TEST-ONLY software card, nvidia_p2p back-end
 build test-engine 'modpost: "nvidia_p2p_[a-z_]+" .* undefined!$' \
 	FPGAGDR_TEST_ENGINE=y FPGAGDR_NVP2P=compat KBUILD_MODPOST_WARN=1
+# 4. no circle between the module's files (every .c is in this build)
+say "no circle between the module's .c files (nm of the objects)"
+if ! python3 "$kmod/scripts/object-cycles.py" nm "$kmod"/fpgagdr-*.o; then
+	fail "the module's files depend on each other in a circle"
+fi
 make -s -C "$kmod" KDIR="$KDIR" clean >/dev/null
 
 say "build (nvp2p test double): make W=1 C=2"
