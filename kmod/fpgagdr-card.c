@@ -264,6 +264,7 @@ pci_ers_result_t fpgagdr_card_error_detected(struct fpgagdr_dev *fdev,
 		 state == pci_channel_io_frozen ? "link frozen" :
 		 "permanent failure");
 	WRITE_ONCE(fdev->link_down, true);
+	/* the flag before the wake-ups: waiters look at it when woken */
 	smp_mb();
 	fpgagdr_dev_wake_engines(fdev);
 	if (state == pci_channel_io_perm_failure)
@@ -307,7 +308,7 @@ void fpgagdr_card_resume(struct fpgagdr_dev *fdev)
 			    READ_ONCE(eng->owner) != fdev)
 				continue;
 			if (!fpgagdr_engine_stop_held(eng))
-				fpgagdr_engine_fence(fdev, "an engine did not stop after a PCIe error");
+				fpgagdr_engine_fence(fdev, "an engine did not stop");
 			fpgagdr_engine_release(eng);
 		}
 	}

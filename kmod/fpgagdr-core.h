@@ -31,6 +31,7 @@
 #include <linux/atomic.h>
 #include <linux/device.h>
 #include <linux/kref.h>
+#include <linux/ktime.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/rwsem.h>
@@ -256,12 +257,11 @@ struct fpgagdr_engine *fpgagdr_dev_engine(struct fpgagdr_dev *fdev, u32 dir,
 u32 fpgagdr_dev_node(const struct fpgagdr_engine *eng);
 
 int fpgagdr_engine_claim(struct fpgagdr_engine *eng, const void *owner,
-			 struct fpgagdr_pinned *pin, unsigned long deadline);
+			 struct fpgagdr_pinned *pin, ktime_t deadline);
 void fpgagdr_engine_release(struct fpgagdr_engine *eng);
 int fpgagdr_engine_exec(struct fpgagdr_engine *eng,
 			const struct fpgagdr_chain *chain,
-			struct fpgagdr_pinned *pin, unsigned long deadline,
-			u64 *ns);
+			struct fpgagdr_pinned *pin, ktime_t deadline, u64 *ns);
 void fpgagdr_engine_complete(struct fpgagdr_engine *eng);
 int fpgagdr_engine_request_abort(struct fpgagdr_engine *eng,
 				 const void *owner);

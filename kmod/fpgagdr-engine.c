@@ -70,11 +70,10 @@ static bool fpgagdr_engine_claim_ended(struct fpgagdr_engine *eng,
 		*ret = -EIO;
 	else if (pin && test_bit(FPGAGDR_PIN_DYING, &pin->flags))
 		*ret = -ECANCELED;
-	else if (test_and_set_bit_lock(FPGAGDR_ENG_BUSY, &eng->flags))
-		return false;
 	else
-		*ret = 0;
-	return true;
+		*ret = test_and_set_bit_lock(FPGAGDR_ENG_BUSY, &eng->flags) ?
+		       -EBUSY : 0;
+	return *ret != -EBUSY;
 }
 
 static bool fpgagdr_engine_woken(struct fpgagdr_engine *eng,
@@ -82,6 +81,18 @@ static bool fpgagdr_engine_woken(struct fpgagdr_engine *eng,
 {
 	return test_bit(FPGAGDR_ENG_DONE, &eng->flags) ||
 	       fpgagdr_engine_cancelled(eng, pin);
+}
+
+/*
+ * Jiffies to wait for @deadline, one more than it takes: a timeout is
+ * measured by the clock (jiffies can jump in a virtual machine) and is
+ * never shorter than asked.  0 once it has passed.
+ */
+static long fpgagdr_engine_left(ktime_t deadline)
+{
+	s64 us = ktime_us_delta(deadline, ktime_get());
+
+	return us > 0 ? (long)usecs_to_jiffies(us) + 1 : 0;
 }
 
 static void fpgagdr_engine_own(struct fpgagdr_engine *eng, const void *owner)
@@ -210,7 +221,7 @@ static int fpgagdr_engine_unfence(struct fpgagdr_engine *eng)
  * @owner: the open file the transfer belongs to (ABORT matches it)
  * @pin: the pin the transfer targets, or NULL; its revocation ends the
  *	wait (-ECANCELED)
- * @deadline: jiffies by which the transfer must be done
+ * @deadline: when the transfer must be done (ktime_get())
  *
  * Waits, interruptibly and at most until @deadline, for the transfer that
  * holds the engine to finish.  An engine left wedged is stopped again
@@ -224,20 +235,23 @@ static int fpgagdr_engine_unfence(struct fpgagdr_engine *eng)
  * not stop.
  */
 int fpgagdr_engine_claim(struct fpgagdr_engine *eng, const void *owner,
-			 struct fpgagdr_pinned *pin, unsigned long deadline)
+			 struct fpgagdr_pinned *pin, ktime_t deadline)
 {
-	long left = (long)(deadline - jiffies);
+	long left;
 	int ret = 0;
 
-	if (left <= 0)
-		return -ETIMEDOUT;
-	left = wait_event_interruptible_timeout(eng->wq,
-						fpgagdr_engine_claim_ended(eng, pin, &ret),
-						left);
-	if (left < 0)
-		return -EINTR;
-	if (!left)
-		return -ETIMEDOUT;
+	for (;;) {
+		left = fpgagdr_engine_left(deadline);
+		if (!left)
+			return -ETIMEDOUT;
+		left = wait_event_interruptible_timeout(eng->wq,
+							fpgagdr_engine_claim_ended(eng, pin, &ret),
+							left);
+		if (left < 0)
+			return -EINTR;
+		if (left)
+			break;
+	}
 	if (ret)
 		return ret;
 	fpgagdr_engine_own(eng, owner);
@@ -287,7 +301,7 @@ void fpgagdr_engine_complete(struct fpgagdr_engine *eng)
 /* Wait for completion, polling or by interrupt, bounded by @deadline. */
 static int fpgagdr_engine_wait(struct fpgagdr_engine *eng,
 			       struct fpgagdr_pinned *pin,
-			       unsigned long deadline)
+			       ktime_t deadline)
 {
 	long left;
 	int ret;
@@ -299,8 +313,8 @@ static int fpgagdr_engine_wait(struct fpgagdr_engine *eng,
 		ret = fpgagdr_engine_cancelled(eng, pin);
 		if (ret)
 			return ret;
-		left = (long)(deadline - jiffies);
-		if (left <= 0)
+		left = fpgagdr_engine_left(deadline);
+		if (!left)
 			return -ETIMEDOUT;
 		if (!eng->use_irq) {
 			if (signal_pending(current))
@@ -322,7 +336,7 @@ static int fpgagdr_engine_wait(struct fpgagdr_engine *eng,
  * @chain: the chain, in memory that stays valid until this returns
  * @pin: the pinned buffer the chain targets, or NULL; its DYING bit
  *	cancels the run, also when it is set before the run starts
- * @deadline: jiffies by which the run must be done
+ * @deadline: when the run must be done (ktime_get())
  * @ns: set to the time from start to completion
  *
  * Cancellation is checked once more after the claim, right before the
@@ -337,8 +351,7 @@ static int fpgagdr_engine_wait(struct fpgagdr_engine *eng,
  */
 int fpgagdr_engine_exec(struct fpgagdr_engine *eng,
 			const struct fpgagdr_chain *chain,
-			struct fpgagdr_pinned *pin, unsigned long deadline,
-			u64 *ns)
+			struct fpgagdr_pinned *pin, ktime_t deadline, u64 *ns)
 {
 	struct fpgagdr_dev *fdev = eng->fdev;
 	struct fpgagdr_stats *st = &fdev->stats;

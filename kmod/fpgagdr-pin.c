@@ -7,7 +7,7 @@
  * no back-end call is made under it.  A pin's own rules (lifetime,
  * revocation, DMA sync) are in fpgagdr-pinned.c.
  */
-#include <linux/jiffies.h>
+#include <linux/ktime.h>
 #include <linux/slab.h>
 
 #include "fpgagdr-pinned.h"
@@ -228,7 +228,7 @@ static int fpgagdr_pin_run(struct fpgagdr_file *f, struct fpgagdr_engine *eng,
 		.len = t->length,
 		.c2h = t->direction == FPGAGDR_DIR_C2H,
 	};
-	unsigned long deadline = jiffies + msecs_to_jiffies(t->timeout_ms);
+	ktime_t deadline = ktime_add_ms(ktime_get(), t->timeout_ms);
 	int ret;
 
 	ret = fpgagdr_xfer_check(&rules, t->offset, t->card_addr, t->length);

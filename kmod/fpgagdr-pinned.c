@@ -242,6 +242,7 @@ void fpgagdr_pinned_sync(struct fpgagdr_pinned *pin,
 	u64 start = pin->head + x->offset, end = start + x->len, pos = 0;
 	u64 from, to;
 	struct scatterlist *sg;
+	dma_addr_t addr;
 	u32 i, len;
 
 	if (!pin->sgt)
@@ -250,16 +251,13 @@ void fpgagdr_pinned_sync(struct fpgagdr_pinned *pin,
 		len = sg_dma_len(sg);
 		from = max(pos, start);
 		to = min(pos + len, end);
-		if (from < to) {
-			if (for_device)
-				dma_sync_single_range_for_device(dev,
-						sg_dma_address(sg), from - pos,
-						to - from, dir);
-			else
-				dma_sync_single_range_for_cpu(dev,
-						sg_dma_address(sg), from - pos,
-						to - from, dir);
-		}
+		addr = sg_dma_address(sg);
+		if (from < to && for_device)
+			dma_sync_single_range_for_device(dev, addr, from - pos,
+							 to - from, dir);
+		else if (from < to)
+			dma_sync_single_range_for_cpu(dev, addr, from - pos,
+						      to - from, dir);
 		pos += len;
 		if (pos >= end)
 			break;
@@ -286,6 +284,7 @@ void fpgagdr_pinned_release_all(struct fpgagdr_dev *fdev)
 	mutex_lock(&fdev->pins_lock);
 	list_for_each_entry(pin, &fdev->pins, node) {
 		set_bit(FPGAGDR_PIN_DYING, &pin->flags);
+		/* DYING before reading BUSY, as fpgagdr_pinned_revoke() */
 		smp_mb__after_atomic();
 		/* transfers end at once: the card is gone */
 		wait_event(pin->wq, !test_bit(FPGAGDR_PIN_BUSY, &pin->flags));

@@ -15,7 +15,7 @@
  */
 #include <linux/dma-mapping.h>
 #include <linux/fs.h>
-#include <linux/jiffies.h>
+#include <linux/ktime.h>
 #include <linux/mm.h>
 #include <linux/moduleparam.h>
 #include <linux/scatterlist.h>
@@ -124,10 +124,10 @@ static int fpgagdr_rw_map(struct fpgagdr_rw *rw, struct sg_table *sgt,
 	return fpgagdr_sg_clip(rw->segs, n, ofs, len, nsegs);
 }
 
-static unsigned long fpgagdr_rw_deadline(void)
+static ktime_t fpgagdr_rw_deadline(void)
 {
-	return jiffies + msecs_to_jiffies(READ_ONCE(fpgagdr_rw_timeout_ms) ?:
-					  10000);
+	return ktime_add_ms(ktime_get(),
+			    READ_ONCE(fpgagdr_rw_timeout_ms) ?: 10000);
 }
 
 /* Map, claim, build, run, release, unmap: the card present throughout. */

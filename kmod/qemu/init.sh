@@ -37,7 +37,7 @@ loops=${FPGAGDR_LOAD_LOOPS:-20}
 pass=${FPGAGDR_PASS:-plain}
 export FPGAGDR_PASS="$pass"
 
-mark() { echo "FPGAGDR-QEMU: $*"; }
+mark() { echo "FPGAGDR-QEMU: [$(cut -d' ' -f1 /proc/uptime)] $*"; }
 
 result() { # result PASS|FAIL NAME
 	echo "FPGAGDR-RESULT: $1 $2"
@@ -91,7 +91,8 @@ module_text() {
 		/proc/modules
 }
 
-# FPGAGDR_SKIP=a,b on the kernel command line leaves suites out (debugging).
+# FPGAGDR_SKIP=a,b on the kernel command line leaves suites out, FPGAGDR_ONLY=x,y
+# runs only those tests of a suite (debugging).
 suites() { # suites PREFIX SUITE...
 	p=$1
 	shift
@@ -262,7 +263,7 @@ arm64)
 	;;
 esac
 
-mark "guest uptime $(cut -d' ' -f1 /proc/uptime) s"
+echo "FPGAGDR-QEMU: guest uptime $(cut -d' ' -f1 /proc/uptime) s"
 mark "kernel log"
 echo "FPGAGDR-DMESG-BEGIN"
 dmesg

@@ -272,9 +272,11 @@ guest_seconds() { # guest_seconds LOG
 	sed -n 's/^FPGAGDR-QEMU: guest uptime \([0-9]*\).*/\1/p' "$1" | tail -n 1
 }
 
-# CPU seconds (user + system) the children of this shell used so far.
+# CPU seconds (user + system) the children of this shell used so far:
+# `times` must run in this shell, not in a command substitution's.
 children_cpu() {
-	times | tail -n 1 | awk '{
+	times >"$out/times"
+	tail -n 1 "$out/times" | awk '{
 		n = 0
 		for (i = 1; i <= 2; i++) {
 			split($i, t, /[ms]/)
@@ -290,7 +292,8 @@ boot() { # boot PASS QEMU [ARG...]
 	local qpid rc=0 t0=$SECONDS wall gs cpu0 cpu problems=() passed failed kp
 	local limit=${FPGAGDR_QEMU_TIMEOUT:-$2}
 	shift 2
-	cpu0=$(children_cpu)
+	children_cpu >"$out/cpu0"
+	cpu0=$(<"$out/cpu0")
 	say "boot: pass $pass: $1 (TCG), timeout ${limit}s, log $log"
 	rm -f "$sock"
 	: >"$log"
@@ -303,7 +306,8 @@ boot() { # boot PASS QEMU [ARG...]
 	wait
 	wall=$((SECONDS - t0))
 	gs=$(guest_seconds "$log" || true)
-	cpu=$(($(children_cpu) - cpu0))
+	children_cpu >"$out/cpu1"
+	cpu=$(($(<"$out/cpu1") - cpu0))
 
 	passed=$(grep -ac '^FPGAGDR-RESULT: PASS' "$log" || true)
 	failed=$(grep -a '^FPGAGDR-RESULT: FAIL' "$log" || true)

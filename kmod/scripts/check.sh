@@ -89,7 +89,7 @@ build() {
 	local name=$1 allow=$2 log=$cache/build-$1.log
 	shift 2
 	say "build ($name): make W=1 C=2 $*"
-	make -s -C "$kmod" KDIR="$KDIR" clean >/dev/null
+	make -s -C "$kmod" KDIR="$KDIR" "$@" clean >/dev/null
 	if ! make -C "$kmod" -j"$jobs" KDIR="$KDIR" W=1 C=2 "$@" \
 		>"$log" 2>&1; then
 		cat "$log"

@@ -196,7 +196,7 @@ static void tnv_chunk_free(struct tnv_chunk *c)
 {
 	if (!tnv_poison_ok(c)) {
 		atomic64_inc(&tnv_nfreed_written);
-		tnv_misuse("GPU page at %#llx written after it was freed (DMA into freed GPU memory)\n",
+		tnv_misuse("GPU page at %#llx written after its cudaFree\n",
 			   c->va);
 	}
 	__free_pages(c->page, TNV_ORDER);

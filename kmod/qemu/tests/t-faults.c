@@ -265,7 +265,8 @@ static void test_unpin_while_waiting_for_engine(void)
 	double dt;
 
 	fx_open(&f);
-	hung.fd = wait.fd = f.fd;
+	hung.fd = f.fd;
+	wait.fd = f.fd;
 	hung.handle = f.ha;
 	wait.handle = f.hb;
 	memset(f.b, 0x33, BUF);
@@ -314,7 +315,7 @@ static void test_abort_only_own_file(void)
 
 /*
  * An engine that does not stop within the stop budget (the software card
- * keeps rewriting its descriptor for stuck_ms after RUN is cleared) keeps
+ * keeps rewriting its descriptor for 1 s after RUN is cleared) keeps
  * the card away from the memory: UNPIN returns, and the buffer it gave
  * back is never written again.  The module stops the card mastering the
  * bus until the engine is seen stopped, and counts it.
@@ -337,7 +338,7 @@ static void test_stuck_engine_keeps_its_memory(void)
 	CHECK_OK(t_xfer(f.fd, FPGAGDR_DIR_H2C, 3, f.ha, 0, b.card, BUF, 5000));
 	b.fd = f.fd;
 	b.handle = f.hb;
-	CHECK_OK(t_dbg_write(DBG_TE "stuck_ms", "400"));
+	CHECK_OK(t_dbg_write(DBG_TE "stuck_ms", "1000"));
 	t_fault(FAULT_STUCK, 1);
 	t_bg_start(&b);
 	CHECK(t_wait_runs(runs + 1, 10), "the stuck run never started");
@@ -350,7 +351,7 @@ static void test_stuck_engine_keeps_its_memory(void)
 	memset(f.b, 0x44, BUF);
 	memcpy(mine, f.b, BUF);
 	CHECK_ERR(t_bg_join(&b), ECANCELED);
-	usleep(700 * 1000);	/* past stuck_ms */
+	usleep(1300 * 1000);	/* past stuck_ms */
 	t_same(f.b, mine, BUF, "buffer after UNPIN of a stuck engine's pin");
 	CHECK(t_dbg(DBG_TE "stats", "stop_timeouts") > stops,
 	      "the engine was not seen missing the stop budget");
@@ -375,12 +376,13 @@ static void test_stuck_engine_keeps_its_memory(void)
 /*
  * ABORT of a long run: the engine stops within the budget (no descriptor
  * is longer than the slowest link drains in it), then the buffer is
- * unpinned.  Through the virtual IOMMU an 8 MiB buffer is one run of bus
- * addresses, so this is where an uncapped descriptor would show.
+ * unpinned.  Through the virtual IOMMU a 32 MiB buffer is one run of bus
+ * addresses (134 ms at Gen1 x1), so this is where an uncapped descriptor
+ * would show: a stop timeout, then DMA into unmapped addresses.
  */
 static void test_abort_during_long_run(void)
 {
-	const __u64 len = 8 * MIB;
+	const __u64 len = 32 * MIB;
 	unsigned char *raw = mmap(NULL, len + 2 * MIB, PROT_READ | PROT_WRITE,
 				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	long long runs = t_dbg(DBG_TE "stats", "runs");

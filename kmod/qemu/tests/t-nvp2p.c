@@ -473,7 +473,8 @@ static void test_free_callback_while_waiting_for_engine(void)
 	double dt;
 
 	nv_callback_pins(true);
-	hung.fd = wait.fd = fd;
+	hung.fd = fd;
+	wait.fd = fd;
 	CHECK_OK(t_pin(fd, FPGAGDR_MEM_HOST, (unsigned long)host, 64 * KIB,
 		       &hung.handle));
 	CHECK_OK(t_nv_alloc(va, len));

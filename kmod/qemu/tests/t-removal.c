@@ -153,7 +153,8 @@ static void test_remove_with_calls_in_flight(void)
 	snprintf(drv, sizeof(drv), "/sys/bus/pci/drivers/fpgagdr-testcard/%s",
 		 bdf);
 	CHECK(t_wait_path(drv, true, 0), "%s is not bound", bdf);
-	hung.fd = wait.fd = fd;
+	hung.fd = fd;
+	wait.fd = fd;
 	CHECK_OK(t_pin(fd, FPGAGDR_MEM_HOST, (unsigned long)a, BUF,
 		       &hung.handle));
 	CHECK_OK(t_pin(fd, FPGAGDR_MEM_HOST, (unsigned long)b, BUF,

@@ -39,7 +39,7 @@ struct stress {
 	__u64 va;
 	pthread_barrier_t bar;
 	int rounds;
-	volatile bool stop;
+	bool stop;
 	int bad;
 	int seen[256];
 };
@@ -90,21 +90,21 @@ static void *background(void *arg)
 	__u32 h;
 
 	CHECK_OK(t_nv_alloc(va, SLEN));
-	while (!s->stop) {
+	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
 		ret = t_pin(fd, FPGAGDR_MEM_NV_P2P, va, SLEN, &h);
 		if (!ret) {
 			ret = t_xfer(fd, FPGAGDR_DIR_H2C, 3, h, 0, 0, SLEN, 5000);
 			if (ret)
-				stress_bad(s, "background GPU TRANSFER", ret);
+				stress_bad(s, "other GPU memory: TRANSFER", ret);
 			CHECK_OK(t_unpin(fd, h));
 		} else {
-			stress_bad(s, "background GPU PIN", ret);
+			stress_bad(s, "other GPU memory: PIN", ret);
 		}
 		ret = t_pin(fd, FPGAGDR_MEM_HOST, (unsigned long)host, SLEN, &h);
 		if (!ret)
 			CHECK_OK(t_unpin(fd, h));
 		else
-			stress_bad(s, "background host PIN", ret);
+			stress_bad(s, "host memory: PIN", ret);
 	}
 	close(fd);
 	CHECK_OK(t_nv_free(va, SLEN));
@@ -145,7 +145,7 @@ static void test_pin_free_unpin_race(void)
 	}
 	for (i = 0; i < 3; i++)
 		pthread_join(th[i], NULL);
-	s.stop = true;
+	__atomic_store_n(&s.stop, true, __ATOMIC_RELEASE);
 	pthread_join(bg, NULL);
 	close(s.fd);
 	pthread_barrier_destroy(&s.bar);

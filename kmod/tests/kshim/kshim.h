@@ -55,13 +55,13 @@ struct rw_semaphore {
 	int unused;
 };
 
-typedef struct {
+struct fgk_spinlock {
 	int unused;
-} spinlock_t;
+};
+
+#define spinlock_t		struct fgk_spinlock
 
 struct class;
-
-#define DIV_ROUND_UP(n, d)	(((n) + (d) - 1) / (d))
 
 struct xarray {
 	void *unused;
