@@ -6,7 +6,8 @@
 # module's .c files, cross-build for arm64 (the Jetson's architecture)
 # against Debian's arm64 headers with W=1 and sparse, compile the QEMU
 # guest tests, run checkpatch.pl --strict on our C, and the shell scripts
-# through ShellCheck; then run the unit tests.  The QEMU suite itself is
+# through ShellCheck, compare docs/card-protocol.md's register table with
+# fpgagdr-frames-regs.h; then run the unit tests.  The QEMU suite itself is
 # qemu/run.sh.
 #
 # As root, missing Debian packages are installed (linux-headers-amd64,
@@ -178,6 +179,11 @@ if command -v shellcheck >/dev/null; then
 		"$kmod"/tests/run.sh "$kmod"/qemu/*.sh; then
 		fail "shellcheck"
 	fi
+fi
+
+say "card protocol: docs/card-protocol.md against fpgagdr-frames-regs.h"
+if ! python3 "$kmod/scripts/check-card-protocol.py"; then
+	fail "the card protocol's document and header differ"
 fi
 
 say "unit tests"

@@ -1,4 +1,4 @@
-//! The five ioctls as functions: `nix`'s macros make the raw calls with our request
+//! The seven ioctls as functions: `nix`'s macros make the raw calls with our request
 //! numbers (checked against the header by `tests/header.rs`), and each public wrapper
 //! takes a borrowed descriptor and an exclusive reference to its argument.
 //!
@@ -8,15 +8,19 @@
 
 use std::os::fd::{AsRawFd, BorrowedFd};
 
-use crate::{fpgagdr_abort, fpgagdr_pin, fpgagdr_status, fpgagdr_transfer, fpgagdr_unpin};
+use crate::{
+    fpgagdr_abort, fpgagdr_frame_info, fpgagdr_pin, fpgagdr_status, fpgagdr_transfer,
+    fpgagdr_unpin, fpgagdr_wait_frame,
+};
 
 /// The raw calls `nix` defines (`unsafe fn`s around ioctl(2)); private, so only the
 /// documented wrappers below are reachable.
 mod raw {
     use crate::{
-        FPGAGDR_IOC_ABORT, FPGAGDR_IOC_GET_STATUS, FPGAGDR_IOC_PIN, FPGAGDR_IOC_TRANSFER,
-        FPGAGDR_IOC_UNPIN, fpgagdr_abort, fpgagdr_pin, fpgagdr_status, fpgagdr_transfer,
-        fpgagdr_unpin,
+        FPGAGDR_IOC_ABORT, FPGAGDR_IOC_FRAME_INFO, FPGAGDR_IOC_GET_STATUS, FPGAGDR_IOC_PIN,
+        FPGAGDR_IOC_TRANSFER, FPGAGDR_IOC_UNPIN, FPGAGDR_IOC_WAIT_FRAME, fpgagdr_abort,
+        fpgagdr_frame_info, fpgagdr_pin, fpgagdr_status, fpgagdr_transfer, fpgagdr_unpin,
+        fpgagdr_wait_frame,
     };
 
     nix::ioctl_readwrite_bad!(raw_get_status, FPGAGDR_IOC_GET_STATUS, fpgagdr_status);
@@ -24,6 +28,8 @@ mod raw {
     nix::ioctl_readwrite_bad!(raw_unpin, FPGAGDR_IOC_UNPIN, fpgagdr_unpin);
     nix::ioctl_readwrite_bad!(raw_transfer, FPGAGDR_IOC_TRANSFER, fpgagdr_transfer);
     nix::ioctl_readwrite_bad!(raw_abort, FPGAGDR_IOC_ABORT, fpgagdr_abort);
+    nix::ioctl_readwrite_bad!(raw_wait_frame, FPGAGDR_IOC_WAIT_FRAME, fpgagdr_wait_frame);
+    nix::ioctl_readwrite_bad!(raw_frame_info, FPGAGDR_IOC_FRAME_INFO, fpgagdr_frame_info);
 }
 
 /// `FPGAGDR_IOC_GET_STATUS`: fills `arg` with the card's status and counters.
@@ -102,4 +108,35 @@ pub unsafe fn transfer(fd: BorrowedFd<'_>, arg: &mut fpgagdr_transfer) -> nix::R
 pub unsafe fn abort(fd: BorrowedFd<'_>, arg: &mut fpgagdr_abort) -> nix::Result<()> {
     // SAFETY: as in `get_status`.
     unsafe { raw::raw_abort(fd.as_raw_fd(), arg) }.map(drop)
+}
+
+/// `FPGAGDR_IOC_WAIT_FRAME`: takes the oldest frame-done event queued for this open file
+/// (subscribing the file on its first call), waiting at most `arg.timeout_ms`; writes
+/// the event (`sequence`, `slot`, `length`, `arrival_ns`) and `missed`, `overflows`,
+/// `queued` into `arg`.
+///
+/// Errors: `ETIMEDOUT` (no event in time), `EAGAIN` (with [`crate::FPGAGDR_WAIT_NOWAIT`],
+/// queue empty), `EINTR`, `ECANCELED` (ABORT with [`crate::FPGAGDR_ABORT_WAITS`]),
+/// `ENXIO` (the card does not speak the frame protocol), `EBADMSG` (the card broke it;
+/// `arg` still holds the event as read), `EINVAL`, `ENODEV`, …
+///
+/// # Safety
+/// As [`get_status`] for `fd`.
+#[allow(unsafe_code)]
+pub unsafe fn wait_frame(fd: BorrowedFd<'_>, arg: &mut fpgagdr_wait_frame) -> nix::Result<()> {
+    // SAFETY: as in `get_status`.
+    unsafe { raw::raw_wait_frame(fd.as_raw_fd(), arg) }.map(drop)
+}
+
+/// `FPGAGDR_IOC_FRAME_INFO`: whether the card speaks the frame protocol (`state`), its
+/// slot geometry and the module's frame-event counters.
+///
+/// Errors: the errors every ioctl shares (`EPROTO`, `EINVAL`, `ENODEV`, …).
+///
+/// # Safety
+/// As [`get_status`] for `fd`.
+#[allow(unsafe_code)]
+pub unsafe fn frame_info(fd: BorrowedFd<'_>, arg: &mut fpgagdr_frame_info) -> nix::Result<()> {
+    // SAFETY: as in `get_status`.
+    unsafe { raw::raw_frame_info(fd.as_raw_fd(), arg) }.map(drop)
 }

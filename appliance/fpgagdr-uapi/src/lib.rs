@@ -9,14 +9,16 @@
 //! ## What is here
 //! - The argument structures, `#[repr(C)]` with the header's names and explicit padding:
 //!   [`fpgagdr_status`] (168 bytes), [`fpgagdr_pin`] (48), [`fpgagdr_unpin`] (16),
-//!   [`fpgagdr_transfer`] (64), [`fpgagdr_abort`] (16). Each has a `new()` that sets
+//!   [`fpgagdr_transfer`] (64), [`fpgagdr_abort`] (16), [`fpgagdr_wait_frame`] (64),
+//!   [`fpgagdr_frame_info`] (72). Each has a `new()` that sets
 //!   `abi_version` to [`FPGAGDR_ABI_VERSION`] and every other field to zero (and
 //!   `dmabuf_fd` to −1 for a pin), which is what the module requires of unused fields.
 //! - The constants: ABI version, ioctl type byte, limits, capability bits, and the values
 //!   of the header's enums (platform, memory kind, direction) as `u32` constants.
-//! - The five request numbers ([`FPGAGDR_IOC_GET_STATUS`] …), computed as Linux's
+//! - The seven request numbers ([`FPGAGDR_IOC_GET_STATUS`] …), computed as Linux's
 //!   `_IOWR(type, nr, struct)` does, and one thin wrapper per ioctl in [`ioctl`] ([`ioctl::get_status`],
-//!   [`ioctl::pin`], [`ioctl::unpin`], [`ioctl::transfer`], [`ioctl::abort`]) over `nix`'s ioctl macros.
+//!   [`ioctl::pin`], [`ioctl::unpin`], [`ioctl::transfer`], [`ioctl::abort`],
+//!   [`ioctl::wait_frame`], [`ioctl::frame_info`]) over `nix`'s ioctl macros.
 //! - [`ERRNO_TABLE`]: the header's error table (errno, the ioctls that return it, and
 //!   the rule), in the header's order; the test checks it against the header's text.
 //!
@@ -47,7 +49,7 @@ pub use nix::errno::Errno;
 
 /// ABI version every structure's `abi_version` must carry; the module bumps it on any
 /// incompatible change of a structure or a rule.
-pub const FPGAGDR_ABI_VERSION: u32 = 2;
+pub const FPGAGDR_ABI_VERSION: u32 = 3;
 
 /// The ioctl type byte (the "magic" of `_IOWR`).
 pub const FPGAGDR_IOC_MAGIC: u32 = 0xE7;
@@ -60,6 +62,54 @@ pub const FPGAGDR_PIN_MAX_BYTES: u64 = 64 << 30;
 
 /// Number of live pins one open file of the control node may hold.
 pub const FPGAGDR_MAX_PINS_PER_FILE: u32 = 4096;
+
+/// Frame-done events one open file's queue holds; further events are dropped and
+/// counted (`overflows` of [`fpgagdr_wait_frame`], `queue_overflows` of
+/// [`fpgagdr_frame_info`]).
+pub const FPGAGDR_EVENT_QUEUE_LEN: u32 = 64;
+
+/// Most frame slots a card may declare (docs/card-protocol.md).
+pub const FPGAGDR_MAX_SLOTS: u32 = 1024;
+
+/// Bytes of the frame header every frame starts with (docs/frames.md).
+pub const FPGAGDR_FRAME_HEADER_LEN: u32 = 64;
+
+/// ABORT flag: wake the calling file's WAIT_FRAME callers (they fail with `ECANCELED`)
+/// instead of stopping an engine; `direction` and `channel` must be 0.
+pub const FPGAGDR_ABORT_WAITS: u32 = 1 << 0;
+
+/// WAIT_FRAME flag: do not wait; `EAGAIN` when no event is queued.
+pub const FPGAGDR_WAIT_NOWAIT: u32 = 1 << 0;
+
+/// Pin method (PIN's `method`): never returned; the value of a request.
+pub const FPGAGDR_PIN_METHOD_NONE: u32 = 0;
+/// Pin method: `pin_user_pages(FOLL_LONGTERM)` and the DMA API (host memory).
+pub const FPGAGDR_PIN_METHOD_HOST: u32 = 1;
+/// Pin method: `dma_buf_map_attachment()` as a static importer.
+pub const FPGAGDR_PIN_METHOD_DMABUF: u32 = 2;
+/// Pin method: `nvidia_p2p_get_pages()` with a free callback (MIG, vGPU, old drivers).
+pub const FPGAGDR_PIN_METHOD_NV_P2P: u32 = 3;
+/// Pin method: `nvidia_p2p` persistent pages, no free callback.
+pub const FPGAGDR_PIN_METHOD_NV_P2P_PERSISTENT: u32 = 4;
+
+/// Frame protocol state ([`fpgagdr_frame_info::state`]): the card speaks it.
+pub const FPGAGDR_FRAMES_OK: u32 = 0;
+/// Frame protocol state: no user register block (no XDMA user BAR, or under 4 KiB).
+pub const FPGAGDR_FRAMES_NO_USER_BAR: u32 = 1;
+/// Frame protocol state: the identification register is not `"FGDR"` (0x52444746).
+pub const FPGAGDR_FRAMES_BAD_MAGIC: u32 = 2;
+/// Frame protocol state: the protocol's major version is not 1.
+pub const FPGAGDR_FRAMES_BAD_VERSION: u32 = 3;
+/// Frame protocol state: slot count 0 or above [`FPGAGDR_MAX_SLOTS`].
+pub const FPGAGDR_FRAMES_NO_SLOTS: u32 = 4;
+/// Frame protocol state: slot size smaller than the 64-byte frame header.
+pub const FPGAGDR_FRAMES_SLOT_TOO_SMALL: u32 = 5;
+/// Frame protocol state: slot base or slot size not a multiple of 4096.
+pub const FPGAGDR_FRAMES_SLOT_MISALIGNED: u32 = 6;
+/// Frame protocol state: slot base + count × size wraps or passes `card_size`.
+pub const FPGAGDR_FRAMES_SLOTS_PAST_CARD: u32 = 7;
+/// Frame protocol state: the frame-done user interrupt number is not 0..15.
+pub const FPGAGDR_FRAMES_BAD_IRQ: u32 = 8;
 
 /// Platform value: a generic Linux host; only host-memory back-ends.
 pub const FPGAGDR_PLATFORM_NONE: u32 = 0;
@@ -156,8 +206,17 @@ pub struct fpgagdr_status {
     pub aborts: u64,
     /// \[out\] Transfers for which the engine reported an error.
     pub errors: u64,
+    /// \[out\] Negotiated PCIe generation (1 = 2.5 GT/s … 6 = 64 GT/s); 0 when the card
+    /// is not on a PCIe link the module can read.
+    pub link_gen: u32,
+    /// \[out\] Negotiated link width in lanes (x1 = 1); 0 when unknown.
+    pub link_width: u32,
+    /// \[out\] Max_Payload_Size in bytes (PCIe Device Control); 0 when unknown.
+    pub link_max_payload: u32,
+    /// \[out\] Max_Read_Request_Size in bytes (PCIe Device Control); 0 when unknown.
+    pub link_max_read_req: u32,
     /// \[out\] Zero.
-    pub reserved: [u64; 4],
+    pub reserved: [u64; 2],
 }
 
 /// Argument of [`FPGAGDR_IOC_PIN`]: pin and map a buffer once, get a handle. 48 bytes.
@@ -187,8 +246,9 @@ pub struct fpgagdr_pin {
     /// pages); the card never gets bytes outside `[addr, addr + length)`, even ones that
     /// share a page with the buffer. Must be 0 on input.
     pub page_size: u32,
-    /// \[out\] Zero (padding to 8 bytes). Must be 0 on input.
-    pub pad0: u32,
+    /// \[out\] How the module pinned it: one of the `FPGAGDR_PIN_METHOD_*` values. Must be
+    /// 0 on input.
+    pub method: u32,
 }
 
 /// Argument of [`FPGAGDR_IOC_UNPIN`]: release a pin (cancelling a transfer in flight on
@@ -235,9 +295,11 @@ pub struct fpgagdr_transfer {
     pub duration_ns: u64,
 }
 
-/// Argument of [`FPGAGDR_IOC_ABORT`]: stop whatever runs on one engine (that transfer
-/// fails with `ECANCELED`); on an idle engine it stops the engine and clears its status,
-/// which recovers an engine left in an error state. 16 bytes.
+/// Argument of [`FPGAGDR_IOC_ABORT`]: stop the calling file's transfer on one engine
+/// (that transfer fails with `ECANCELED`; another file's transfer is not touched:
+/// `EBUSY`); on an idle engine it stops the engine and clears its status, which
+/// recovers an engine left in an error state. With [`FPGAGDR_ABORT_WAITS`] in `flags`
+/// no engine is touched: the file's WAIT_FRAME callers return `ECANCELED`. 16 bytes.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct fpgagdr_abort {
@@ -247,8 +309,81 @@ pub struct fpgagdr_abort {
     pub direction: u32,
     /// \[in\] Engine index within `direction`.
     pub channel: u32,
+    /// \[in\] 0 or [`FPGAGDR_ABORT_WAITS`] (then `direction` and `channel` must be 0).
+    pub flags: u32,
+}
+
+/// Argument of [`FPGAGDR_IOC_WAIT_FRAME`]: take the oldest frame-done event queued for
+/// this open file, waiting at most `timeout_ms`. 64 bytes.
+///
+/// A file subscribes with its first WAIT_FRAME (or `poll()`); from then on each
+/// frame-done interrupt queues one event for it, at most [`FPGAGDR_EVENT_QUEUE_LEN`]
+/// (further events are dropped and counted in `overflows`). While any file is subscribed
+/// the module asks the card to capture (docs/card-protocol.md, `CONTROL.CAPTURE`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct fpgagdr_wait_frame {
+    /// \[in/out\] Must be [`FPGAGDR_ABI_VERSION`]; the module's version on `EPROTO`.
+    pub abi_version: u32,
+    /// \[in\] Bound on the wait, in milliseconds: 1 to [`FPGAGDR_TIMEOUT_MAX_MS`].
+    pub timeout_ms: u32,
+    /// \[in\] 0 or [`FPGAGDR_WAIT_NOWAIT`].
+    pub flags: u32,
+    /// \[out\] The slot the frame is in: `sequence mod slot_count`.
+    pub slot: u32,
+    /// \[out\] The card's frame sequence number (0 = the first frame since the card's
+    /// reset, +1 per frame the card completed).
+    pub sequence: u64,
+    /// \[out\] Bytes of the frame in its slot, 64-byte header included.
+    pub length: u32,
+    /// \[out\] Zero (padding).
+    pub pad0: u32,
+    /// \[out\] `ktime_get_ns()` (CLOCK_MONOTONIC, ns) in the interrupt handler that took
+    /// the event: the frame's arrival time.
+    pub arrival_ns: u64,
+    /// \[out\] Frames the card completed between the previous event given to this file
+    /// and this one (the sequence gap; 0 for the first event after subscribing),
+    /// `overflows` included.
+    pub missed: u64,
+    /// \[out\] Of `missed`, the events this file's full queue dropped.
+    pub overflows: u64,
+    /// \[out\] Events still queued for this file after this one.
+    pub queued: u64,
+}
+
+/// Argument of [`FPGAGDR_IOC_FRAME_INFO`]: whether the card speaks the frame protocol,
+/// its slot geometry, and the module's frame-event counters. 72 bytes.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct fpgagdr_frame_info {
+    /// \[in/out\] Must be [`FPGAGDR_ABI_VERSION`]; the module's version on `EPROTO`.
+    pub abi_version: u32,
     /// \[in\] Must be 0.
     pub flags: u32,
+    /// \[out\] One of the `FPGAGDR_FRAMES_*` values: [`FPGAGDR_FRAMES_OK`], or the rule the
+    /// card's user register block broke when the card was bound.
+    pub state: u32,
+    /// \[out\] The card's protocol version register: major in bits 31:16, minor in 15:0.
+    pub proto_version: u32,
+    /// \[out\] Frame slots N on the card; the frame of sequence s is in slot s mod N.
+    pub slot_count: u32,
+    /// \[out\] Bytes per slot.
+    pub slot_size: u32,
+    /// \[out\] The XDMA user interrupt (bit of `usr_irq_req`, 0..15) of frame-done.
+    pub user_irq: u32,
+    /// \[out\] Zero (padding).
+    pub pad0: u32,
+    /// \[out\] Card (AXI) address of slot 0; slot i starts at `slot_base + i * slot_size`.
+    pub slot_base: u64,
+    /// \[out\] Frame-done events the module took from the card (all files).
+    pub events: u64,
+    /// \[out\] Frames the card completed that no interrupt reported (sequence gaps seen
+    /// by the interrupt handler).
+    pub missed: u64,
+    /// \[out\] Events dropped because an open file's queue was full (all files).
+    pub queue_overflows: u64,
+    /// \[out\] Events refused for breaking the frame protocol.
+    pub protocol_errors: u64,
 }
 
 impl fpgagdr_status {
@@ -279,7 +414,11 @@ impl fpgagdr_status {
             timeouts: 0,
             aborts: 0,
             errors: 0,
-            reserved: [0; 4],
+            link_gen: 0,
+            link_width: 0,
+            link_max_payload: 0,
+            link_max_read_req: 0,
+            reserved: [0; 2],
         }
     }
 }
@@ -298,7 +437,7 @@ impl fpgagdr_pin {
             handle: 0,
             segments: 0,
             page_size: 0,
-            pad0: 0,
+            method: FPGAGDR_PIN_METHOD_NONE,
         }
     }
 }
@@ -347,6 +486,47 @@ impl fpgagdr_abort {
     }
 }
 
+impl fpgagdr_wait_frame {
+    /// A request: `abi_version` = [`FPGAGDR_ABI_VERSION`], everything else zero (a zero
+    /// `timeout_ms` must still be filled in).
+    pub const fn new() -> Self {
+        fpgagdr_wait_frame {
+            abi_version: FPGAGDR_ABI_VERSION,
+            timeout_ms: 0,
+            flags: 0,
+            slot: 0,
+            sequence: 0,
+            length: 0,
+            pad0: 0,
+            arrival_ns: 0,
+            missed: 0,
+            overflows: 0,
+            queued: 0,
+        }
+    }
+}
+
+impl fpgagdr_frame_info {
+    /// A request: `abi_version` = [`FPGAGDR_ABI_VERSION`], everything else zero.
+    pub const fn new() -> Self {
+        fpgagdr_frame_info {
+            abi_version: FPGAGDR_ABI_VERSION,
+            flags: 0,
+            state: 0,
+            proto_version: 0,
+            slot_count: 0,
+            slot_size: 0,
+            user_irq: 0,
+            pad0: 0,
+            slot_base: 0,
+            events: 0,
+            missed: 0,
+            queue_overflows: 0,
+            protocol_errors: 0,
+        }
+    }
+}
+
 /// `Default` is `new()`: a request with the ABI version set, never an all-zero struct
 /// (which the module would refuse with `EPROTO`).
 macro_rules! default_is_new {
@@ -363,7 +543,9 @@ default_is_new!(
     fpgagdr_pin,
     fpgagdr_unpin,
     fpgagdr_transfer,
-    fpgagdr_abort
+    fpgagdr_abort,
+    fpgagdr_wait_frame,
+    fpgagdr_frame_info
 );
 
 // The header promises these sizes (and a multiple of 8, so 32- and 64-bit user space
@@ -373,6 +555,8 @@ const _: () = assert!(size_of::<fpgagdr_pin>() == 48);
 const _: () = assert!(size_of::<fpgagdr_unpin>() == 16);
 const _: () = assert!(size_of::<fpgagdr_transfer>() == 64);
 const _: () = assert!(size_of::<fpgagdr_abort>() == 16);
+const _: () = assert!(size_of::<fpgagdr_wait_frame>() == 64);
+const _: () = assert!(size_of::<fpgagdr_frame_info>() == 72);
 
 // ---------------------------------------------------------------------------------------
 // ioctl numbers
@@ -401,6 +585,10 @@ pub const FPGAGDR_IOC_UNPIN: u32 = iowr(0x02, size_of::<fpgagdr_unpin>());
 pub const FPGAGDR_IOC_TRANSFER: u32 = iowr(0x03, size_of::<fpgagdr_transfer>());
 /// `_IOWR(0xE7, 0x04, struct fpgagdr_abort)` = `0xc010e704`.
 pub const FPGAGDR_IOC_ABORT: u32 = iowr(0x04, size_of::<fpgagdr_abort>());
+/// `_IOWR(0xE7, 0x05, struct fpgagdr_wait_frame)` = `0xc040e705`.
+pub const FPGAGDR_IOC_WAIT_FRAME: u32 = iowr(0x05, size_of::<fpgagdr_wait_frame>());
+/// `_IOWR(0xE7, 0x06, struct fpgagdr_frame_info)` = `0xc048e706`.
+pub const FPGAGDR_IOC_FRAME_INFO: u32 = iowr(0x06, size_of::<fpgagdr_frame_info>());
 
 // ---------------------------------------------------------------------------------------
 // The error table
@@ -448,9 +636,10 @@ pub const ERRNO_TABLE: &[ErrnoRule] = &[
         errno: Errno::EINVAL,
         name: "EINVAL",
         ioctls: &["any"],
-        rule: "nonzero flags, pad or reserved field; unknown kind or direction; zero \
-               length; misaligned address, length, offset or card address; timeout_ms 0 or \
-               over FPGAGDR_TIMEOUT_MAX_MS",
+        rule: "unknown flag bits; nonzero pad or reserved field; unknown kind or \
+               direction; ABORT with FPGAGDR_ABORT_WAITS and a nonzero direction or channel; \
+               zero length; misaligned address, length, offset or card address; timeout_ms 0 \
+               or over FPGAGDR_TIMEOUT_MAX_MS",
     },
     ErrnoRule {
         errno: Errno::EBADF,
@@ -532,22 +721,25 @@ pub const ERRNO_TABLE: &[ErrnoRule] = &[
     ErrnoRule {
         errno: Errno::ETIMEDOUT,
         name: "ETIMEDOUT",
-        ioctls: &["TRANSFER"],
-        rule: "not complete within timeout_ms; the engine was stopped and is ready",
+        ioctls: &["TRANSFER", "WAIT_FRAME"],
+        rule: "TRANSFER: not complete within timeout_ms, the engine was stopped and is \
+               ready; WAIT_FRAME: no frame-done event within timeout_ms",
     },
     ErrnoRule {
         errno: Errno::EINTR,
         name: "EINTR",
-        ioctls: &["TRANSFER", "PIN"],
+        ioctls: &["TRANSFER", "PIN", "WAIT_FRAME"],
         rule: "TRANSFER: a signal arrived while waiting; the engine was stopped; not \
-               restarted; PIN: a fatal signal arrived while pinning",
+               restarted; PIN: a fatal signal arrived while pinning; WAIT_FRAME: a signal \
+               arrived while waiting",
     },
     ErrnoRule {
         errno: Errno::ECANCELED,
         name: "ECANCELED",
-        ioctls: &["TRANSFER"],
-        rule: "stopped, or given up while waiting for its engine, by ABORT from the same \
-               open file, by UNPIN of its handle or by the NVIDIA free callback",
+        ioctls: &["TRANSFER", "WAIT_FRAME"],
+        rule: "TRANSFER: stopped, or given up while waiting for its engine, by ABORT from \
+               the same open file, by UNPIN of its handle or by the NVIDIA free callback; \
+               WAIT_FRAME: woken by ABORT with FPGAGDR_ABORT_WAITS from the same open file",
     },
     ErrnoRule {
         errno: Errno::EIO,
@@ -557,6 +749,27 @@ pub const ERRNO_TABLE: &[ErrnoRule] = &[
                error, magic mismatch), was not seen stopped within the stop budget (the \
                card then stops mastering the bus until it is), or a PCIe error (AER) ended \
                the run; PIN: the back-end or the DMA API failed to pin or map the memory",
+    },
+    ErrnoRule {
+        errno: Errno::ENXIO,
+        name: "ENXIO",
+        ioctls: &["WAIT_FRAME"],
+        rule: "the card does not speak the frame protocol (FRAME_INFO's state names the \
+               rule: no user BAR, magic, version, slot geometry, user interrupt)",
+    },
+    ErrnoRule {
+        errno: Errno::EAGAIN,
+        name: "EAGAIN",
+        ioctls: &["WAIT_FRAME"],
+        rule: "FPGAGDR_WAIT_NOWAIT and no event is queued",
+    },
+    ErrnoRule {
+        errno: Errno::EBADMSG,
+        name: "EBADMSG",
+        ioctls: &["WAIT_FRAME"],
+        rule: "the card broke the frame protocol: sequence not increasing, slot not \
+               sequence mod slot_count, length under the 64-byte header or over slot_size; \
+               the event is returned as read and counted in protocol_errors",
     },
     ErrnoRule {
         errno: Errno::ENODEV,
@@ -598,6 +811,14 @@ mod tests {
                 FPGAGDR_IOC_ABORT,
                 iowr_nix!(magic, 4, size_of::<fpgagdr_abort>()),
             ),
+            (
+                FPGAGDR_IOC_WAIT_FRAME,
+                iowr_nix!(magic, 5, size_of::<fpgagdr_wait_frame>()),
+            ),
+            (
+                FPGAGDR_IOC_FRAME_INFO,
+                iowr_nix!(magic, 6, size_of::<fpgagdr_frame_info>()),
+            ),
         ];
         for (ours, theirs) in cases {
             // c_ulong on glibc, c_int on musl: compare in nix's type.
@@ -609,12 +830,16 @@ mod tests {
         assert_eq!(FPGAGDR_IOC_UNPIN, 0xc010_e702);
         assert_eq!(FPGAGDR_IOC_TRANSFER, 0xc040_e703);
         assert_eq!(FPGAGDR_IOC_ABORT, 0xc010_e704);
+        assert_eq!(FPGAGDR_IOC_WAIT_FRAME, 0xc040_e705);
+        assert_eq!(FPGAGDR_IOC_FRAME_INFO, 0xc048_e706);
     }
 
     #[test]
     fn new_requests_carry_the_version_and_zeroes() {
         assert_eq!(fpgagdr_status::new().abi_version, FPGAGDR_ABI_VERSION);
-        assert_eq!(fpgagdr_status::new().reserved, [0; 4]);
+        assert_eq!(fpgagdr_status::new().reserved, [0; 2]);
+        assert_eq!(fpgagdr_wait_frame::new().abi_version, FPGAGDR_ABI_VERSION);
+        assert_eq!(fpgagdr_frame_info::new().abi_version, FPGAGDR_ABI_VERSION);
         let p = fpgagdr_pin::new();
         assert_eq!(
             (p.abi_version, p.dmabuf_fd, p.handle),

@@ -83,6 +83,10 @@ fn rust_structs() -> Vec<(&'static str, usize, Vec<Member>)> {
             timeouts,
             aborts,
             errors,
+            link_gen,
+            link_width,
+            link_max_payload,
+            link_max_read_req,
             reserved,
         }),
         layout!(fpgagdr_pin {
@@ -95,7 +99,7 @@ fn rust_structs() -> Vec<(&'static str, usize, Vec<Member>)> {
             handle,
             segments,
             page_size,
-            pad0,
+            method,
         }),
         layout!(fpgagdr_unpin {
             abi_version,
@@ -122,6 +126,34 @@ fn rust_structs() -> Vec<(&'static str, usize, Vec<Member>)> {
             channel,
             flags
         }),
+        layout!(fpgagdr_frame_info {
+            abi_version,
+            flags,
+            state,
+            proto_version,
+            slot_count,
+            slot_size,
+            user_irq,
+            pad0,
+            slot_base,
+            events,
+            missed,
+            queue_overflows,
+            protocol_errors,
+        }),
+        layout!(fpgagdr_wait_frame {
+            abi_version,
+            timeout_ms,
+            flags,
+            slot,
+            sequence,
+            length,
+            pad0,
+            arrival_ns,
+            missed,
+            overflows,
+            queued,
+        }),
     ]
 }
 
@@ -136,6 +168,25 @@ fn rust_constants() -> Vec<(&'static str, u64)> {
         FPGAGDR_TIMEOUT_MAX_MS,
         FPGAGDR_PIN_MAX_BYTES,
         FPGAGDR_MAX_PINS_PER_FILE,
+        FPGAGDR_EVENT_QUEUE_LEN,
+        FPGAGDR_MAX_SLOTS,
+        FPGAGDR_FRAME_HEADER_LEN,
+        FPGAGDR_ABORT_WAITS,
+        FPGAGDR_WAIT_NOWAIT,
+        FPGAGDR_PIN_METHOD_NONE,
+        FPGAGDR_PIN_METHOD_HOST,
+        FPGAGDR_PIN_METHOD_DMABUF,
+        FPGAGDR_PIN_METHOD_NV_P2P,
+        FPGAGDR_PIN_METHOD_NV_P2P_PERSISTENT,
+        FPGAGDR_FRAMES_OK,
+        FPGAGDR_FRAMES_NO_USER_BAR,
+        FPGAGDR_FRAMES_BAD_MAGIC,
+        FPGAGDR_FRAMES_BAD_VERSION,
+        FPGAGDR_FRAMES_NO_SLOTS,
+        FPGAGDR_FRAMES_SLOT_TOO_SMALL,
+        FPGAGDR_FRAMES_SLOT_MISALIGNED,
+        FPGAGDR_FRAMES_SLOTS_PAST_CARD,
+        FPGAGDR_FRAMES_BAD_IRQ,
         FPGAGDR_PLATFORM_NONE,
         FPGAGDR_PLATFORM_ORIN,
         FPGAGDR_PLATFORM_X86_DGPU,
@@ -154,6 +205,8 @@ fn rust_constants() -> Vec<(&'static str, u64)> {
         FPGAGDR_IOC_UNPIN,
         FPGAGDR_IOC_TRANSFER,
         FPGAGDR_IOC_ABORT,
+        FPGAGDR_IOC_WAIT_FRAME,
+        FPGAGDR_IOC_FRAME_INFO,
     ]
 }
 
@@ -476,11 +529,11 @@ fn rust_mirror_matches_the_c_header() {
          (format: offset size signed):\n  {}",
         drift.join("\n  ")
     );
-    // 5 sizes + every member + every constant + every errno were compared.
+    // 7 sizes + every member + every constant + every errno were compared.
     let members: usize = rust.iter().map(|s| s.2.len()).sum();
     assert_eq!(
         expected.len(),
-        5 + members + rust_constants().len() + ERRNO_TABLE.len()
+        rust.len() + members + rust_constants().len() + ERRNO_TABLE.len()
     );
 }
 

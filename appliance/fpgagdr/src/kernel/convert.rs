@@ -816,7 +816,7 @@ mod tests {
                 handle: 0,
                 segments: 0,
                 page_size: 0,
-                pad0: 0,
+                method: 0,
             }
         );
         let host = DmaRegion {

@@ -12,7 +12,12 @@
  *   /dev/fpgagdrN          control node, the ioctls below
  *   /dev/fpgagdrN_c2h_K    read()/pread() DMA card -> CPU memory
  *   /dev/fpgagdrN_h2c_K    write()/pwrite() DMA CPU memory -> card
- * On the channel nodes the file offset is the card address.
+ *   /dev/fpgagdrN_events_K read() blocks (bounded) until XDMA user
+ *                          interrupt K fired, returns a __u32 count
+ *   /dev/fpgagdrN_user     pread()/pwrite()/mmap() of the card's user
+ *                          register block (the XDMA user BAR)
+ * On the channel nodes the file offset is the card address.  The frame
+ * protocol of the user register block is docs/card-protocol.md.
  *
  * Error numbers (an ioctl returns -1 and sets errno; the rule decides the
  * value, the first rule broken wins, in the order of this table):
@@ -25,8 +30,10 @@
  *   EPROTO      any             abi_version != FPGAGDR_ABI_VERSION; the
  *                               module's version is written back to
  *                               abi_version (only that field is written)
- *   EINVAL      any             nonzero flags, pad or reserved field; unknown
- *                               kind or direction; zero length; address,
+ *   EINVAL      any             unknown flag bits; nonzero pad or reserved
+ *                               field; unknown kind or direction; ABORT with
+ *                               FPGAGDR_ABORT_WAITS and a nonzero direction
+ *                               or channel; zero length; address,
  *                               length, offset or card address not a multiple
  *                               of the alignment GET_STATUS reports;
  *                               timeout_ms == 0 or > FPGAGDR_TIMEOUT_MAX_MS
@@ -56,13 +63,17 @@
  *               PIN             NV_P2P: the memory was freed while pinning
  *   ETIMEDOUT   TRANSFER        not complete within timeout_ms; the engine
  *                               was stopped and is ready for the next one
+ *               WAIT_FRAME      no frame-done event within timeout_ms
  *   EINTR       TRANSFER        a signal arrived while waiting; the engine
  *                               was stopped (the ioctl is not restarted)
  *               PIN             a fatal signal arrived while pinning
+ *               WAIT_FRAME      a signal arrived while waiting
  *   ECANCELED   TRANSFER        stopped, or given up while waiting for its
  *                               engine, by ABORT from the same open file,
  *                               by UNPIN of its handle or by the NVIDIA
  *                               free callback
+ *               WAIT_FRAME      woken by ABORT with FPGAGDR_ABORT_WAITS from
+ *                               the same open file
  *   EIO         TRANSFER,ABORT  the engine reported an error (descriptor,
  *                               read or write error, magic mismatch), was
  *                               not seen stopped within the stop budget
@@ -71,6 +82,15 @@
  *                               the run
  *               PIN             the back-end or the DMA API failed to pin
  *                               or map the memory (the kernel log says how)
+ *   ENXIO       WAIT_FRAME      the card does not speak the frame protocol
+ *                               (FRAME_INFO's state says which rule failed:
+ *                               no user BAR, magic, version, slot geometry)
+ *   EAGAIN      WAIT_FRAME      FPGAGDR_WAIT_NOWAIT and no event is queued
+ *   EBADMSG     WAIT_FRAME      the card broke the frame protocol: sequence
+ *                               not increasing, slot != sequence mod
+ *                               slot_count, length < the 64-byte header or
+ *                               > slot_size; the event is returned as read
+ *                               and counted in protocol_errors
  *   ENODEV      any             the card was removed (or the system is
  *                               shutting down); UNPIN still answers 0, and
  *                               read()/write() on channel nodes fail too
@@ -91,6 +111,13 @@
  * errnos outside this table), EBADF for a dmabuf_fd that is not a dma-buf
  * (was EINVAL), ECANCELED also for a transfer waiting for its engine, and
  * desc_max_bytes is 1 MiB (was 256 MiB - 4 KiB).
+ *
+ * ABI version 3 (from 2): WAIT_FRAME and FRAME_INFO (the frame protocol
+ * of docs/card-protocol.md), ABORT's FPGAGDR_ABORT_WAITS flag, the
+ * negotiated PCIe link in GET_STATUS (was reserved[0..1]), each pin's
+ * method in PIN (was pad0), the errno rows ENXIO, EAGAIN, EBADMSG and the
+ * WAIT_FRAME lines of ETIMEDOUT, EINTR and ECANCELED.  No structure
+ * changed size, so old binaries get EPROTO, not ENOTTY.
  */
 #ifndef _UAPI_LINUX_FPGAGDR_H
 #define _UAPI_LINUX_FPGAGDR_H
@@ -99,7 +126,7 @@
 #include <linux/types.h>
 
 /* Bumped on any incompatible change of a structure or of a rule. */
-#define FPGAGDR_ABI_VERSION		2
+#define FPGAGDR_ABI_VERSION		3
 
 /* ioctl type byte; free in Documentation/userspace-api/ioctl/ioctl-number.rst */
 #define FPGAGDR_IOC_MAGIC		0xE7
@@ -110,6 +137,12 @@
 #define FPGAGDR_PIN_MAX_BYTES		(64ULL << 30)
 /* Live pins one open file may hold. */
 #define FPGAGDR_MAX_PINS_PER_FILE	4096
+/* Frame-done events one open file's queue holds; more are counted, dropped. */
+#define FPGAGDR_EVENT_QUEUE_LEN		64
+/* Most frame slots a card may declare. */
+#define FPGAGDR_MAX_SLOTS		1024
+/* Bytes of the frame header every frame starts with (docs/frames.md). */
+#define FPGAGDR_FRAME_HEADER_LEN	64
 
 /**
  * enum fpgagdr_platform - what the module was built for and runs on
@@ -186,6 +219,12 @@ enum fpgagdr_dir {
  * @timeouts: [out] transfers that timed out
  * @aborts: [out] engine stops: timeouts, signals, ABORT, UNPIN, callback
  * @errors: [out] transfers the engine reported an error for
+ * @link_gen: [out] negotiated PCIe generation (1 = 2.5 GT/s ... 6 = 64
+ *	GT/s); 0 when the card is not on a PCIe link the module can read
+ * @link_width: [out] negotiated link width in lanes (x1 = 1); 0 unknown
+ * @link_max_payload: [out] Max_Payload_Size in bytes (Device Control); 0
+ *	unknown
+ * @link_max_read_req: [out] Max_Read_Request_Size in bytes; 0 unknown
  * @reserved: [out] zero
  */
 struct fpgagdr_status {
@@ -213,7 +252,28 @@ struct fpgagdr_status {
 	__u64 timeouts;
 	__u64 aborts;
 	__u64 errors;
-	__u64 reserved[4];
+	__u32 link_gen;
+	__u32 link_width;
+	__u32 link_max_payload;
+	__u32 link_max_read_req;
+	__u64 reserved[2];
+};
+
+/**
+ * enum fpgagdr_pin_method - how the module pinned a buffer (PIN's @method)
+ * @FPGAGDR_PIN_METHOD_NONE: never returned (the value of a request)
+ * @FPGAGDR_PIN_METHOD_HOST: pin_user_pages(FOLL_LONGTERM) + DMA API
+ * @FPGAGDR_PIN_METHOD_DMABUF: dma_buf_map_attachment() (static importer)
+ * @FPGAGDR_PIN_METHOD_NV_P2P: nvidia_p2p_get_pages() with a free callback
+ * @FPGAGDR_PIN_METHOD_NV_P2P_PERSISTENT: nvidia_p2p persistent pages, no
+ *	free callback
+ */
+enum fpgagdr_pin_method {
+	FPGAGDR_PIN_METHOD_NONE = 0,
+	FPGAGDR_PIN_METHOD_HOST = 1,
+	FPGAGDR_PIN_METHOD_DMABUF = 2,
+	FPGAGDR_PIN_METHOD_NV_P2P = 3,
+	FPGAGDR_PIN_METHOD_NV_P2P_PERSISTENT = 4,
 };
 
 /**
@@ -230,7 +290,7 @@ struct fpgagdr_status {
  * @page_size: [out] page size of the memory pinned (4 KiB host pages,
  *	64 KiB GPU pages); the card is never given bytes outside
  *	[addr, addr + length) even when they share a page
- * @pad0: [out] zero
+ * @method: [out] enum fpgagdr_pin_method; must be 0 on input
  */
 struct fpgagdr_pin {
 	__u32 abi_version;
@@ -242,7 +302,7 @@ struct fpgagdr_pin {
 	__u32 handle;
 	__u32 segments;
 	__u32 page_size;
-	__u32 pad0;
+	__u32 method;
 };
 
 /**
@@ -287,17 +347,24 @@ struct fpgagdr_transfer {
 	__u64 duration_ns;
 };
 
+/* ABORT flag: wake this file's WAIT_FRAME callers instead (ECANCELED). */
+#define FPGAGDR_ABORT_WAITS		(1U << 0)
+
 /**
  * struct fpgagdr_abort - FPGAGDR_IOC_ABORT argument (16 bytes)
  * @abi_version: [in/out] FPGAGDR_ABI_VERSION; the module's on EPROTO
- * @direction: [in] enum fpgagdr_dir
- * @channel: [in] engine index within @direction
- * @flags: [in] must be 0
+ * @direction: [in] enum fpgagdr_dir (0 with FPGAGDR_ABORT_WAITS)
+ * @channel: [in] engine index within @direction (0 with
+ *	FPGAGDR_ABORT_WAITS)
+ * @flags: [in] 0 or FPGAGDR_ABORT_WAITS
  *
  * Stops the calling open file's transfer in flight on the engine; that
  * transfer fails with ECANCELED.  A transfer of another open file is not
  * touched (EBUSY).  On an idle engine ABORT stops the engine and clears
  * its status, which recovers an engine left in an error state.
+ *
+ * With FPGAGDR_ABORT_WAITS no engine is touched: every WAIT_FRAME of the
+ * calling open file in progress returns ECANCELED (events stay queued).
  */
 struct fpgagdr_abort {
 	__u32 abi_version;
@@ -306,10 +373,124 @@ struct fpgagdr_abort {
 	__u32 flags;
 };
 
+/**
+ * enum fpgagdr_frames_state - does the card speak the frame protocol
+ * @FPGAGDR_FRAMES_OK: it does; WAIT_FRAME works
+ * @FPGAGDR_FRAMES_NO_USER_BAR: no user register block (no XDMA user BAR,
+ *	or smaller than the protocol's 4 KiB)
+ * @FPGAGDR_FRAMES_BAD_MAGIC: identification register is not
+ *	"FGDR" (0x52444746)
+ * @FPGAGDR_FRAMES_BAD_VERSION: protocol major version is not 1
+ * @FPGAGDR_FRAMES_NO_SLOTS: slot count 0 or > FPGAGDR_MAX_SLOTS
+ * @FPGAGDR_FRAMES_SLOT_TOO_SMALL: slot size < FPGAGDR_FRAME_HEADER_LEN
+ * @FPGAGDR_FRAMES_SLOT_MISALIGNED: slot base or size not a multiple of
+ *	4096
+ * @FPGAGDR_FRAMES_SLOTS_PAST_CARD: slot base + count * size wraps or
+ *	passes card_size
+ * @FPGAGDR_FRAMES_BAD_IRQ: the user interrupt number is not 0..15
+ */
+enum fpgagdr_frames_state {
+	FPGAGDR_FRAMES_OK = 0,
+	FPGAGDR_FRAMES_NO_USER_BAR = 1,
+	FPGAGDR_FRAMES_BAD_MAGIC = 2,
+	FPGAGDR_FRAMES_BAD_VERSION = 3,
+	FPGAGDR_FRAMES_NO_SLOTS = 4,
+	FPGAGDR_FRAMES_SLOT_TOO_SMALL = 5,
+	FPGAGDR_FRAMES_SLOT_MISALIGNED = 6,
+	FPGAGDR_FRAMES_SLOTS_PAST_CARD = 7,
+	FPGAGDR_FRAMES_BAD_IRQ = 8,
+};
+
+/**
+ * struct fpgagdr_frame_info - FPGAGDR_IOC_FRAME_INFO argument (72 bytes)
+ * @abi_version: [in/out] FPGAGDR_ABI_VERSION; the module's on EPROTO
+ * @flags: [in] must be 0
+ * @state: [out] enum fpgagdr_frames_state, read when the card was bound
+ * @proto_version: [out] the card's protocol version register (major in
+ *	bits 31:16, minor in 15:0); 0 without a user BAR
+ * @slot_count: [out] frame slots N on the card (frame of sequence s is in
+ *	slot s mod N)
+ * @slot_size: [out] bytes per slot (a frame, header included, fits)
+ * @user_irq: [out] XDMA user interrupt (usr_irq_req bit) of frame-done
+ * @pad0: [out] zero
+ * @slot_base: [out] card (AXI) address of slot 0; slot i is at
+ *	slot_base + i * slot_size
+ * @events: [out] frame-done events the module took from the card (all
+ *	files)
+ * @missed: [out] frames the card completed that no interrupt reported
+ *	(sequence gaps seen by the interrupt handler)
+ * @queue_overflows: [out] events dropped because an open file's queue was
+ *	full (summed over files)
+ * @protocol_errors: [out] events refused for breaking the protocol
+ *
+ * Every field but the counters is fixed while the card is bound.
+ */
+struct fpgagdr_frame_info {
+	__u32 abi_version;
+	__u32 flags;
+	__u32 state;
+	__u32 proto_version;
+	__u32 slot_count;
+	__u32 slot_size;
+	__u32 user_irq;
+	__u32 pad0;
+	__u64 slot_base;
+	__u64 events;
+	__u64 missed;
+	__u64 queue_overflows;
+	__u64 protocol_errors;
+};
+
+/* WAIT_FRAME flag: do not wait; EAGAIN when the queue is empty. */
+#define FPGAGDR_WAIT_NOWAIT		(1U << 0)
+
+/**
+ * struct fpgagdr_wait_frame - FPGAGDR_IOC_WAIT_FRAME argument (64 bytes)
+ * @abi_version: [in/out] FPGAGDR_ABI_VERSION; the module's on EPROTO
+ * @timeout_ms: [in] 1..FPGAGDR_TIMEOUT_MAX_MS (also with
+ *	FPGAGDR_WAIT_NOWAIT)
+ * @flags: [in] 0 or FPGAGDR_WAIT_NOWAIT
+ * @slot: [out] slot the frame is in (== @sequence mod slot_count)
+ * @sequence: [out] the card's frame sequence number (0 = first frame
+ *	since the card's reset, +1 per frame the card completed)
+ * @length: [out] bytes of the frame in its slot, header included
+ * @pad0: [out] zero
+ * @arrival_ns: [out] ktime_get_ns() (CLOCK_MONOTONIC) in the interrupt
+ *	handler that took the event: the frame's arrival time
+ * @missed: [out] frames the card completed between the event this file
+ *	was given before and this one (sequence gap; 0 for the first event
+ *	since the file subscribed), including @overflows
+ * @overflows: [out] of @missed, events this file's full queue dropped
+ * @queued: [out] events still queued for this file after this one
+ *
+ * A file subscribes to frame-done events with its first WAIT_FRAME (or
+ * poll()); from then on every event is queued for it, at most
+ * FPGAGDR_EVENT_QUEUE_LEN (then the newest are dropped and counted).
+ * WAIT_FRAME takes the oldest queued event, waiting at most @timeout_ms
+ * for one.  While any file is subscribed the module sets the card's
+ * CAPTURE bit; poll() on the control node reports EPOLLIN while an
+ * event is queued.
+ */
+struct fpgagdr_wait_frame {
+	__u32 abi_version;
+	__u32 timeout_ms;
+	__u32 flags;
+	__u32 slot;
+	__u64 sequence;
+	__u32 length;
+	__u32 pad0;
+	__u64 arrival_ns;
+	__u64 missed;
+	__u64 overflows;
+	__u64 queued;
+};
+
 #define FPGAGDR_IOC_GET_STATUS	_IOWR(FPGAGDR_IOC_MAGIC, 0x00, struct fpgagdr_status)
 #define FPGAGDR_IOC_PIN		_IOWR(FPGAGDR_IOC_MAGIC, 0x01, struct fpgagdr_pin)
 #define FPGAGDR_IOC_UNPIN	_IOWR(FPGAGDR_IOC_MAGIC, 0x02, struct fpgagdr_unpin)
 #define FPGAGDR_IOC_TRANSFER	_IOWR(FPGAGDR_IOC_MAGIC, 0x03, struct fpgagdr_transfer)
 #define FPGAGDR_IOC_ABORT	_IOWR(FPGAGDR_IOC_MAGIC, 0x04, struct fpgagdr_abort)
+#define FPGAGDR_IOC_WAIT_FRAME	_IOWR(FPGAGDR_IOC_MAGIC, 0x05, struct fpgagdr_wait_frame)
+#define FPGAGDR_IOC_FRAME_INFO	_IOWR(FPGAGDR_IOC_MAGIC, 0x06, struct fpgagdr_frame_info)
 
 #endif /* _UAPI_LINUX_FPGAGDR_H */
