@@ -10,6 +10,7 @@
 
 #include <linux/device.h>
 #include <linux/dma-buf.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/pci.h>
 
@@ -59,6 +60,17 @@ static inline void fpgagdr_dma_buf_unmap(struct dma_buf_attachment *attach,
 	dma_buf_unmap_attachment_unlocked(attach, sgt, dir);
 #else
 	dma_buf_unmap_attachment(attach, sgt, dir);
+#endif
+}
+
+/* 6.3 made vm_flags read-only outside vm_flags_set() and friends. */
+static inline void fpgagdr_vm_flags_set(struct vm_area_struct *vma,
+					vm_flags_t flags)
+{
+#ifdef FPGAGDR_HAVE_VM_FLAGS_SET
+	vm_flags_set(vma, flags);
+#else
+	vma->vm_flags |= flags;
 #endif
 }
 

@@ -14,6 +14,9 @@
  *             function's state, fpgagdr_card_reset_done(),
  *             fpgagdr_card_resume()
  *
+ * A driver whose card has a user register block or user interrupts calls
+ * fpgagdr_frames_attach() before fpgagdr_card_register().
+ *
  * After fpgagdr_card_unregister() returns, nothing of the module touches
  * the card's registers, its driver's data or its DMA state again: every
  * engine was held (no run starts) and seen stopped or the card fenced,
@@ -73,8 +76,15 @@ static void fpgagdr_node_del(struct fpgagdr_dev *fdev, u32 node,
 
 static void fpgagdr_card_del_nodes(struct fpgagdr_dev *fdev)
 {
+	struct fpgagdr_frames *fr = &fdev->frames;
 	struct fpgagdr_engine *eng;
-	u32 dir, ch;
+	u32 dir, ch, k;
+
+	for (k = 0; k < FPROTO_USER_IRQS; k++)
+		fpgagdr_node_del(fdev, FPGAGDR_NODE_EVENTS + k, &fr->ev_cdev[k],
+				 &fr->ev_node[k]);
+	fpgagdr_node_del(fdev, FPGAGDR_NODE_USER, &fr->user_cdev,
+			 &fr->user_node);
 
 	for (dir = 0; dir < 2; dir++) {
 		for (ch = 0; ch < fdev->nch[dir]; ch++) {
@@ -84,6 +94,34 @@ static void fpgagdr_card_del_nodes(struct fpgagdr_dev *fdev)
 		}
 	}
 	fpgagdr_node_del(fdev, 0, &fdev->ctl_cdev, &fdev->ctl);
+}
+
+/*
+ * fpgagdrN_user where the card has a user register block, and
+ * fpgagdrN_events_K where it has user interrupts (not in poll mode).
+ */
+static int fpgagdr_card_add_frame_nodes(struct fpgagdr_dev *fdev)
+{
+	struct fpgagdr_frames *fr = &fdev->frames;
+	char name[32];
+	int ret = 0;
+	u32 k;
+
+	if (!fr->ops)
+		return 0;
+	if (fr->len) {
+		snprintf(name, sizeof(name), "%s_user", fdev->name);
+		ret = fpgagdr_node_add(fdev, FPGAGDR_NODE_USER,
+				       &fpgagdr_user_fops, &fr->user_cdev,
+				       &fr->user_node, name);
+	}
+	for (k = 0; k < FPROTO_USER_IRQS && !fr->polled && !ret; k++) {
+		snprintf(name, sizeof(name), "%s_events_%u", fdev->name, k);
+		ret = fpgagdr_node_add(fdev, FPGAGDR_NODE_EVENTS + k,
+				       &fpgagdr_events_fops, &fr->ev_cdev[k],
+				       &fr->ev_node[k], name);
+	}
+	return ret;
 }
 
 static int fpgagdr_card_add_nodes(struct fpgagdr_dev *fdev)
@@ -106,6 +144,8 @@ static int fpgagdr_card_add_nodes(struct fpgagdr_dev *fdev)
 					       &eng->node, name);
 		}
 	}
+	if (!ret)
+		ret = fpgagdr_card_add_frame_nodes(fdev);
 	if (ret)
 		fpgagdr_card_del_nodes(fdev);
 	return ret;
@@ -150,6 +190,7 @@ int fpgagdr_card_register(struct fpgagdr_dev *fdev)
 		return ret;
 	}
 	fpgagdr_debugfs_add(fdev);
+	fpgagdr_frames_debugfs(fdev);
 	dev_dbg(fdev->dev, "%s: %u H2C, %u C2H channels\n", fdev->name,
 		fdev->nch[FPGAGDR_DIR_H2C], fdev->nch[FPGAGDR_DIR_C2H]);
 	return 0;
@@ -210,6 +251,7 @@ void fpgagdr_card_unregister(struct fpgagdr_dev *fdev)
 {
 	fpgagdr_dev_unpublish(fdev);
 	fpgagdr_card_gone(fdev);
+	fpgagdr_frames_detach(fdev);
 	fpgagdr_debugfs_remove(fdev);
 	fpgagdr_card_del_nodes(fdev);
 	fpgagdr_card_hold_engines(fdev, 0, true);
@@ -235,6 +277,7 @@ void fpgagdr_card_shutdown(struct fpgagdr_dev *fdev)
 	u32 missed;
 
 	fpgagdr_card_gone(fdev);
+	fpgagdr_frames_detach(fdev);
 	missed = fpgagdr_card_hold_engines(fdev, 1000, true);
 	pci_clear_master(fdev->pdev);
 	if (missed)
@@ -312,5 +355,6 @@ void fpgagdr_card_resume(struct fpgagdr_dev *fdev)
 			fpgagdr_engine_release(eng);
 		}
 	}
+	fpgagdr_frames_resume(fdev);
 	dev_info(fdev->dev, "%s: recovered from a PCIe error\n", fdev->name);
 }

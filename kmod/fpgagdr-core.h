@@ -19,6 +19,8 @@
  *   fpgagdr-engine.c   engine claim, run, bounded wait, stop, abort, and
  *                      the card's bus mastering when an engine will not
  *                      stop
+ *   fpgagdr-frames.c   frame capture: user register block, frame-done
+ *                      events, WAIT_FRAME, user and event nodes
  *   fpgagdr-debugfs.c  counters and engine state in debugfs
  *   fpgagdr-dev.c      the card object: ids, references, engines, device
  *                      numbers, DMA resources
@@ -41,12 +43,18 @@
 #include <uapi/linux/fpgagdr.h>
 
 #include "fpgagdr-desc.h"
+#include "fpgagdr-frames.h"
 #include "fpgagdr-pinmath.h"
 #include "fpgagdr-sg.h"
 
 #define FPGAGDR_MAX_DEVS	32
-/* Minors per card: control node, 4 H2C and 4 C2H channel nodes. */
-#define FPGAGDR_NODES		(1 + 2 * XDMA_MAX_CHANNELS)
+/*
+ * Minors per card: control node, 4 C2H and 4 H2C channel nodes, the user
+ * register node, one event node per XDMA user interrupt.
+ */
+#define FPGAGDR_NODE_USER	(1 + 2 * XDMA_MAX_CHANNELS)
+#define FPGAGDR_NODE_EVENTS	(FPGAGDR_NODE_USER + 1)
+#define FPGAGDR_NODES		(FPGAGDR_NODE_EVENTS + FPROTO_USER_IRQS)
 #define FPGAGDR_PIN_ALIGN	4096U
 /* Pages the channel nodes DMA per step; sizes the per-engine ring. */
 #define FPGAGDR_RW_CHUNK_PAGES	1024U
@@ -209,6 +217,7 @@ struct fpgagdr_stats {
  * @ctl_cdev: the control node
  * @ctl: the control node's device
  * @dbg: debugfs directory
+ * @frames: frame capture (fpgagdr-frames.c)
  */
 struct fpgagdr_dev {
 	struct kref ref;
@@ -235,6 +244,7 @@ struct fpgagdr_dev {
 	struct cdev *ctl_cdev;
 	struct device *ctl;
 	struct dentry *dbg;
+	struct fpgagdr_frames frames;
 };
 
 int fpgagdr_dev_init(void);

@@ -148,6 +148,13 @@ struct fpgagdr_dev *fpgagdr_dev_alloc(struct pci_dev *pdev)
 	init_rwsem(&fdev->dma_lock);
 	mutex_init(&fdev->pins_lock);
 	INIT_LIST_HEAD(&fdev->pins);
+	/* no user register block until the driver attaches one */
+	fdev->frames.state = FPGAGDR_FRAMES_NO_USER_BAR;
+	spin_lock_init(&fdev->frames.lock);
+	INIT_LIST_HEAD(&fdev->frames.subs);
+	init_waitqueue_head(&fdev->frames.wq);
+	mutex_init(&fdev->frames.mmap_lock);
+	INIT_LIST_HEAD(&fdev->frames.mappings);
 	return fdev;
 }
 

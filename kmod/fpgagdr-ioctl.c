@@ -5,6 +5,8 @@
  * (ABI version, flags, padding, enums, timeout); the work is elsewhere.
  */
 #include <linux/fs.h>
+#include <linux/pci.h>
+#include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
@@ -35,6 +37,7 @@ static int fpgagdr_ctl_release(struct inode *inode, struct file *file)
 	struct fpgagdr_file *f = file->private_data;
 	struct fpgagdr_dev *fdev = f->fdev;
 
+	fpgagdr_frames_unsubscribe(fdev, f->sub);
 	fpgagdr_file_release(f);
 	kfree(f);
 	fpgagdr_dev_put(fdev);
@@ -54,6 +57,23 @@ static int fpgagdr_check_version(void __user *uarg, u32 version)
 	if (copy_to_user(uarg, &mine, sizeof(mine)))
 		return -EFAULT;
 	return -EPROTO;
+}
+
+/* The negotiated PCIe link; zeros where the function is not PCIe. */
+static void fpgagdr_fill_link(struct fpgagdr_dev *fdev,
+			      struct fpgagdr_status *s)
+{
+	struct pci_dev *pdev = fdev->pdev;
+	u16 lnksta;
+
+	if (!pci_is_pcie(pdev) ||
+	    pcie_capability_read_word(pdev, PCI_EXP_LNKSTA, &lnksta))
+		return;
+	/* Current Link Speed: 1 = 2.5 GT/s (Gen1) ... 6 = 64 GT/s (Gen6) */
+	s->link_gen = lnksta & PCI_EXP_LNKSTA_CLS;
+	s->link_width = (lnksta & PCI_EXP_LNKSTA_NLW) >> PCI_EXP_LNKSTA_NLW_SHIFT;
+	s->link_max_payload = max(pcie_get_mps(pdev), 0);
+	s->link_max_read_req = max(pcie_get_readrq(pdev), 0);
 }
 
 static void fpgagdr_fill_status(struct fpgagdr_dev *fdev,
@@ -93,6 +113,7 @@ static void fpgagdr_fill_status(struct fpgagdr_dev *fdev,
 	s->timeouts = atomic64_read(&st->timeouts);
 	s->aborts = atomic64_read(&st->aborts);
 	s->errors = atomic64_read(&st->errors);
+	fpgagdr_fill_link(fdev, s);
 }
 
 static long fpgagdr_ioc_status(struct fpgagdr_file *f, void __user *uarg)
@@ -123,7 +144,7 @@ static long fpgagdr_ioc_pin(struct fpgagdr_file *f, void __user *uarg)
 	ret = fpgagdr_check_version(uarg, p.abi_version);
 	if (ret)
 		return ret;
-	if (p.flags || p.handle || p.segments || p.page_size || p.pad0 ||
+	if (p.flags || p.handle || p.segments || p.page_size || p.method ||
 	    (p.kind != FPGAGDR_MEM_DMABUF && p.dmabuf_fd != -1))
 		return -EINVAL;
 	ret = fpgagdr_pin(f, &p);
@@ -183,12 +204,58 @@ static long fpgagdr_ioc_abort(struct fpgagdr_file *f, void __user *uarg)
 	ret = fpgagdr_check_version(uarg, a.abi_version);
 	if (ret)
 		return ret;
-	if (a.flags || a.direction > FPGAGDR_DIR_H2C)
+	if ((a.flags & ~FPGAGDR_ABORT_WAITS) || a.direction > FPGAGDR_DIR_H2C)
 		return -EINVAL;
+	if (a.flags & FPGAGDR_ABORT_WAITS) {
+		if (a.direction || a.channel)
+			return -EINVAL;
+		fpgagdr_frames_cancel(f->fdev, READ_ONCE(f->sub));
+		return 0;
+	}
 	eng = fpgagdr_dev_engine(f->fdev, a.direction, a.channel);
 	if (!eng)
 		return -ECHRNG;
 	return fpgagdr_engine_request_abort(eng, f->owner);
+}
+
+static long fpgagdr_ioc_wait_frame(struct fpgagdr_file *f, void __user *uarg)
+{
+	struct fpgagdr_wait_frame w;
+	int ret;
+
+	if (copy_from_user(&w, uarg, sizeof(w)))
+		return -EFAULT;
+	ret = fpgagdr_check_version(uarg, w.abi_version);
+	if (ret)
+		return ret;
+	if ((w.flags & ~FPGAGDR_WAIT_NOWAIT) || w.slot || w.sequence ||
+	    w.length || w.pad0 || w.arrival_ns || w.missed || w.overflows ||
+	    w.queued ||
+	    fpgagdr_timeout_check(w.timeout_ms, FPGAGDR_TIMEOUT_MAX_MS))
+		return -EINVAL;
+	ret = fpgagdr_frames_wait(f->fdev, &f->sub, &w);
+	/* a broken event is handed back as read, with its error */
+	if ((!ret || ret == -EBADMSG) && copy_to_user(uarg, &w, sizeof(w)))
+		return -EFAULT;
+	return ret;
+}
+
+static long fpgagdr_ioc_frame_info(struct fpgagdr_file *f, void __user *uarg)
+{
+	struct fpgagdr_frame_info fi;
+	int ret;
+
+	if (copy_from_user(&fi, uarg, sizeof(fi)))
+		return -EFAULT;
+	ret = fpgagdr_check_version(uarg, fi.abi_version);
+	if (ret)
+		return ret;
+	if (fi.flags || fi.state || fi.proto_version || fi.slot_count ||
+	    fi.slot_size || fi.user_irq || fi.pad0 || fi.slot_base ||
+	    fi.events || fi.missed || fi.queue_overflows || fi.protocol_errors)
+		return -EINVAL;
+	fpgagdr_frames_info(f->fdev, &fi);
+	return copy_to_user(uarg, &fi, sizeof(fi)) ? -EFAULT : 0;
 }
 
 static long fpgagdr_ctl_ioctl(struct file *file, unsigned int cmd,
@@ -211,9 +278,20 @@ static long fpgagdr_ctl_ioctl(struct file *file, unsigned int cmd,
 		return fpgagdr_ioc_transfer(f, uarg);
 	case FPGAGDR_IOC_ABORT:
 		return fpgagdr_ioc_abort(f, uarg);
+	case FPGAGDR_IOC_WAIT_FRAME:
+		return fpgagdr_ioc_wait_frame(f, uarg);
+	case FPGAGDR_IOC_FRAME_INFO:
+		return fpgagdr_ioc_frame_info(f, uarg);
 	default:
 		return -ENOTTY;
 	}
+}
+
+static __poll_t fpgagdr_ctl_poll(struct file *file, struct poll_table_struct *pt)
+{
+	struct fpgagdr_file *f = file->private_data;
+
+	return fpgagdr_frames_poll(f->fdev, &f->sub, file, pt);
 }
 
 const struct file_operations fpgagdr_ctl_fops = {
@@ -221,5 +299,6 @@ const struct file_operations fpgagdr_ctl_fops = {
 	.open = fpgagdr_ctl_open,
 	.release = fpgagdr_ctl_release,
 	.unlocked_ioctl = fpgagdr_ctl_ioctl,
+	.poll = fpgagdr_ctl_poll,
 	.compat_ioctl = compat_ptr_ioctl,
 };

@@ -85,6 +85,7 @@ static int fpgagdr_dmabuf_pin(struct fpgagdr_pinned *pin,
 	/* the segments start at offset 0 of the dma-buf */
 	pin->head = args->addr;
 	pin->mem_priv = d;
+	pin->method = FPGAGDR_PIN_METHOD_DMABUF;
 	return 0;
 
 unmap:

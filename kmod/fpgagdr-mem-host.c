@@ -167,6 +167,7 @@ static int fpgagdr_host_pin(struct fpgagdr_pinned *pin,
 	if (ret)
 		return ret;
 	pin->sgt = &h->sgt;
+	pin->method = FPGAGDR_PIN_METHOD_HOST;
 	return 0;
 }
 

@@ -254,6 +254,8 @@ static int fpgagdr_nvp2p_pin(struct fpgagdr_pinned *pin,
 	ret = fpgagdr_nv_get_pages(nv, span->end - span->start);
 	if (ret)
 		goto free_nv;
+	pin->method = nv->persistent ? FPGAGDR_PIN_METHOD_NV_P2P_PERSISTENT :
+				       FPGAGDR_PIN_METHOD_NV_P2P;
 	if (atomic_read(&nv->state) == FPGAGDR_NV_REVOKED)
 		goto revoked;
 	ret = nvidia_p2p_dma_map_pages(pdev, nv->pt, &nv->map);

@@ -24,13 +24,22 @@ MODULE_PARM_DESC(poll_mode, "Find completions by polling status registers, no in
  * @fdev: the card
  * @bar: the config BAR's number
  * @irq: whether the interrupt was requested
+ * @ubar: the user BAR's number, -1 without one
+ * @user: the user BAR, @ulen bytes of it mapped
+ * @ulen: bytes of the user BAR the user node reaches
  */
 struct fpgagdr_pci {
 	struct fpgagdr_xdma x;
 	struct fpgagdr_dev *fdev;
 	int bar;
 	bool irq;
+	int ubar;
+	void __iomem *user;
+	u32 ulen;
 };
+
+/* The user node reaches at most this much of the user BAR. */
+#define FPGAGDR_PCI_USER_MAX	SZ_16M
 
 /* Map each memory BAR big enough in turn; keep the one with XDMA's IDs. */
 static int fpgagdr_pci_find_bar(struct pci_dev *pdev, void __iomem **regs)
@@ -53,6 +62,86 @@ static int fpgagdr_pci_find_bar(struct pci_dev *pdev, void __iomem **regs)
 	}
 	return -ENODEV;
 }
+
+/*
+ * The XDMA user BAR (PG195, "PCIe to AXI Lite Master"): the first memory
+ * BAR before the config BAR; a core without the AXI-Lite master has its
+ * config BAR first and no user BAR.
+ */
+static void fpgagdr_pci_find_user_bar(struct pci_dev *pdev,
+				      struct fpgagdr_pci *fp)
+{
+	int bar;
+
+	fp->ubar = -1;
+	for (bar = 0; bar < fp->bar; bar++) {
+		if (!(pci_resource_flags(pdev, bar) & IORESOURCE_MEM) ||
+		    pci_resource_len(pdev, bar) < 4)
+			continue;
+		fp->ulen = min_t(u64, pci_resource_len(pdev, bar),
+				 FPGAGDR_PCI_USER_MAX);
+		if (pci_request_region(pdev, bar, "fpgagdr-user"))
+			return;
+		fp->user = pci_iomap_range(pdev, bar, 0, fp->ulen);
+		if (!fp->user) {
+			pci_release_region(pdev, bar);
+			return;
+		}
+		fp->ubar = bar;
+		return;
+	}
+}
+
+static void fpgagdr_pci_release_user_bar(struct pci_dev *pdev,
+					 struct fpgagdr_pci *fp)
+{
+	if (fp->ubar < 0)
+		return;
+	pci_iounmap(pdev, fp->user);
+	pci_release_region(pdev, fp->ubar);
+	fp->ubar = -1;
+}
+
+static u32 fpgagdr_pci_user_read(void *ctx, u32 off)
+{
+	struct fpgagdr_pci *fp = ctx;
+
+	return ioread32(fp->user + off);
+}
+
+static void fpgagdr_pci_user_write(void *ctx, u32 off, u32 val)
+{
+	struct fpgagdr_pci *fp = ctx;
+
+	iowrite32(val, fp->user + off);
+}
+
+static void fpgagdr_pci_user_irq_enable(void *ctx, u32 mask, bool on)
+{
+	struct fpgagdr_pci *fp = ctx;
+
+	fpgagdr_xdma_user_irq_enable(&fp->x, mask, on);
+}
+
+static int fpgagdr_pci_user_pfn(void *ctx, unsigned long pgoff,
+				unsigned long *pfn, pgprot_t *prot)
+{
+	struct fpgagdr_pci *fp = ctx;
+
+	if (fp->ubar < 0 || pgoff >= DIV_ROUND_UP(fp->ulen, PAGE_SIZE))
+		return -EINVAL;
+	*pfn = (pci_resource_start(fp->fdev->pdev, fp->ubar) >> PAGE_SHIFT) +
+	       pgoff;
+	*prot = pgprot_noncached(*prot);
+	return 0;
+}
+
+static const struct fpgagdr_user_ops fpgagdr_pci_user_ops = {
+	.read = fpgagdr_pci_user_read,
+	.write = fpgagdr_pci_user_write,
+	.irq_enable = fpgagdr_pci_user_irq_enable,
+	.pfn = fpgagdr_pci_user_pfn,
+};
 
 static int fpgagdr_pci_irq_init(struct pci_dev *pdev, struct fpgagdr_pci *fp)
 {
@@ -112,6 +201,7 @@ static int fpgagdr_pci_probe(struct pci_dev *pdev,
 	ret = pci_request_region(pdev, fp->bar, "fpgagdr");
 	if (ret)
 		goto unmap;
+	fpgagdr_pci_find_user_bar(pdev, fp);
 	/* an engine left running (kexec, an old driver) never gets the bus */
 	if (fpgagdr_xdma_stop_leftovers(fp->x.regs))
 		dev_warn(&pdev->dev, "an engine left running does not stop; bus mastering stays off\n");
@@ -133,6 +223,8 @@ static int fpgagdr_pci_probe(struct pci_dev *pdev,
 		if (ret)
 			goto put_fdev;
 	}
+	fpgagdr_frames_attach(fp->fdev, &fpgagdr_pci_user_ops, fp,
+			      fp->ubar < 0 ? 0 : fp->ulen, fpgagdr_poll_mode);
 	ret = fpgagdr_card_register(fp->fdev);
 	if (ret)
 		goto irq_exit;
@@ -140,10 +232,12 @@ static int fpgagdr_pci_probe(struct pci_dev *pdev,
 	return 0;
 
 irq_exit:
+	fpgagdr_frames_detach(fp->fdev);
 	fpgagdr_pci_irq_exit(pdev, fp);
 put_fdev:
 	fpgagdr_dev_put(fp->fdev);
 release_region:
+	fpgagdr_pci_release_user_bar(pdev, fp);
 	pci_release_region(pdev, fp->bar);
 unmap:
 	pci_iounmap(pdev, fp->x.regs);
@@ -163,6 +257,7 @@ static void fpgagdr_pci_remove(struct pci_dev *pdev)
 	fpgagdr_card_unregister(fp->fdev);
 	fpgagdr_pci_irq_exit(pdev, fp);
 	fpgagdr_dev_put(fp->fdev);
+	fpgagdr_pci_release_user_bar(pdev, fp);
 	pci_release_region(pdev, fp->bar);
 	pci_iounmap(pdev, fp->x.regs);
 	pci_disable_device(pdev);

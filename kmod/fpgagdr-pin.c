@@ -92,7 +92,7 @@ static int fpgagdr_pin_errno(struct fpgagdr_dev *fdev, int ret)
  * fpgagdr_pin() - the PIN ioctl
  * @f: the file's state
  * @args: checked for version, flags and padding by the caller; handle,
- *	segments and page_size are filled in
+ *	segments, page_size and method are filled in
  *
  * Context: process context; sleeps.
  * Return: 0 or the errno of the rule broken (see the uapi header).
@@ -132,6 +132,7 @@ int fpgagdr_pin(struct fpgagdr_file *f, struct fpgagdr_pin *args)
 	args->handle = handle;
 	args->segments = pin->nsegs;
 	args->page_size = mem->page_size;
+	args->method = pin->method;
 	dev_dbg(fdev->dev, "%s: pin %u: %s %#llx+%#llx, %u segments\n",
 		fdev->name, handle, mem->name, args->addr, args->length,
 		pin->nsegs);

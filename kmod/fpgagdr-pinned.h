@@ -86,6 +86,7 @@ u32 fpgagdr_mem_platform(void);
  * @key: the transfer @chain was built for
  * @chain: the last chain built, replayed when @key matches
  * @chain_valid: @chain and @key are meaningful
+ * @method: enum fpgagdr_pin_method, set by the back-end's @pin
  * @flags: FPGAGDR_PIN_* bits
  * @wq: woken when FPGAGDR_PIN_BUSY clears
  *
@@ -111,6 +112,7 @@ struct fpgagdr_pinned {
 	struct fpgagdr_xfer key;
 	struct fpgagdr_chain chain;
 	bool chain_valid;
+	u32 method;
 	unsigned long flags;
 	wait_queue_head_t wq;
 };
@@ -136,6 +138,8 @@ void fpgagdr_pinned_release_all(struct fpgagdr_dev *fdev);
  * @next: next handle to issue, advanced by xa_alloc_cyclic() under xa_lock
  * @wrapped: the handle counter wrapped around
  * @npins: entries in @pins
+ * @sub: frame-done subscription, made by the first WAIT_FRAME or poll()
+ *	(fpgagdr-frames.c), NULL before
  */
 struct fpgagdr_file {
 	struct fpgagdr_dev *fdev;
@@ -144,6 +148,7 @@ struct fpgagdr_file {
 	u32 next;
 	bool wrapped;
 	atomic_t npins;
+	struct fpgagdr_frame_sub *sub;
 };
 
 void fpgagdr_file_init(struct fpgagdr_file *f, struct fpgagdr_dev *fdev,

@@ -42,6 +42,10 @@
  * it still finds running ("TEST ENGINE: shutdown: N engines busy"); a
  * link reset stops its engines as it stops the hardware's.
  *
+ * The card's user register block and its TEST-ONLY frame sensor (issue 15)
+ * are fpgagdr-testeng-sensor.c; user interrupt K arrives as edu's
+ * interrupt with status bit 16 + K.
+ *
  * Fault injection, debugfs fpgagdr/testeng/: fault_mode (0 none, 1 hang:
  * never complete, stop at once; 2 late: complete after late_ms; 3 error:
  * report an engine error; 4 stuck: keep rewriting the first descriptor's
@@ -67,6 +71,7 @@
 
 #include "compat.h"
 #include "fpgagdr-card.h"
+#include "fpgagdr-testeng-sensor.h"
 #include "fpgagdr-testeng-walk.h"
 
 /* QEMU's "edu" device: the registers used */
@@ -76,6 +81,8 @@
 #define FPGAGDR_TE_EDU_IRQ_STATUS	0x24
 #define FPGAGDR_TE_EDU_IRQ_RAISE	0x60
 #define FPGAGDR_TE_EDU_IRQ_ACK	0x64
+/* edu interrupt status bits: engines 0..7, user interrupt K at 16 + K */
+#define FPGAGDR_TE_USER_IRQ_SHIFT	16
 /* How long stop() polls BUSY: the driver's stop budget, as XDMA's */
 #define FPGAGDR_TE_STOP_US	FPGAGDR_STOP_BUDGET_US
 /* Bytes moved between two looks at the link-rate clock */
@@ -191,6 +198,7 @@ struct fpgagdr_te_chan {
  * @wq: runs
  * @node: in fpgagdr_te_cards
  * @chan: engines by direction and channel
+ * @sensor: the user register block and frame sensor (issue 15)
  */
 struct fpgagdr_testcard {
 	struct fpgagdr_dev *fdev;
@@ -202,6 +210,7 @@ struct fpgagdr_testcard {
 	struct workqueue_struct *wq;
 	struct list_head node;
 	struct fpgagdr_te_chan chan[2][XDMA_MAX_CHANNELS];
+	struct fpgagdr_te_sensor *sensor;
 };
 
 /**
@@ -746,6 +755,8 @@ static irqreturn_t fpgagdr_te_irq(int irq, void *data)
 		return IRQ_NONE;
 	iowrite32(pending, card->regs + FPGAGDR_TE_EDU_IRQ_ACK);
 	atomic64_inc(&fpgagdr_te.irqs);
+	/* the user interrupts, as the XDMA's user interrupt request register */
+	fpgagdr_frames_irq(card->fdev, pending >> FPGAGDR_TE_USER_IRQ_SHIFT);
 	for (dir = 0; dir < 2; dir++)
 		for (ch = 0; ch < card->fdev->nch[dir]; ch++)
 			if (pending & BIT(card->chan[dir][ch].bit))
@@ -823,6 +834,48 @@ static int fpgagdr_te_add_engines(struct fpgagdr_testcard *card)
 	}
 	return 0;
 }
+
+/* The sensor writes its frames into card memory as the DMA sees it. */
+static int fpgagdr_te_write_card(void *data, u64 addr, const void *buf,
+				 size_t len)
+{
+	struct fpgagdr_testcard *card = data;
+	struct page *page;
+	u64 end;
+	u32 n;
+	void *va;
+
+	if (check_add_overflow(addr, (u64)len, &end) || end > card->size)
+		return -ERANGE;
+	while (len) {
+		page = fpgagdr_te_card_page(card, addr, true);
+		if (!page)
+			return -ENOMEM;
+		n = min_t(size_t, len, PAGE_SIZE - offset_in_page(addr));
+		va = kmap_local_page(page);
+		memcpy(va + offset_in_page(addr), buf, n);
+		kunmap_local(va);
+		addr += n;
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* The sensor's user interrupt K: edu's interrupt with bit 16 + K. */
+static void fpgagdr_te_raise_user(void *data, u32 irq)
+{
+	struct fpgagdr_testcard *card = data;
+
+	if (card->irq && irq < FPROTO_USER_IRQS)
+		iowrite32(BIT(FPGAGDR_TE_USER_IRQ_SHIFT + irq),
+			  card->regs + FPGAGDR_TE_EDU_IRQ_RAISE);
+}
+
+static const struct fpgagdr_te_card_ops fpgagdr_te_card_ops = {
+	.write_card = fpgagdr_te_write_card,
+	.raise = fpgagdr_te_raise_user,
+};
 
 /* The completion interrupt: edu's one vector, MSI or INTx. */
 static int fpgagdr_te_irq_init(struct fpgagdr_testcard *card)
@@ -906,9 +959,19 @@ static int fpgagdr_te_probe(struct pci_dev *pdev, const struct pci_device_id *id
 		if (ret)
 			goto put_fdev;
 	}
+	card->sensor = fpgagdr_te_sensor_new(&fpgagdr_te_card_ops, card,
+					     card->fdev->name);
+	if (!card->sensor) {
+		ret = -ENOMEM;
+		goto irq_exit;
+	}
+	fpgagdr_frames_attach(card->fdev, &fpgagdr_te_sensor_user_ops,
+			      card->sensor, fpgagdr_te_sensor_len(card->sensor),
+			      fpgagdr_te_poll);
 	ret = fpgagdr_card_register(card->fdev);
 	if (ret)
 		goto irq_exit;
+	fpgagdr_te_sensor_start(card->sensor);
 	pci_set_drvdata(pdev, card);
 	mutex_lock(&fpgagdr_te_lock);
 	list_add_tail(&card->node, &fpgagdr_te_cards);
@@ -920,7 +983,9 @@ static int fpgagdr_te_probe(struct pci_dev *pdev, const struct pci_device_id *id
 	return 0;
 
 irq_exit:
+	fpgagdr_frames_detach(card->fdev);
 	fpgagdr_te_irq_exit(card);
+	fpgagdr_te_sensor_free(card->sensor);
 put_fdev:
 	fpgagdr_dev_put(card->fdev);
 destroy_wq:
@@ -946,6 +1011,8 @@ static void fpgagdr_te_remove(struct pci_dev *pdev)
 	/* after this no engine op runs */
 	fpgagdr_card_unregister(card->fdev);
 	fpgagdr_te_irq_exit(card);
+	/* the sensor writes card memory: stopped before it is freed */
+	fpgagdr_te_sensor_free(card->sensor);
 	/* a run still finishing its descriptor ends here */
 	destroy_workqueue(card->wq);
 	fpgagdr_dev_put(card->fdev);
@@ -1046,6 +1113,7 @@ static void fpgagdr_te_debugfs(void)
 	debugfs_create_u32("stuck_ms", 0600, g->dbg, &g->stuck_ms);
 	debugfs_create_file("stats", 0444, g->dbg, NULL,
 			    &fpgagdr_te_stats_fops);
+	fpgagdr_te_sensor_debugfs(g->dbg);
 }
 
 /**
@@ -1063,8 +1131,10 @@ int fpgagdr_testeng_register(void)
 	spin_lock_init(&fpgagdr_te.err_lock);
 	fpgagdr_te_debugfs();
 	ret = pci_register_driver(&fpgagdr_te_driver);
-	if (ret)
+	if (ret) {
 		debugfs_remove_recursive(fpgagdr_te.dbg);
+		fpgagdr_te_sensor_exit();
+	}
 	return ret;
 }
 
@@ -1077,4 +1147,5 @@ void fpgagdr_testeng_unregister(void)
 {
 	pci_unregister_driver(&fpgagdr_te_driver);
 	debugfs_remove_recursive(fpgagdr_te.dbg);
+	fpgagdr_te_sensor_exit();
 }

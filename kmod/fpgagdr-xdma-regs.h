@@ -83,11 +83,20 @@
 /* IRQ block. */
 #define XDMA_IRQ_BASE			0x2000
 #define XDMA_IRQ_ID			0x2000
+/* user interrupt enable mask, bit K: usr_irq_req[K] (16 user interrupts) */
+#define XDMA_IRQ_USER_INT_EN		0x2004
+#define XDMA_IRQ_USER_INT_EN_W1S	0x2008
 #define XDMA_IRQ_USER_INT_EN_W1C	0x200c
 #define XDMA_IRQ_CHAN_INT_EN		0x2010
 #define XDMA_IRQ_CHAN_INT_EN_W1S	0x2014
 #define XDMA_IRQ_CHAN_INT_EN_W1C	0x2018
+#define XDMA_IRQ_USER_INT_REQ		0x2040	/* usr_irq_req as asserted */
+#define XDMA_IRQ_USER_INT_PENDING	0x2048	/* requested and enabled */
 #define XDMA_IRQ_CHAN_INT_PENDING	0x204c
+/* user vector numbers: 4 registers, 5-bit vector per byte, K at byte K % 4 */
+#define XDMA_IRQ_USER_VEC(n)		(0x2080 + 4 * (n))
+#define XDMA_IRQ_USER_VEC_REGS		4
+#define XDMA_USER_IRQS			16
 #define XDMA_IRQ_CHAN_VEC_H2C		0x20a0	/* 5-bit vector per byte */
 #define XDMA_IRQ_CHAN_VEC_C2H		0x20a4
 

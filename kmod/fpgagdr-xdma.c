@@ -238,52 +238,78 @@ int fpgagdr_xdma_add_engines(struct fpgagdr_xdma *x, bool use_irq)
 }
 
 /**
- * fpgagdr_xdma_irq_setup() - route every channel to vector 0, mask all
+ * fpgagdr_xdma_irq_setup() - route every interrupt to vector 0, mask all
  * @x: the core
  *
- * Channel interrupts are unmasked one at a time by start.  User
- * interrupts are not used and stay masked.
+ * Channel interrupts are unmasked one at a time by start; user interrupts
+ * by fpgagdr-frames.c while someone listens.
  *
  * Context: process context, before the interrupt is requested.
  */
 void fpgagdr_xdma_irq_setup(struct fpgagdr_xdma *x)
 {
+	u32 i;
+
 	iowrite32(~0U, x->regs + XDMA_IRQ_USER_INT_EN_W1C);
+	for (i = 0; i < XDMA_IRQ_USER_VEC_REGS; i++)
+		iowrite32(0, x->regs + XDMA_IRQ_USER_VEC(i));
 	iowrite32(~0U, x->regs + XDMA_IRQ_CHAN_INT_EN_W1C);
 	iowrite32(0, x->regs + XDMA_IRQ_CHAN_VEC_H2C);
 	iowrite32(0, x->regs + XDMA_IRQ_CHAN_VEC_C2H);
 }
 
 /**
- * fpgagdr_xdma_irq_teardown() - mask every channel interrupt
+ * fpgagdr_xdma_irq_teardown() - mask every channel and user interrupt
  * @x: the core
  *
  * Context: process context.
  */
 void fpgagdr_xdma_irq_teardown(struct fpgagdr_xdma *x)
 {
+	iowrite32(~0U, x->regs + XDMA_IRQ_USER_INT_EN_W1C);
 	iowrite32(~0U, x->regs + XDMA_IRQ_CHAN_INT_EN_W1C);
 }
 
 /**
- * fpgagdr_xdma_irq() - the channel interrupt, shared by all channels
+ * fpgagdr_xdma_user_irq_enable() - set or clear user interrupt enable bits
+ * @x: the core
+ * @mask: bit K: user interrupt K
+ * @on: unmask (W1S) or mask (W1C)
+ *
+ * Context: any; with fpgagdr-frames.c's lock held.
+ */
+void fpgagdr_xdma_user_irq_enable(struct fpgagdr_xdma *x, u32 mask, bool on)
+{
+	iowrite32(mask & GENMASK(XDMA_USER_IRQS - 1, 0),
+		  x->regs + (on ? XDMA_IRQ_USER_INT_EN_W1S :
+			     XDMA_IRQ_USER_INT_EN_W1C));
+}
+
+/**
+ * fpgagdr_xdma_irq() - the card's interrupt: channels and user interrupts
  * @irq: the Linux interrupt number
  * @data: the core
  *
  * Masks each channel that raised it (start unmasks it again) and tells
- * its waiter, which reads the status.
+ * its waiter, which reads the status; hands the user interrupt requests
+ * to fpgagdr-frames.c.
  *
  * Context: hard interrupt.
- * Return: IRQ_NONE when no channel of ours is pending (shared INTx).
+ * Return: IRQ_NONE when nothing of ours is pending (shared INTx).
  */
 irqreturn_t fpgagdr_xdma_irq(int irq, void *data)
 {
 	struct fpgagdr_xdma *x = data;
 	u32 pending = ioread32(x->regs + XDMA_IRQ_CHAN_INT_PENDING);
+	u32 user = ioread32(x->regs + XDMA_IRQ_USER_INT_REQ);
+	irqreturn_t ret;
 	u32 dir, ch;
 
-	if (!pending || pending == ~0U)
-		return IRQ_NONE;
+	if (pending == ~0U || user == ~0U)
+		return IRQ_NONE;	/* the card is gone */
+	ret = fpgagdr_frames_irq(x->fdev, user & GENMASK(XDMA_USER_IRQS - 1, 0));
+	if (!pending)
+		return ret;
 	iowrite32(pending, x->regs + XDMA_IRQ_CHAN_INT_EN_W1C);
 	for (dir = 0; dir < 2; dir++)
 		for (ch = 0; ch < XDMA_MAX_CHANNELS; ch++)
