@@ -17,6 +17,12 @@
 #   iommu    x86 q35 with intel-iommu, intel_iommu=on iommu.strict=1
 #   arm64    qemu-system-aarch64 -M virt with Debian's arm64 kernel, the
 #            module cross-built against Debian's arm64 headers
+#   service  x86 q35 with a user-mode NIC: the service itself (fpgagdrd,
+#            FPGAGDRD_BIN) in the guest with --card /dev/fpgagdr0 against the
+#            real module, its TEST-ONLY software card and test sensor, ONNX
+#            Runtime (CPU, .deps/onnxruntime) and the real model; the host
+#            drives its REST API over forwarded loopback ports
+#            (service-test.py; guest side service-init.sh, service-cgi.sh)
 #
 # As root, missing Debian packages are installed: qemu-system-x86 and
 # qemu-system-arm (from bookworm-backports, as one version), busybox-static,
@@ -38,7 +44,7 @@ set -euo pipefail
 qdir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 kmod=$(dirname "$qdir")
 out=$kmod/.cache/qemu
-passes=${FPGAGDR_QEMU_PASSES:-plain swiotlb iommu arm64}
+passes=${FPGAGDR_QEMU_PASSES:-plain swiotlb iommu arm64 service}
 jobs=$(nproc)
 started=$SECONDS
 failed_passes=()
@@ -224,6 +230,43 @@ build_initramfs_arm64() {
 	pack "$root" "$out/initrd-arm64.gz"
 }
 
+# The service pass's root: the module, fpgagdrd (stripped) and the shared
+# libraries it loads, ONNX Runtime, the model, its labels and the photos.
+build_initramfs_service() {
+	local bin=${FPGAGDRD_BIN:-} deps=$kmod/../.deps lib
+	[[ -x $bin ]] || die "the service pass needs FPGAGDRD_BIN (a built fpgagdrd)"
+	[[ -f $deps/onnxruntime/libonnxruntime.so ]] ||
+		die "the service pass needs ONNX Runtime in .deps (appliance/scripts/fetch-deps.sh)"
+	new_root "$out/root-service" /bin/busybox
+	install -m 0755 "$qdir/service-init.sh" "$root/init"
+	install -m 0755 "$qdir/service-cgi.sh" "$root/lib/fpgagdr/service-cgi.sh"
+	if [[ -f $out/root/lib/fpgagdr/fpgagdr-host.ko ]]; then
+		cp "$out/root/lib/fpgagdr/fpgagdr-host.ko" "$root/lib/fpgagdr/"
+	else
+		build_modules_x86 "$root/lib/fpgagdr"
+		rm -f "$root/lib/fpgagdr/fpgagdr-nv.ko" "$root/lib/fpgagdr/fpgagdr-test-nvp2p.ko"
+	fi
+	say "build: the service's root (fpgagdrd, ONNX Runtime, the model, the photos)"
+	strip -o "$out/fpgagdrd" "$bin"
+	copy_with_libs "$out/fpgagdrd" "$root/bin/fpgagdrd"
+	mkdir -p "$root/lib/ort" "$root/share/models" "$root/share/frames"
+	lib=$(readlink -f "$deps/onnxruntime/libonnxruntime.so")
+	copy_with_libs "$lib" "$root/lib/ort/libonnxruntime.so"
+	cp "$kmod"/../models/efficientnet-lite0.onnx "$kmod"/../models/efficientnet-lite0.labels.txt \
+		"$root/share/models/"
+	cp "$deps"/share/frames/* "$root/share/frames/"
+	copy_kernel_deps "/lib/modules/$ver" e1000
+	pack "$root" "$out/initrd-service.gz"
+}
+
+# Two free TCP ports on the host's loopback, for the forwarded API and control.
+free_ports() {
+	python3 -c 'import socket
+ss = [socket.socket() for _ in range(2)]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(*[s.getsockname()[1] for s in ss])'
+}
+
 # Kernel messages that fail the run wherever they appear.
 kernel_problems() { # kernel_problems LOG
 	grep -naE '(^|[^A-Za-z])BUG[: ]|WARNING:|Oops|general protection fault|Kernel panic|circular locking|lockdep|KASAN|UBSAN|kmemleak|INFO: task .* blocked|soft lockup|hard LOCKUP|rcu: INFO|Call Trace:|dma_pool_destroy .*busy|refcount_t:|list_(add|del) corruption|TEST ENGINE: chain rejected|TEST ENGINE: refused|DMAR: \[DMA (Read|Write)' \
@@ -286,10 +329,15 @@ children_cpu() {
 	}'
 }
 
+# The NIC of the next boot (none but in the service pass) and the host-side
+# driver run while the guest runs (its failure fails the pass).
+nic=(-nic none)
+driver=()
+
 # Boot one pass, wait for it, check its log.
 boot() { # boot PASS QEMU [ARG...]
 	local pass=$1 log=$out/guest-$1.log sock=$out/monitor-$1.sock
-	local qpid rc=0 t0=$SECONDS wall gs cpu0 cpu problems=() passed failed kp
+	local qpid rc=0 drc=0 t0=$SECONDS wall gs cpu0 cpu problems=() passed failed kp
 	local limit=${FPGAGDR_QEMU_TIMEOUT:-$2}
 	shift 2
 	children_cpu >"$out/cpu0"
@@ -298,10 +346,14 @@ boot() { # boot PASS QEMU [ARG...]
 	rm -f "$sock"
 	: >"$log"
 	timeout --kill-after=10 "$limit" "$@" \
-		-nographic -no-reboot -nic none \
+		-nographic -no-reboot "${nic[@]}" \
 		-monitor "unix:$sock,server,nowait" </dev/null >"$log" 2>&1 &
 	qpid=$!
 	host_commands "$qpid" "$log" "$sock" &
+	if ((${#driver[@]})); then
+		"${driver[@]}" --log "$log" >"$out/driver-$pass.log" 2>&1 || drc=$?
+		cat "$out/driver-$pass.log"
+	fi
 	wait "$qpid" || rc=$?
 	wait
 	wall=$((SECONDS - t0))
@@ -312,6 +364,7 @@ boot() { # boot PASS QEMU [ARG...]
 	passed=$(grep -ac '^FPGAGDR-RESULT: PASS' "$log" || true)
 	failed=$(grep -a '^FPGAGDR-RESULT: FAIL' "$log" || true)
 	((rc == 0)) || problems+=("qemu exited with $rc (124: timeout after ${limit}s)")
+	((drc == 0)) || problems+=("the host-side driver ${driver[*]:0:1} failed with $drc (its output above)")
 	grep -aq '^FPGAGDR-QEMU-DONE: fails=0' "$log" ||
 		problems+=("no final marker 'FPGAGDR-QEMU-DONE: fails=0'")
 	[[ -z $failed ]] || problems+=("failed checks:"$'\n'"$failed")
@@ -337,7 +390,7 @@ boot() { # boot PASS QEMU [ARG...]
 x86_machine() { # x86_machine [DEVICE...]: q35, the card on root port rp1
 	echo qemu-system-x86_64 -accel tcg -cpu max -M q35 -smp 2 "$@" \
 		-device pcie-root-port,id=rp1,slot=1,chassis=1 \
-		-device edu,bus=rp1,id=card -kernel "$kernel" -initrd "$out/initrd-x86.gz"
+		-device edu,bus=rp1,id=card -kernel "$kernel" -initrd "${initrd:-$out/initrd-x86.gz}"
 }
 
 x86_append() { # x86_append PASS [ARG...]
@@ -362,6 +415,9 @@ mkdir -p "$out"
 
 if want plain || want swiotlb || want iommu; then
 	build_initramfs_x86
+fi
+if want service; then
+	build_initramfs_service
 fi
 if want arm64; then
 	apt_install gcc-aarch64-linux-gnu libc6-dev-arm64-cross
@@ -394,6 +450,19 @@ if want arm64; then
 		-smp 2 -m 1G -device edu,id=card \
 		-kernel "$ARM64_ROOT/boot/vmlinuz-$ver_arm64" -initrd "$out/initrd-arm64.gz" \
 		-append "console=ttyAMA0 panic=-1 oops=panic loglevel=5 slub_debug=FZPU hung_task_timeout_secs=60 FPGAGDR_PASS=arm64 ${FPGAGDR_QEMU_APPEND:-}"
+fi
+
+if want service; then
+	read -r api_port ctl_port < <(free_ports)
+	nic=(-nic "user,model=e1000,hostfwd=tcp:127.0.0.1:$api_port-:8080,hostfwd=tcp:127.0.0.1:$ctl_port-:8081")
+	driver=(python3 "$qdir/service-test.py" --api "http://127.0.0.1:$api_port"
+		--ctl "http://127.0.0.1:$ctl_port" --frames "$kmod/../.deps/share/frames")
+	initrd=$out/initrd-service.gz
+	# shellcheck disable=SC2046 # the machine's words
+	boot service 900 $(x86_machine) -m 2G -append "$(x86_append service)"
+	initrd=
+	nic=(-nic none)
+	driver=()
 fi
 
 printf '%s\n' "${summary[@]}"

@@ -175,6 +175,7 @@ async function call(method, path) {
  * @property {number} frames_dropped
  * @property {number} checksum_errors
  * @property {number} transfer_errors
+ * @property {number} [frames_overrun] frames the card overwrote before the host took them
  *
  * @typedef {'running' | 'stopped' | 'failed'} PipelineState
  *

@@ -18,7 +18,9 @@ import { apiUrl } from './api.js';
 
 /**
  * @typedef {{p50: number, p99: number, max: number, count?: number}} Percentiles
- * @typedef {'dma' | 'queue' | 'd2h' | 'preprocess' | 'inference' | 'end_to_end'} Stage
+ * @typedef {'pickup' | 'dma' | 'queue' | 'd2h' | 'preprocess' | 'inference' | 'end_to_end'} Stage
+ *   end_to_end runs from the frame-done interrupt (the frame's arrival) to the
+ *   result; pickup is arrival → DMA submit.
  *   dma, preprocess, inference and end_to_end are always measured; queue (ring
  *   entry ready → taken) and d2h (device-to-host copy before CPU inference)
  *   appear when the service reports them. A stage without samples in the
@@ -34,6 +36,7 @@ import { apiUrl } from './api.js';
  * @property {number} frames_dropped
  * @property {number} checksum_errors
  * @property {number} [transfer_errors] not in every service version
+ * @property {number} [frames_overrun] frames the card overwrote before the host took them
  * @property {Partial<Record<Stage, Percentiles>>} latency_us
  * @property {{seq: number, top5: import('./api.js').Class[]} | null} latest
  * @property {import('./api.js').TelemetryPoint | null} [telemetry] latest telemetry point

@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fpgagdr::{
-    Backend, Capabilities, Card, CardStatus, Direction, DmaMemory, Error, GpuMemory, Handle,
-    MemoryKind, PinnedRegion, Platform, Result, Transfer, TransferRequest, check_inside,
+    Backend, Capabilities, Card, CardStatus, ChainCache, Direction, DmaMemory, Error, GpuMemory,
+    Handle, MemoryKind, PinnedRegion, Platform, Result, Transfer, TransferRequest, check_inside,
     gpu_memory,
 };
 
@@ -118,7 +118,15 @@ pub struct SimCard {
     next_handle: AtomicU64,
     c2h: Vec<Mutex<Engine>>,
     h2c: Vec<Mutex<Engine>>,
+    /// The module's descriptor-chain cache, kept the same way: per pin, the key of the
+    /// chain built last (direction, offset, card address, length).
+    chains: Mutex<HashMap<u64, ChainKey>>,
+    chain_hits: AtomicU64,
+    chain_misses: AtomicU64,
 }
+
+/// What a cached descriptor chain was built for (the module's key, `fpgagdr-desc.c`).
+type ChainKey = (Direction, u64, u64, u64);
 
 impl SimCard {
     /// A simulated card with `config`. Channel counts are clamped to 1..=4 and the
@@ -140,6 +148,9 @@ impl SimCard {
             next_handle: AtomicU64::new(1),
             c2h: engines(config.c2h_channels),
             h2c: engines(config.h2c_channels),
+            chains: Mutex::new(HashMap::new()),
+            chain_hits: AtomicU64::new(0),
+            chain_misses: AtomicU64::new(0),
         }
     }
 
@@ -190,6 +201,24 @@ impl SimCard {
             channel,
             count: engines.len() as u32,
         })
+    }
+
+    /// Counts a transfer as the module's chain cache would: a hit when it repeats the
+    /// key of the chain its pin built last, else a miss (and the key is replaced).
+    fn count_chain(&self, req: &TransferRequest) {
+        let key = (req.dir, req.offset, req.card_addr, req.len);
+        let hit = self
+            .chains
+            .lock()
+            .expect("chain cache poisoned")
+            .insert(req.handle.0, key)
+            == Some(key);
+        let counter = if hit {
+            &self.chain_hits
+        } else {
+            &self.chain_misses
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 
     fn pin_entry(&self, handle: Handle) -> Result<Arc<PinnedRegion>> {
@@ -283,6 +312,10 @@ impl Backend for SimCard {
     }
 
     fn unpin(&self, handle: Handle) -> Result<()> {
+        self.chains
+            .lock()
+            .expect("chain cache poisoned")
+            .remove(&handle.0);
         // A transfer still copying into this pin holds its region; the card releases the
         // region after this returns, waiting for that copy, before the memory goes.
         self.pins
@@ -302,6 +335,7 @@ impl Backend for SimCard {
             .engine(req.dir, req.channel)?
             .lock()
             .expect("engine poisoned");
+        self.count_chain(req);
         let start = Instant::now();
         let len = req.len as usize;
         let copied = pin.access(|mem| match req.dir {
@@ -338,6 +372,13 @@ impl Backend for SimCard {
             handle: req.handle.0,
         })??;
         self.finish(start, req.dir, true, req.len, req.timeout)
+    }
+
+    fn chain_cache(&self) -> Option<ChainCache> {
+        Some(ChainCache {
+            hits: self.chain_hits.load(Ordering::Relaxed),
+            misses: self.chain_misses.load(Ordering::Relaxed),
+        })
     }
 
     fn host_read(

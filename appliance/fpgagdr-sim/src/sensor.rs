@@ -110,11 +110,21 @@ impl FrameTrigger for SimSensor {
             card_addr,
             len: header.frame_len() as u64,
             seq,
+            slot: (seq % SENSOR_SLOTS) as u32,
+            // The simulated sensor renders a frame when asked: it never overwrites one
+            // the host has not taken.
+            missed: 0,
+            queue_overflow: 0,
+            arrived: Instant::now(),
         })
     }
 
     fn max_frame_len(&self) -> usize {
         self.source.max_frame_len()
+    }
+
+    fn slots(&self) -> u32 {
+        SENSOR_SLOTS as u32
     }
 
     fn describe(&self) -> String {

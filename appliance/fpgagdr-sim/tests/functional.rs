@@ -336,3 +336,30 @@ fn unpin_while_other_threads_transfer_on_the_handle() {
     card.read_c2h(0, &again, 0, len, GENEROUS).unwrap();
     assert_same(bytes(&again), &data, "after the race");
 }
+
+#[test]
+fn chain_cache_counts_as_the_module_does() {
+    // The module replays a pin's chain when handle, direction, offset, card address and
+    // length repeat those of the pin's previous transfer; the simulated card counts alike.
+    let card = sim(LinkPreset::Off);
+    let a = pinned(&card, 256 * KIB);
+    let b = pinned(&card, 256 * KIB);
+    let t = GENEROUS;
+    let before = card
+        .chain_cache()
+        .expect("the simulated card keeps the count");
+    assert_eq!(before, fpgagdr::ChainCache::default());
+    card.read_c2h(0, &a, 0x1000_0000, 64 * KIB, t).unwrap(); // a: miss
+    card.read_c2h(0, &a, 0x1000_0000, 64 * KIB, t).unwrap(); // a: hit
+    card.read_c2h(0, &b, 0x1000_0000, 64 * KIB, t).unwrap(); // b: its own chain, miss
+    card.read_c2h(0, &a, 0x1001_0000, 64 * KIB, t).unwrap(); // a, other address: miss
+    card.read_c2h(0, &a, 0x1001_0000, 32 * KIB, t).unwrap(); // other length: miss
+    card.read_c2h_at(0, &a, 4096, 0x1001_0000, 32 * KIB, t)
+        .unwrap(); // other offset: miss
+    card.write_h2c_at(0, &a, 4096, 0x1001_0000, 32 * KIB, t)
+        .unwrap(); // H2C: miss
+    card.read_c2h(0, &b, 0x1000_0000, 64 * KIB, t).unwrap(); // b again: hit
+    let c = card.chain_cache().unwrap().since(before);
+    assert_eq!((c.hits, c.misses), (2, 6), "{c:?}");
+    assert_eq!(c.hit_rate(), Some(0.25));
+}

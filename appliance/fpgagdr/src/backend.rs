@@ -13,10 +13,11 @@ use std::fmt;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use crate::dma::{Handle, Transfer, TransferRequest};
+use crate::dma::{ChainCache, Handle, Transfer, TransferRequest};
 use crate::error::Result;
 use crate::memory::{DmaRegion, read_region, write_region};
 use crate::status::CardStatus;
+use crate::trigger::FrameTrigger;
 
 /// Memory pinned through [`crate::Card::pin`], as the back-end that pins it sees it.
 ///
@@ -137,6 +138,19 @@ pub trait Backend: Send + Sync + fmt::Debug {
         src: &[u8],
         timeout: Duration,
     ) -> Result<Transfer>;
+    /// The descriptor-chain cache's counters, if this back-end keeps them.
+    fn chain_cache(&self) -> Option<ChainCache> {
+        None
+    }
+    /// The card's frame trigger (the frame-done interrupt), if this back-end has one.
+    /// Errors: [`crate::Error::Unsupported`] (rule `capability`) by default; the
+    /// back-end's errors (a card without the frame protocol, the module's refusal).
+    fn frame_trigger(&self) -> Result<Box<dyn FrameTrigger>> {
+        Err(crate::Error::Unsupported {
+            what: "frame trigger",
+            card: self.status().name,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::backend::{Backend, PinnedRegion};
 use crate::buffer::PinnedBuffer;
-use crate::dma::{Direction, Handle, Transfer, TransferRequest};
+use crate::dma::{ChainCache, Direction, Handle, Transfer, TransferRequest};
 use crate::error::{Error, Result};
 use crate::legacy::Legacy;
 use crate::memory::{DmaMemory, check_inside};
@@ -57,6 +57,20 @@ impl Card {
     /// The card's identity and limits.
     pub fn status(&self) -> &CardStatus {
         &self.status
+    }
+
+    /// The descriptor-chain cache's counters (see [`ChainCache`]), if the back-end keeps
+    /// them: the kernel module's (read now, one `GET_STATUS`), or the simulated card's.
+    pub fn chain_cache(&self) -> Option<ChainCache> {
+        self.backend.chain_cache()
+    }
+
+    /// The card's frame trigger: waits for the card's frame-done events
+    /// (`docs/card-protocol.md`). Errors: [`Error::Unsupported`] (rule `capability`) on a
+    /// back-end without one (the simulated card's frames come from
+    /// `fpgagdr_sim::SimSensor`); the back-end's errors.
+    pub fn frame_trigger(&self) -> Result<Box<dyn crate::FrameTrigger>> {
+        self.backend.frame_trigger()
     }
 
     /// The back-end, for code that drives it directly (the simulated sensor).

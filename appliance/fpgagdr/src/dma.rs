@@ -74,3 +74,32 @@ pub struct TransferRequest {
     /// Bound on the wait for completion (> 0).
     pub timeout: Duration,
 }
+
+/// The descriptor-chain cache's counters: a transfer that repeats the handle,
+/// direction, buffer offset, card address and length of the previous transfer on that
+/// pinned buffer replays its chain (a hit); any other builds one (a miss). On the kernel
+/// back-end these are the module's counters for the whole card (`GET_STATUS`
+/// `cache_hits` / `cache_misses`); the simulated card keeps the same count.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ChainCache {
+    /// Transfers that replayed a chain already built.
+    pub hits: u64,
+    /// Transfers that built (or rebuilt) their chain.
+    pub misses: u64,
+}
+
+impl ChainCache {
+    /// The counts since `earlier` (a reading of the same card taken before).
+    pub fn since(self, earlier: ChainCache) -> ChainCache {
+        ChainCache {
+            hits: self.hits.saturating_sub(earlier.hits),
+            misses: self.misses.saturating_sub(earlier.misses),
+        }
+    }
+
+    /// hits / (hits + misses), 0..=1; `None` before the first transfer.
+    pub fn hit_rate(self) -> Option<f64> {
+        let n = self.hits + self.misses;
+        (n > 0).then(|| self.hits as f64 / n as f64)
+    }
+}

@@ -60,10 +60,10 @@ mod trigger;
 pub use backend::{Backend, PinnedRegion, RegionAccess};
 pub use buffer::PinnedBuffer;
 pub use card::Card;
-pub use dma::{Direction, Handle, Transfer, TransferRequest};
+pub use dma::{ChainCache, Direction, Handle, Transfer, TransferRequest};
 pub use error::{Error, Result};
 pub use frame::{FrameError, FrameHeader, PixelFormat};
-pub use kernel::{KernelCard, KernelCounters};
+pub use kernel::{FrameInfo, KernelCard, KernelCounters, KernelTrigger};
 pub use legacy::TransferMode;
 pub use memory::{
     DmaMemory, DmaRegion, GpuMemory, MemoryKind, check_inside, cuda_context, frame_ring_kind,

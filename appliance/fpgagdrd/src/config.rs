@@ -293,6 +293,39 @@ pub enum CardChoice {
     Device(PathBuf),
 }
 
+/// The control node `--card auto` looks for.
+pub const AUTO_CARD: &str = "/dev/fpgagdr0";
+
+impl CardChoice {
+    /// Resolves the `--card` argument: `sim`, `auto`, or a control node's path. Returns
+    /// the choice and why it was made, in words for the status page and the log.
+    ///
+    /// `auto` (the image's default) takes the card when `auto_node` (normally
+    /// [`AUTO_CARD`]) exists, the simulated card otherwise; nothing else is probed, so a
+    /// card whose module refuses it still shows up as that card's error, never as a
+    /// silent fall-back to the simulation.
+    pub fn resolve(arg: &str, auto_node: &std::path::Path) -> (CardChoice, String) {
+        match arg {
+            "sim" => (CardChoice::Sim, "--card sim".into()),
+            "auto" if auto_node.exists() => (
+                CardChoice::Device(auto_node.to_path_buf()),
+                format!("--card auto: {} exists", auto_node.display()),
+            ),
+            "auto" => (
+                CardChoice::Sim,
+                format!(
+                    "--card auto: {} does not exist (no card, or the fpgagdr module is not loaded), so the simulated card",
+                    auto_node.display()
+                ),
+            ),
+            path => (
+                CardChoice::Device(PathBuf::from(path)),
+                format!("--card {path}"),
+            ),
+        }
+    }
+}
+
 /// One broken rule, located by a JSON pointer.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct FieldError {
@@ -665,6 +698,24 @@ impl ConfigStore {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn card_auto_takes_the_node_when_it_exists_else_the_simulated_card() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = dir.path().join("fpgagdr0");
+        let (c, why) = CardChoice::resolve("auto", &node);
+        assert_eq!(c, CardChoice::Sim);
+        assert!(why.contains("does not exist"), "{why}");
+        std::fs::write(&node, b"").unwrap();
+        let (c, why) = CardChoice::resolve("auto", &node);
+        assert_eq!(c, CardChoice::Device(node.clone()));
+        assert!(why.contains("exists"), "{why}");
+        assert_eq!(CardChoice::resolve("sim", &node).0, CardChoice::Sim);
+        assert_eq!(
+            CardChoice::resolve("/dev/fpgagdr3", &node).0,
+            CardChoice::Device("/dev/fpgagdr3".into())
+        );
+    }
 
     #[test]
     fn defaults_are_valid_and_round_trip() {

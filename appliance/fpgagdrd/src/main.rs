@@ -27,7 +27,9 @@ struct Cli {
     /// picks a free port; the URL is printed on stdout).
     #[arg(long, default_value = "127.0.0.1:8080", value_parser = parse_listen)]
     listen: SocketAddr,
-    /// `sim` for the simulated card, or a control node such as /dev/fpgagdr0.
+    /// `sim` for the simulated card, a control node such as /dev/fpgagdr0, or `auto`:
+    /// /dev/fpgagdr0 when it exists, else the simulated card (status and log say which
+    /// and why).
     #[arg(long, default_value = "sim")]
     card: String,
     /// Config file (JSON). Default: $XDG_STATE_HOME/fpgagdr/config.json, else
@@ -175,11 +177,11 @@ fn run() -> Result<(), String> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let card = if cli.card == "sim" {
-        CardChoice::Sim
-    } else {
-        CardChoice::Device(PathBuf::from(&cli.card))
-    };
+    let (card, card_why) = CardChoice::resolve(&cli.card, std::path::Path::new(config::AUTO_CARD));
+    match &card {
+        CardChoice::Sim => tracing::info!("card: the simulated card ({card_why})"),
+        CardChoice::Device(p) => tracing::info!("card: {} ({card_why})", p.display()),
+    }
     let config_path = cli.config.clone().unwrap_or_else(default_config_path);
     if cli.mark_good_after_health {
         let dir = config_path
@@ -255,6 +257,7 @@ fn run() -> Result<(), String> {
     let result = runtime.block_on(serve(Parts {
         listener,
         card,
+        card_why,
         store,
         shared,
         supervisor: supervisor.clone(),
@@ -277,6 +280,7 @@ fn run() -> Result<(), String> {
 struct Parts {
     listener: std::net::TcpListener,
     card: CardChoice,
+    card_why: String,
     store: ConfigStore,
     shared: Arc<Shared>,
     supervisor: Arc<Mutex<Supervisor>>,
@@ -292,6 +296,7 @@ async fn serve(parts: Parts) -> Result<(), String> {
     let Parts {
         listener,
         card,
+        card_why,
         store,
         shared,
         supervisor,
@@ -312,6 +317,7 @@ async fn serve(parts: Parts) -> Result<(), String> {
         config: Arc::new(tokio::sync::Mutex::new(store)),
         shared: shared.clone(),
         card,
+        card_why,
         live: live.clone(),
         started: Instant::now(),
         telemetry,

@@ -29,11 +29,32 @@ pub struct Counters {
     pub checksum_errors: AtomicU64,
     /// Transfers that failed or timed out.
     pub transfer_errors: AtomicU64,
+    /// Frames the card completed that no frame-done event reported (interrupts the card
+    /// coalesced while one was pending: the gap in the events' sequence numbers), the
+    /// event-queue overflow not included.
+    pub frames_missed: AtomicU64,
+    /// Frames whose frame-done event the kernel's per-file event queue dropped because
+    /// it was full. produced = captured + missed + this, exactly (DESIGN §10).
+    pub event_queue_overflows: AtomicU64,
+    /// Captured frames the card had overwritten in their slot before (or while) the C2H
+    /// read it: the header carries a later sequence number than the frame-done event
+    /// announced (docs/card-protocol.md, "overrun"). Dropped, never inferred.
+    pub frames_overrun: AtomicU64,
+    /// Captured frames whose header carries an earlier sequence number than the event
+    /// announced (the slot did not hold the frame the card said it did). Dropped.
+    pub sequence_errors: AtomicU64,
     /// Waits for a frame that lasted the whole `card.timeout_ms` (the sensor is slower
     /// than the timeout, or stopped sending).
     pub frame_wait_timeouts: AtomicU64,
     /// Bytes moved by C2H into the ring.
     pub bytes_captured: AtomicU64,
+    /// C2H transfers that replayed the ring entry's descriptor chain (the card's chain
+    /// cache; on a real card the module's counter, which counts every open file's
+    /// transfers), summed over the pipeline's runs.
+    pub chain_cache_hits: AtomicU64,
+    /// C2H transfers that built (or rebuilt) their descriptor chain: one per ring entry
+    /// on the first lap, none after it when every entry meets the same slot.
+    pub chain_cache_misses: AtomicU64,
 }
 
 impl Counters {
@@ -51,8 +72,14 @@ impl Counters {
             frames_dropped: r(&self.frames_dropped),
             checksum_errors: r(&self.checksum_errors),
             transfer_errors: r(&self.transfer_errors),
+            frames_missed: r(&self.frames_missed),
+            event_queue_overflows: r(&self.event_queue_overflows),
+            frames_overrun: r(&self.frames_overrun),
+            sequence_errors: r(&self.sequence_errors),
             frame_wait_timeouts: r(&self.frame_wait_timeouts),
             bytes_captured: r(&self.bytes_captured),
+            chain_cache_hits: r(&self.chain_cache_hits),
+            chain_cache_misses: r(&self.chain_cache_misses),
         }
     }
 }
@@ -70,15 +97,41 @@ pub struct CounterValues {
     pub checksum_errors: u64,
     /// See [`Counters::transfer_errors`].
     pub transfer_errors: u64,
+    /// See [`Counters::frames_missed`].
+    pub frames_missed: u64,
+    /// See [`Counters::event_queue_overflows`].
+    pub event_queue_overflows: u64,
+    /// See [`Counters::frames_overrun`].
+    pub frames_overrun: u64,
+    /// See [`Counters::sequence_errors`].
+    pub sequence_errors: u64,
     /// See [`Counters::frame_wait_timeouts`].
     pub frame_wait_timeouts: u64,
     /// See [`Counters::bytes_captured`].
     pub bytes_captured: u64,
+    /// See [`Counters::chain_cache_hits`].
+    pub chain_cache_hits: u64,
+    /// See [`Counters::chain_cache_misses`].
+    pub chain_cache_misses: u64,
+}
+
+impl CounterValues {
+    /// Chain-cache hits / (hits + misses), 0..=1; `None` before the first transfer.
+    pub fn chain_cache_hit_rate(&self) -> Option<f64> {
+        fpgagdr::ChainCache {
+            hits: self.chain_cache_hits,
+            misses: self.chain_cache_misses,
+        }
+        .hit_rate()
+    }
 }
 
 /// Stages of the frame path whose latency is measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
+    /// Frame complete in card memory (the frame-done interrupt's arrival) → C2H
+    /// submitted: how long the frame waited for the host.
+    Pickup,
     /// C2H transfer of the frame into its ring entry: submit → completion.
     Dma,
     /// Ring entry ready → taken by the inference thread.
@@ -90,13 +143,17 @@ pub enum Stage {
     Preprocess,
     /// The model.
     Inference,
-    /// DMA submit → result ready.
+    /// Frame-done interrupt (the frame's arrival) → result ready: interrupt-to-result.
     EndToEnd,
 }
 
+/// Number of [`Stage`]s.
+pub const STAGES: usize = Stage::ALL.len();
+
 impl Stage {
     /// All stages, in path order.
-    pub const ALL: [Stage; 6] = [
+    pub const ALL: [Stage; 7] = [
+        Stage::Pickup,
         Stage::Dma,
         Stage::Queue,
         Stage::D2h,
@@ -108,6 +165,7 @@ impl Stage {
     /// Name used in JSON and Prometheus labels.
     pub fn as_str(self) -> &'static str {
         match self {
+            Stage::Pickup => "pickup",
             Stage::Dma => "dma",
             Stage::Queue => "queue",
             Stage::D2h => "d2h",
@@ -132,7 +190,7 @@ pub struct Quantiles {
 }
 
 /// Latency quantiles for every stage.
-pub type StageQuantiles = [(Stage, Quantiles); 6];
+pub type StageQuantiles = [(Stage, Quantiles); STAGES];
 
 /// The result of one frame, as the API shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
@@ -184,9 +242,9 @@ fn histogram() -> Histogram<u64> {
 /// four sub-windows (rotated at each publish) and cumulative totals.
 #[derive(Debug)]
 pub struct StageRecorder {
-    slices: Vec<[Histogram<u64>; 6]>,
+    slices: Vec<[Histogram<u64>; STAGES]>,
     current: usize,
-    merged: [Histogram<u64>; 6],
+    merged: [Histogram<u64>; STAGES],
 }
 
 impl Default for StageRecorder {
@@ -213,7 +271,7 @@ impl StageRecorder {
     /// Quantiles over the window, then starts a new sub-window. Also adds the finished
     /// sub-window into `totals` (cumulative, for `/metrics`).
     pub fn rotate(&mut self, totals: &Mutex<Totals>) -> StageQuantiles {
-        let mut out = [(Stage::Dma, Quantiles::default()); 6];
+        let mut out = [(Stage::Dma, Quantiles::default()); STAGES];
         for (i, stage) in Stage::ALL.iter().enumerate() {
             let m = &mut self.merged[i];
             m.reset();
@@ -232,7 +290,7 @@ impl StageRecorder {
             );
         }
         if let Ok(mut t) = totals.lock() {
-            for i in 0..6 {
+            for i in 0..STAGES {
                 t.stages[i]
                     .add(&self.slices[self.current][i])
                     .expect("same bounds");
@@ -250,7 +308,7 @@ impl StageRecorder {
 #[derive(Debug)]
 pub struct Totals {
     /// One histogram per stage, in [`Stage::ALL`] order.
-    pub stages: [Histogram<u64>; 6],
+    pub stages: [Histogram<u64>; STAGES],
 }
 
 impl Default for Totals {
@@ -301,7 +359,7 @@ mod tests {
         let totals = Mutex::new(Totals::default());
         let mut r = StageRecorder::default();
         for _ in 0..100 {
-            r.record(Stage::Dma, 500_000);
+            r.record(Stage::Pickup, 500_000);
         }
         let q = r.rotate(&totals);
         assert_eq!(q[0].1.count, 100);

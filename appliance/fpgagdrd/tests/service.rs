@@ -880,3 +880,59 @@ fn metrics_openapi_and_dashboard() {
     assert!(!r.header("content-security-policy").is_empty(), "{r:?}");
     svc.get("/js/nope.js").problem(404, "asset");
 }
+
+/// Pin once, chain once (DESIGN §10): the ring has k × N entries and entry i always
+/// meets card slot i mod N, so each entry's descriptor chain is built once, on the
+/// first lap, and replayed for every later frame; every frame's sequence number and
+/// CRC still match its slot (a cache keyed too loosely would score as well).
+#[test]
+fn each_ring_entry_meets_one_slot_so_its_chain_is_built_once() {
+    let svc = Service::start(&json!({
+        "source": {"kind": "test_pattern", "width": 64, "height": 64, "format": "mono8", "fps": 0},
+        "card": {"sim_link": "off"},
+        "inference": {"threads": 1, "verify_checksum": true},
+        "ring": {"entries": 3},
+    }));
+    let st = svc.status();
+    let slots = st["memory"]["card_slots"].as_u64().expect("card_slots");
+    let entries = st["memory"]["ring_entries"].as_u64().expect("ring_entries");
+    assert_eq!(slots, 4, "the simulated sensor's slots: {st}");
+    assert_eq!(
+        entries, 8,
+        "ring.entries 3 rounds up to k = 2 laps of 4 slots: {st}"
+    );
+    wait_for("a few hundred laps of the ring", || {
+        let c = svc.status()["counters"].clone();
+        match c["frames_captured"].as_u64() {
+            Some(n) if n >= 200 * entries && c["frames_inferred"].as_u64() > Some(2) => Ok(()),
+            _ => Err(c.to_string()),
+        }
+    });
+    let r = svc.request("POST", "/api/v1/pipeline/stop", None, &[]);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let st = svc.status();
+    let c = &st["counters"];
+    let (hits, misses) = (
+        c["chain_cache_hits"].as_u64().unwrap(),
+        c["chain_cache_misses"].as_u64().unwrap(),
+    );
+    assert_eq!(
+        Some(hits + misses),
+        c["frames_captured"].as_u64(),
+        "one C2H per captured frame: {c}"
+    );
+    assert!(
+        misses <= entries,
+        "each entry's chain is built once, on the first lap: {misses} misses for {entries} entries: {c}"
+    );
+    let rate = st["memory"]["chain_cache_hit_rate"].as_f64().unwrap();
+    assert!(rate >= 0.99, "hit rate {rate}: {st}");
+    assert_eq!(c["sequence_errors"], 0, "{c}");
+    assert_eq!(c["checksum_errors"], 0, "{c}");
+    let metrics = svc.get("/metrics").body;
+    let ratio = parse_prometheus(&metrics)
+        .into_iter()
+        .find(|s| s.name == "fpgagdr_chain_cache_hit_ratio")
+        .expect("fpgagdr_chain_cache_hit_ratio in /metrics");
+    assert!(ratio.value >= 0.99, "{metrics}");
+}

@@ -22,6 +22,7 @@ import * as fmt from '../format.js';
  * @type {[import('../stream.js').Stage, string][]}
  */
 const STAGE_METRICS = [
+  ['pickup', 'pickup'],
   ['dma', 'dma'],
   ['queue', 'queue'],
   ['d2h', 'd2h'],
@@ -179,6 +180,7 @@ export class StatusView {
     // snapshots carry newer counts; these fill the page until the first arrives
     if (!this.haveSnapshot) for (const name of COUNTERS) this.showCounter(name, counters[name]);
     this.showCounter('transfer_errors', counters.transfer_errors);
+    if (fmt.isNum(counters.frames_overrun)) this.showCounter('frames_overrun', counters.frames_overrun);
     this.uptime = { s: st.uptime_s, at: performance.now() };
     this.showUptime();
   }
@@ -211,6 +213,7 @@ export class StatusView {
     if (withState) this.showPipelineState(s.state);
     for (const name of COUNTERS) this.showCounter(name, s[name]);
     if (fmt.isNum(s.transfer_errors)) this.showCounter('transfer_errors', s.transfer_errors);
+    if (fmt.isNum(s.frames_overrun)) this.showCounter('frames_overrun', s.frames_overrun);
     for (const [stage, prefix] of STAGE_METRICS) {
       const p = s.latency_us?.[stage];
       if (p) {

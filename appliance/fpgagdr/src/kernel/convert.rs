@@ -304,6 +304,12 @@ pub(crate) enum Call<'a> {
     },
     /// ABORT of one engine.
     Abort { dir: Direction, channel: u32 },
+    /// WAIT_FRAME bounded by `timeout`.
+    WaitFrame { timeout: Duration },
+    /// FRAME_INFO.
+    FrameInfo,
+    /// ABORT with FPGAGDR_ABORT_WAITS (wakes this file's frame waits).
+    WakeWaits,
     /// `read` (C2H) or `write` (H2C) on a channel node; `timeout` is the module's
     /// `rw_timeout_ms`, the bound those calls wait under.
     Rw {
@@ -322,7 +328,9 @@ impl Call<'_> {
             Call::Pin { .. } => "PIN",
             Call::Unpin { .. } => "UNPIN",
             Call::Transfer { .. } => "TRANSFER",
-            Call::Abort { .. } => "ABORT",
+            Call::Abort { .. } | Call::WakeWaits => "ABORT",
+            Call::WaitFrame { .. } => "WAIT_FRAME",
+            Call::FrameInfo => "FRAME_INFO",
             Call::Rw { dir, .. } => rw_op(*dir),
         }
     }
@@ -343,6 +351,9 @@ impl Call<'_> {
                 req.dir, req.len, req.channel, req.handle, req.offset, req.card_addr, req.timeout
             ),
             Call::Abort { dir, channel } => format!("the abort of {dir} channel {channel}"),
+            Call::WaitFrame { timeout } => format!("the wait for a frame (timeout {timeout:?})"),
+            Call::FrameInfo => "the frame-protocol request".into(),
+            Call::WakeWaits => "the wake-up of this file's frame waits".into(),
             Call::Rw {
                 dir,
                 channel,
@@ -552,12 +563,16 @@ pub(crate) fn kernel_error(call: &Call<'_>, errno: Errno, path: &Path, card: &Ca
                 len,
                 timeout: *rw_timeout,
             },
+            (_, Call::WaitFrame { timeout }) => Error::NoFrame { timeout: *timeout },
             _ => kernel("timeout", format!("{what} timed out")),
         },
         Errno::EINTR => kernel(
             "interrupted",
             match call {
                 Call::Pin { .. } => format!("{what}: a fatal signal arrived while pinning"),
+                Call::WaitFrame { .. } => {
+                    format!("{what}: a signal arrived while waiting (no event was taken)")
+                }
                 _ => format!(
                     "{what}: a signal arrived while waiting; the engine was stopped and the \
                      transfer did not complete (retry it)"
@@ -566,9 +581,33 @@ pub(crate) fn kernel_error(call: &Call<'_>, errno: Errno, path: &Path, card: &Ca
         ),
         Errno::ECANCELED => kernel(
             "aborted",
+            match call {
+                Call::WaitFrame { .. } => format!(
+                    "{what} was ended by ABORT with FPGAGDR_ABORT_WAITS on the same open file \
+                     (queued events stay queued)"
+                ),
+                _ => format!(
+                    "{what} was stopped (or given up while waiting for its engine) by ABORT, by \
+                     unpinning its buffer, or because its GPU memory was freed"
+                ),
+            },
+        ),
+        Errno::ENXIO => kernel(
+            "card-protocol",
             format!(
-                "{what} was stopped (or given up while waiting for its engine) by ABORT, by \
-                 unpinning its buffer, or because its GPU memory was freed"
+                "{what}: the card does not speak the frame protocol of docs/card-protocol.md \
+                 (FRAME_INFO says which part: user register block, magic, version, slots)"
+            ),
+        ),
+        Errno::EAGAIN => kernel(
+            "no-frame-queued",
+            format!("{what}: no frame-done event is queued (FPGAGDR_WAIT_NOWAIT)"),
+        ),
+        Errno::EBADMSG => kernel(
+            "frame-event",
+            format!(
+                "{what}: the card broke the frame protocol (a sequence not increasing, a slot \
+                 other than sequence mod slot count, a length under the header or past the slot)"
             ),
         ),
         Errno::EIO => match call {
@@ -594,6 +633,56 @@ pub(crate) fn kernel_error(call: &Call<'_>, errno: Errno, path: &Path, card: &Ca
             reason: format!("the card was removed ({op} answered ENODEV)"),
         },
         other => kernel("kernel", format!("{what}: {}", other.desc())),
+    }
+}
+
+/// The error for a card whose frame protocol the module refused at bind time
+/// (FRAME_INFO's `state`): rule `card-protocol`, the message naming the part at fault.
+pub(crate) fn frames_state_error(info: &fpgagdr_uapi::fpgagdr_frame_info, path: &Path) -> Error {
+    use fpgagdr_uapi as u;
+    let what = match info.state {
+        u::FPGAGDR_FRAMES_NO_USER_BAR => {
+            "the card has no user register block (no XDMA user BAR, or one under 4 KiB)".into()
+        }
+        u::FPGAGDR_FRAMES_BAD_MAGIC => {
+            "the identification register is not the protocol's magic \"FGDR\" (0x52444746): \
+             the bitstream does not implement docs/card-protocol.md"
+                .into()
+        }
+        u::FPGAGDR_FRAMES_BAD_VERSION => format!(
+            "the card speaks protocol version {}.{}; this module speaks 1.x",
+            info.proto_version >> 16,
+            info.proto_version & 0xffff
+        ),
+        u::FPGAGDR_FRAMES_NO_SLOTS => format!(
+            "the card declares {} frame slots (1 to {} allowed)",
+            info.slot_count,
+            u::FPGAGDR_MAX_SLOTS
+        ),
+        u::FPGAGDR_FRAMES_SLOT_TOO_SMALL => format!(
+            "a slot of {} bytes is smaller than a frame's {}-byte header",
+            info.slot_size,
+            u::FPGAGDR_FRAME_HEADER_LEN
+        ),
+        u::FPGAGDR_FRAMES_SLOT_MISALIGNED => format!(
+            "slot base {:#x} or slot size {} is not a multiple of 4096",
+            info.slot_base, info.slot_size
+        ),
+        u::FPGAGDR_FRAMES_SLOTS_PAST_CARD => format!(
+            "{} slots of {} bytes from {:#x} pass the end of card memory",
+            info.slot_count, info.slot_size, info.slot_base
+        ),
+        u::FPGAGDR_FRAMES_BAD_IRQ => format!(
+            "frame-done user interrupt {} is not one of XDMA's 0..15",
+            info.user_irq
+        ),
+        other => format!("FRAME_INFO state {other}, which this library does not know"),
+    };
+    Error::Kernel {
+        rule: "card-protocol",
+        op: "FRAME_INFO",
+        errno: Errno::ENXIO as i32,
+        detail: format!("{}: {what}", path.display()),
     }
 }
 
@@ -730,7 +819,13 @@ mod tests {
                 interrupts: true
             }
         );
-        for part in [PATH, "ABI 2", "x86-dgpu", "4 C2H + 2 H2C", "interrupts"] {
+        for part in [
+            PATH,
+            &format!("ABI {FPGAGDR_ABI_VERSION}"),
+            "x86-dgpu",
+            "4 C2H + 2 H2C",
+            "interrupts",
+        ] {
             assert!(st.name.contains(part), "{part:?} missing in {}", st.name);
         }
         assert_eq!(
@@ -941,6 +1036,9 @@ mod tests {
                 dir: Direction::H2C,
                 channel: 5,
             },
+            "WAIT_FRAME" => Call::WaitFrame {
+                timeout: Duration::from_millis(50),
+            },
             _ => Call::Transfer {
                 req,
                 buffer_len: 1 << 20,
@@ -970,10 +1068,13 @@ mod tests {
             ("ENOMEM", &["memory"]),
             ("EBUSY", &["handle-busy", "engine-busy"]),
             ("ESTALE", &["gpu-memory-freed", "gpu-memory-freed"]),
-            ("ETIMEDOUT", &["timeout"]),
-            ("EINTR", &["interrupted", "interrupted"]),
-            ("ECANCELED", &["aborted"]),
+            ("ETIMEDOUT", &["timeout", "timeout"]),
+            ("EINTR", &["interrupted", "interrupted", "interrupted"]),
+            ("ECANCELED", &["aborted", "aborted"]),
             ("EIO", &["engine", "dma-mapping"]),
+            ("ENXIO", &["card-protocol"]),
+            ("EAGAIN", &["no-frame-queued"]),
+            ("EBADMSG", &["frame-event"]),
             ("ENODEV", &["card-present"]),
         ]
         .into();
@@ -1100,7 +1201,10 @@ mod tests {
         let e = status_error(path, Errno::EPROTO, 1);
         assert_eq!(e.rule(), "abi-version");
         let msg = e.to_string();
-        assert!(msg.contains("ABI 1") && msg.contains("ABI 2"), "{msg}");
+        assert!(
+            msg.contains("ABI 1") && msg.contains(&format!("ABI {FPGAGDR_ABI_VERSION}")),
+            "{msg}"
+        );
     }
 
     #[test]

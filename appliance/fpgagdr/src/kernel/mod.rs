@@ -20,6 +20,8 @@
 //! | [`Backend::host_read`] / [`Backend::host_write`] | `pread` / `pwrite` on `/dev/fpgagdrN_c2h_K` / `_h2c_K`, file offset = card address |
 //! | [`KernelCard::abort`] | `FPGAGDR_IOC_ABORT` |
 //! | [`KernelCard::counters`] | `FPGAGDR_IOC_GET_STATUS` |
+//! | [`Backend::frame_trigger`] ([`KernelTrigger`]) | `FPGAGDR_IOC_FRAME_INFO` once, then `FPGAGDR_IOC_WAIT_FRAME` per frame |
+//! | [`KernelCard::frame_info`] | `FPGAGDR_IOC_FRAME_INFO` |
 //!
 //! ## Errors
 //!
@@ -53,6 +55,9 @@
 //! to the `fpgagdr` group, both as [`Error::NoCard`].
 
 mod convert;
+mod frames;
+
+pub use frames::{FrameInfo, KernelTrigger};
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -66,7 +71,7 @@ use fpgagdr_uapi::{self as uapi, Errno};
 use nix::sys::uio;
 
 use crate::backend::{Backend, PinnedRegion};
-use crate::dma::{Direction, Handle, Transfer, TransferRequest};
+use crate::dma::{ChainCache, Direction, Handle, Transfer, TransferRequest};
 use crate::error::{Error, Result};
 use crate::memory::{DmaRegion, check_inside};
 use crate::status::CardStatus;
@@ -185,6 +190,29 @@ impl KernelCard {
             aborts: s.aborts,
             errors: s.errors,
         })
+    }
+
+    /// The card's frame protocol (slot geometry, user interrupt) and the module's
+    /// frame-event counters, read now.
+    ///
+    /// Errors: [`Error::Kernel`] with rule `card-protocol` when the card does not speak
+    /// the protocol of `docs/card-protocol.md` (the message names which part); the
+    /// module's errors.
+    pub fn frame_info(&self) -> Result<FrameInfo> {
+        frames::frame_info(&self.ctl, &self.path, &self.status)
+    }
+
+    /// A frame trigger of this card (see [`KernelTrigger`]), on a duplicate of the
+    /// control node: the same open file, its pins and its event queue.
+    ///
+    /// Errors: as [`KernelCard::frame_info`]; duplicating the descriptor can fail
+    /// ([`Error::NoCard`]).
+    pub fn trigger(&self) -> Result<KernelTrigger> {
+        let ctl = self.ctl.try_clone().map_err(|e| Error::NoCard {
+            path: self.path.clone(),
+            reason: format!("cannot duplicate the control node's descriptor: {e}"),
+        })?;
+        KernelTrigger::new(ctl, self.path.clone(), self.status.clone())
     }
 
     /// Stops this card handle's transfer on one engine (that transfer fails with rule
@@ -484,6 +512,19 @@ impl Backend for KernelCard {
             } else {
                 wall
             },
+        })
+    }
+
+    /// The module's counters for the whole card (all open files), read with one
+    /// `GET_STATUS`; `None` when it fails (the card was removed).
+    fn frame_trigger(&self) -> Result<Box<dyn crate::FrameTrigger>> {
+        Ok(Box::new(self.trigger()?))
+    }
+
+    fn chain_cache(&self) -> Option<ChainCache> {
+        self.counters().ok().map(|c| ChainCache {
+            hits: c.cache_hits,
+            misses: c.cache_misses,
         })
     }
 

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, VecDeque};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::metrics::{Snapshot, Stage};
+use crate::metrics::{STAGES, Snapshot, Stage};
 
 /// `GET /api/v1/pipeline/history`: columns of equal length, oldest first (see the module
 /// doc); `null` where a row had no value.
@@ -56,7 +56,7 @@ struct Row {
     t: f64,
     fps: f64,
     gbps: f64,
-    latency: [Option<[f64; 3]>; 6],
+    latency: [Option<[f64; 3]>; STAGES],
 }
 
 /// The last [`ROWS`] samples of the pipeline's rates and latencies.
@@ -87,7 +87,7 @@ fn num(v: f64, step: f64) -> Option<f64> {
 impl PipelineHistory {
     /// Appends the rates and latencies of `s`, dropping the oldest row beyond [`ROWS`].
     pub fn push(&mut self, s: &Snapshot) {
-        let mut latency = [None; 6];
+        let mut latency = [None; STAGES];
         for (slot, stage) in latency.iter_mut().zip(Stage::ALL) {
             *slot = s
                 .latency_us

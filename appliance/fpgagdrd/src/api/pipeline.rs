@@ -45,6 +45,8 @@ pub struct CardInfo {
     pub name: String,
     /// True for the simulated card.
     pub simulated: bool,
+    /// Why this card: the `--card` argument, and for `auto` what it found.
+    pub selected: String,
     /// Platform (`tegra`, `desktop`, `sim`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub platform: Option<Platform>,
@@ -78,9 +80,16 @@ pub struct MemoryInfo {
     /// Which data path the frames take (seed report's A, B or C) and how.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub data_path: Option<&'static str>,
-    /// Ring entries.
+    /// Ring entries: k × the card's frame slots.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ring_entries: Option<usize>,
+    /// N: the card's frame slots (entry i always meets slot i mod N).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub card_slots: Option<usize>,
+    /// Chain-cache hits over all C2H transfers into the ring, 0..1 (see the counters
+    /// `chain_cache_hits` / `chain_cache_misses`); absent before the first transfer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chain_cache_hit_rate: Option<f64>,
     /// Bytes per entry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub entry_bytes: Option<usize>,
@@ -115,6 +124,7 @@ pub(super) async fn status_body(s: &AppState) -> StatusBody {
             kind: if i.card.simulated { "sim" } else { "device" },
             name: i.card.name.clone(),
             simulated: i.card.simulated,
+            selected: s.card_why.clone(),
             platform: Some(i.card.platform),
             page_size_bytes: Some(i.card.gpu_page_size),
             alignment_bytes: Some(i.card.alignment),
@@ -132,6 +142,7 @@ pub(super) async fn status_body(s: &AppState) -> StatusBody {
                 kind,
                 name,
                 simulated,
+                selected: s.card_why.clone(),
                 platform: None,
                 page_size_bytes: None,
                 alignment_bytes: None,
@@ -148,6 +159,8 @@ pub(super) async fn status_body(s: &AppState) -> StatusBody {
             detail: i.memory_detail.clone(),
             data_path: Some(i.data_path),
             ring_entries: Some(i.ring.0),
+            card_slots: Some(i.slots),
+            chain_cache_hit_rate: s.shared.counters.read().chain_cache_hit_rate(),
             entry_bytes: Some(i.ring.1),
         },
         None => MemoryInfo {
@@ -155,6 +168,8 @@ pub(super) async fn status_body(s: &AppState) -> StatusBody {
             detail: "no frame ring allocated yet".into(),
             data_path: None,
             ring_entries: None,
+            card_slots: None,
+            chain_cache_hit_rate: None,
             entry_bytes: None,
         },
     };

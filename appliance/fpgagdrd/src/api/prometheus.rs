@@ -63,6 +63,42 @@ pub fn render(
         "Bytes moved by C2H DMA into the frame ring.",
         c.bytes_captured,
     );
+    counter(
+        "frames_missed_total",
+        "Frames the card completed that no frame-done event reported (coalesced).",
+        c.frames_missed,
+    );
+    counter(
+        "event_queue_overflows_total",
+        "Frames whose frame-done event the kernel's event queue dropped (full).",
+        c.event_queue_overflows,
+    );
+    counter(
+        "frames_overrun_total",
+        "Captured frames the card had overwritten in their slot before the C2H read them.",
+        c.frames_overrun,
+    );
+    counter(
+        "sequence_errors_total",
+        "Captured frames whose header sequence was earlier than the one announced.",
+        c.sequence_errors,
+    );
+    counter(
+        "chain_cache_hits_total",
+        "C2H transfers that replayed their ring entry's descriptor chain.",
+        c.chain_cache_hits,
+    );
+    counter(
+        "chain_cache_misses_total",
+        "C2H transfers that built (or rebuilt) their descriptor chain.",
+        c.chain_cache_misses,
+    );
+    if let Some(rate) = c.chain_cache_hit_rate() {
+        let _ = writeln!(
+            out,
+            "# HELP fpgagdr_chain_cache_hit_ratio Chain-cache hits over all C2H transfers into the frame ring.\n# TYPE fpgagdr_chain_cache_hit_ratio gauge\nfpgagdr_chain_cache_hit_ratio {rate}"
+        );
+    }
     let state = shared.state();
     let _ = writeln!(
         out,

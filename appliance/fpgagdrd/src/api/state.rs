@@ -27,6 +27,8 @@ pub struct AppState {
     pub shared: Arc<Shared>,
     /// Which card.
     pub card: CardChoice,
+    /// Why that card (`--card auto` says what it found).
+    pub card_why: String,
     /// Live feed.
     pub live: Live,
     /// Service start.

@@ -1,6 +1,11 @@
 //! The capture thread: waits for the card's next frame, DMAs it (C2H) into a free
 //! frame-ring entry, stamps the times, and hands the entry to inference.
 //!
+//! The frame of card slot s goes into a ring entry i with i mod N = s, so each entry
+//! always meets the same card address and the module replays its descriptor chain.
+//! Frames the trigger reports missed (the gap in sequence numbers) are counted here, as
+//! missed or as event-queue overflow; overrun (a slot overwritten before the C2H read
+//! it) shows in the frame's header and is counted by `infer.rs`.
 //! Next hop: `pipeline/infer.rs` through [`super::queue::FrameQueue`].
 //! Per frame: one transfer call, atomics, no allocation, no lock of ours.
 
@@ -43,6 +48,7 @@ pub(crate) fn run(
             errors_logged += 1;
         }
     };
+    let mut chains = ChainCount::start(&ring.card, c);
     let mut wait_started = Instant::now();
     while !stop.load(Ordering::Relaxed) {
         shared.beats.beat(Thread::Capture);
@@ -71,7 +77,14 @@ pub(crate) fn run(
             }
         };
         wait_started = Instant::now();
-        let Some(claim) = queue.claim(&stop) else {
+        // On this process's clock: now, less how long ago the frame arrived.
+        let t_arrived = now_ns().saturating_sub(slot.arrived.elapsed().as_nanos() as u64);
+        let overflow = slot.queue_overflow.min(slot.missed);
+        c.frames_missed
+            .fetch_add(slot.missed - overflow, Ordering::Relaxed);
+        c.event_queue_overflows
+            .fetch_add(overflow, Ordering::Relaxed);
+        let Some(claim) = queue.claim(slot.slot as usize, &stop) else {
             break;
         };
         if claim.dropped.is_some() {
@@ -89,11 +102,36 @@ pub(crate) fn run(
                 let t_done = now_ns();
                 Counters::bump(&c.frames_captured);
                 c.bytes_captured.fetch_add(t.bytes, Ordering::Relaxed);
+                chains.update(&ring.card, c, false);
+                match header_seq(&ring, claim.index, slot.len) {
+                    Some(seq) if seq > slot.seq => {
+                        // The card wrote a later frame into the slot before (or while)
+                        // the C2H read it: overrun.
+                        queue.abandon(claim.index);
+                        Counters::bump(&c.frames_overrun);
+                        continue;
+                    }
+                    Some(seq) if seq < slot.seq => {
+                        queue.abandon(claim.index);
+                        Counters::bump(&c.sequence_errors);
+                        log_error(
+                            "frame check",
+                            &format!(
+                                "slot {} announced frame {} but holds frame {seq}",
+                                slot.slot, slot.seq
+                            ),
+                        );
+                        continue;
+                    }
+                    // The frame, or a header the inference thread rejects and counts.
+                    _ => {}
+                }
                 queue.publish(
                     claim.index,
                     FrameMeta {
                         seq: slot.seq,
                         bytes: t.bytes,
+                        t_arrived,
                         t_submit,
                         t_done,
                     },
@@ -105,5 +143,63 @@ pub(crate) fn run(
                 log_error("C2H transfer", &e);
             }
         }
+    }
+    chains.update(&ring.card, c, true);
+}
+
+/// The sequence number in the header of the frame just DMA'd into ring entry `index`
+/// (`len` bytes), or `None` when the header does not parse (the inference thread then
+/// rejects the frame and counts it). One 64-byte read: a memory copy for host memory, a
+/// device-to-host copy for CUDA device memory.
+fn header_seq(ring: &Ring, index: usize, len: u64) -> Option<u64> {
+    let mut hdr = [0u8; fpgagdr::frame::HEADER_LEN];
+    #[allow(unsafe_code)]
+    // SAFETY: entry `index` is Filling, claimed by this thread, whose C2H into it has
+    // returned; no other C2H into it starts until this thread publishes or abandons it.
+    let read = unsafe { ring.buffers[index].copy_to_host(0, &mut hdr) };
+    read.ok()?;
+    fpgagdr::FrameHeader::parse(&hdr, len as usize)
+        .ok()
+        .map(|h| h.seq)
+}
+
+/// How often the chain cache's counters are read from the card (one `GET_STATUS` on
+/// the kernel back-end): every this many frames, and when capture stops.
+const CHAIN_READ_EVERY: u32 = 16;
+
+/// The card's chain-cache counters as this run sees them: the service's counters are
+/// the totals of earlier runs plus the card's counts since this run started.
+struct ChainCount {
+    card_start: Option<fpgagdr::ChainCache>,
+    before: fpgagdr::ChainCache,
+    frames: u32,
+}
+
+impl ChainCount {
+    fn start(card: &fpgagdr::Card, c: &Counters) -> Self {
+        let v = c.read();
+        ChainCount {
+            card_start: card.chain_cache(),
+            before: fpgagdr::ChainCache {
+                hits: v.chain_cache_hits,
+                misses: v.chain_cache_misses,
+            },
+            frames: 0,
+        }
+    }
+
+    fn update(&mut self, card: &fpgagdr::Card, c: &Counters, now: bool) {
+        self.frames += 1;
+        if !now && !self.frames.is_multiple_of(CHAIN_READ_EVERY) {
+            return;
+        }
+        let (Some(start), Some(card_now)) = (self.card_start, card.chain_cache()) else {
+            return;
+        };
+        let run = card_now.since(start);
+        c.chain_cache_hits
+            .store(self.before.hits + run.hits, Ordering::Relaxed);
+        c.chain_cache_misses
+            .store(self.before.misses + run.misses, Ordering::Relaxed);
     }
 }

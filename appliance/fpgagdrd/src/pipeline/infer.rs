@@ -18,7 +18,7 @@ use fpgagdr_infer::{Classification, FramePrep, Model, PrepError, TOP_K};
 
 use super::ring::Ring;
 use super::shared::{Shared, Thread, now_ns};
-use crate::metrics::{Counters, FrameInfo, FrameResult, Published, Stage, StageRecorder};
+use crate::metrics::{Counters, FrameInfo, FrameResult, Published, STAGES, Stage, StageRecorder};
 
 /// How often the thread publishes its window and latest result.
 pub(crate) const PUBLISH_EVERY: Duration = Duration::from_millis(250);
@@ -36,7 +36,7 @@ struct Latest {
     bytes: u64,
     checked: bool,
     top: [(u32, f32); TOP_K],
-    stages: [(Stage, u64); 6],
+    stages: [(Stage, u64); STAGES],
 }
 
 pub(crate) fn run(
@@ -104,12 +104,13 @@ pub(crate) fn run(
         let t_inf = now_ns();
         Counters::bump(&c.frames_inferred);
         let stages = [
+            (Stage::Pickup, meta.t_submit.saturating_sub(meta.t_arrived)),
             (Stage::Dma, meta.t_done - meta.t_submit),
             (Stage::Queue, t_take - meta.t_done),
             (Stage::D2h, p.d2h_ns.unwrap_or(0)),
             (Stage::Preprocess, p.preprocess_ns),
             (Stage::Inference, t_inf - t_pre),
-            (Stage::EndToEnd, t_inf - meta.t_submit),
+            (Stage::EndToEnd, t_inf.saturating_sub(meta.t_arrived)),
         ];
         for (stage, ns) in stages {
             if stage != Stage::D2h || p.d2h_ns.is_some() {

@@ -53,6 +53,18 @@ pub struct PipelineInfo {
     pub source: String,
     /// Ring entries × bytes each.
     pub ring: (usize, usize),
+    /// N: the card's frame slots; the ring has k × N entries.
+    pub slots: usize,
+}
+
+/// Entries of the frame ring for `wanted` (`ring.entries`) on a card with `slots` frame
+/// slots: the next multiple k × N of N at or above `wanted`, with k ≥ 2 (DESIGN §10: the
+/// ring holds at least twice the inference batch of one, and a slot always has an entry
+/// inference does not hold). `ring.entries` is thus a lower bound, so one config fits
+/// cards of any slot count.
+pub fn ring_entries(wanted: usize, slots: usize) -> usize {
+    let slots = slots.max(1);
+    wanted.div_ceil(slots).max(2) * slots
 }
 
 /// Everything a pipeline needs, built and checked before anything running is touched.
@@ -197,13 +209,16 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
         }
         CardChoice::Device(path) => {
             let card = Card::open_path(path).map_err(|e| fail(None, e))?;
-            return Err(fail(
-                None,
-                format!(
-                    "rule frame-trigger: {} opened, but frame capture from real cards needs the kernel module's frame trigger (not yet available)",
-                    card.status().name
-                ),
-            ));
+            let trigger = card.frame_trigger().map_err(|e| {
+                fail(
+                    None,
+                    format!(
+                        "rule frame-trigger: {} opened, but its frame trigger is not available: {e}",
+                        card.status().name
+                    ),
+                )
+            })?;
+            (card, trigger)
         }
     };
     let status = card.status().clone();
@@ -218,21 +233,25 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
     }
     let align = status.alignment as usize;
     let entry_len = trigger.max_frame_len().div_ceil(align) * align;
-    let ring_bytes = entry_len as u64 * config.ring.entries as u64;
+    let slots = trigger.slots().max(1) as usize;
+    let entries = ring_entries(config.ring.entries, slots);
+    let ring_bytes = entry_len as u64 * entries as u64;
     if ring_bytes > MAX_RING_BYTES {
         return Err(fail(
             Some("/ring/entries"),
             format!(
-                "rule ring-memory: {} entries x {entry_len} bytes (the largest frame) = {ring_bytes} bytes \
+                "rule ring-memory: {entries} entries ({} x the card's {slots} frame slots, for ring.entries {}) \
+                 x {entry_len} bytes (the largest frame) = {ring_bytes} bytes \
                  exceeds the frame ring's limit of {MAX_RING_BYTES} bytes; use fewer entries or smaller frames",
+                entries / slots,
                 config.ring.entries
             ),
         ));
     }
     let simulated = status.simulated;
     let (kind, detail, data_path) = ring_memory(config.ring.memory, simulated)?;
-    let mut buffers = Vec::with_capacity(config.ring.entries);
-    for _ in 0..config.ring.entries {
+    let mut buffers = Vec::with_capacity(entries);
+    for _ in 0..entries {
         let mem = DmaMemory::for_frames(entry_len, align, kind)
             .map_err(|e| fail(Some("/ring/entries"), e))?;
         buffers.push(card.pin(mem).map_err(|e| fail(Some("/ring/entries"), e))?);
@@ -249,13 +268,16 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
         preprocess,
         inference: model.provider().to_string(),
         source: trigger.describe(),
-        ring: (config.ring.entries, entry_len),
+        ring: (entries, entry_len),
+        slots,
     };
     tracing::info!(
-        "pipeline prepared: {} ; frame ring {} x {} bytes in {} ; source {} ; model {} on {} ; preprocessing on {}",
+        "pipeline prepared: {} ; frame ring {} x {} bytes ({} per each of the card's {} frame slots) in {} ; source {} ; model {} on {} ; preprocessing on {}",
         info.card.name,
         info.ring.0,
         info.ring.1,
+        info.ring.0 / info.slots,
+        info.slots,
         info.memory_detail,
         info.source,
         info.model,
@@ -266,7 +288,7 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
         ring: Ring {
             card,
             buffers,
-            queue: FrameQueue::new(config.ring.entries, config.ring.when_full),
+            queue: FrameQueue::new(entries, slots, config.ring.when_full),
         },
         trigger,
         model,

@@ -11,9 +11,13 @@
 //!    +----------------------- release -------------------------|-- steals it (Filling) ---+
 //! ```
 //!
+//! The ring has k × N entries for a card with N frame slots, and the frame of slot s
+//! only ever goes into an entry i with i mod N = s (DESIGN §10, "pin once, chain once"):
+//! every entry then always meets the same card address and length, so the descriptor
+//! chain the kernel module built for it on the first lap is replayed on every later one.
 //! The consumer always takes the Ready entry with the lowest sequence number, so frames
 //! are inferred in capture order. Under [`WhenFull::DropOldest`] a producer with no Free
-//! entry steals the oldest Ready one (a compare-and-swap, so it never races the
+//! entry for its slot steals the oldest Ready one of that slot (a compare-and-swap, so it never races the
 //! consumer taking the same entry) and the drop is counted by the caller. Per-frame
 //! timestamps travel in atomics beside the state word, written before the state's
 //! Release store and read after the Acquire load.
@@ -65,6 +69,8 @@ pub struct FrameMeta {
     pub seq: u64,
     /// Bytes DMA'd.
     pub bytes: u64,
+    /// The frame was complete in card memory (the frame-done interrupt's arrival).
+    pub t_arrived: u64,
     /// DMA submitted.
     pub t_submit: u64,
     /// DMA completed (the entry became Ready).
@@ -75,6 +81,7 @@ pub struct FrameMeta {
 struct Entry {
     state: AtomicU64,
     bytes: AtomicU64,
+    t_arrived: AtomicU64,
     t_submit: AtomicU64,
     t_done: AtomicU64,
 }
@@ -83,6 +90,7 @@ struct Entry {
 #[derive(Debug)]
 pub struct FrameQueue {
     entries: Vec<Entry>,
+    slots: usize,
     when_full: WhenFull,
     producer: OnceLock<Thread>,
     consumer: OnceLock<Thread>,
@@ -98,11 +106,17 @@ pub struct Claim {
 }
 
 impl FrameQueue {
-    /// A queue over `entries` ring entries (≥ 2).
-    pub fn new(entries: usize, when_full: WhenFull) -> Self {
-        assert!(entries >= 2, "a frame ring needs at least two entries");
+    /// A queue over `entries` ring entries for a card with `slots` frame slots:
+    /// `entries` = k × `slots` with k ≥ 2 (so a slot always has an entry that is not
+    /// the one inference holds).
+    pub fn new(entries: usize, slots: usize, when_full: WhenFull) -> Self {
+        assert!(
+            slots >= 1 && entries >= 2 * slots && entries.is_multiple_of(slots),
+            "a frame ring has k x N entries, k >= 2"
+        );
         FrameQueue {
             entries: (0..entries).map(|_| Entry::default()).collect(),
+            slots,
             when_full,
             producer: OnceLock::new(),
             consumer: OnceLock::new(),
@@ -119,13 +133,23 @@ impl FrameQueue {
         let _ = self.consumer.set(std::thread::current());
     }
 
-    /// Producer: claims an entry to fill. Returns `None` once `stop` is set.
-    pub fn claim(&self, stop: &AtomicBool) -> Option<Claim> {
+    /// The entries card slot `slot` may fill: `slot`, `slot + N`, `slot + 2N`, ...
+    fn of_slot(&self, slot: usize) -> impl Iterator<Item = (usize, &Entry)> {
+        self.entries
+            .iter()
+            .enumerate()
+            .skip(slot % self.slots)
+            .step_by(self.slots)
+    }
+
+    /// Producer: claims an entry to fill with the frame of card slot `slot` (one whose
+    /// index is `slot` mod N). Returns `None` once `stop` is set.
+    pub fn claim(&self, slot: usize, stop: &AtomicBool) -> Option<Claim> {
         loop {
             if stop.load(Ordering::Relaxed) {
                 return None;
             }
-            for (index, e) in self.entries.iter().enumerate() {
+            for (index, e) in self.of_slot(slot) {
                 let s = e.state.load(Ordering::Acquire);
                 if s & 3 == FREE
                     && e.state
@@ -139,7 +163,7 @@ impl FrameQueue {
                 }
             }
             if self.when_full == WhenFull::DropOldest
-                && let Some((index, s)) = self.oldest_ready()
+                && let Some((index, s)) = Self::oldest(self.of_slot(slot))
             {
                 {
                     let e = &self.entries[index];
@@ -163,6 +187,7 @@ impl FrameQueue {
     pub fn publish(&self, index: usize, meta: FrameMeta) {
         let e = &self.entries[index];
         e.bytes.store(meta.bytes, Ordering::Relaxed);
+        e.t_arrived.store(meta.t_arrived, Ordering::Relaxed);
         e.t_submit.store(meta.t_submit, Ordering::Relaxed);
         e.t_done.store(meta.t_done, Ordering::Relaxed);
         e.state.store(word(READY, meta.seq), Ordering::Release);
@@ -201,6 +226,7 @@ impl FrameQueue {
                     let meta = FrameMeta {
                         seq: s >> 2,
                         bytes: e.bytes.load(Ordering::Relaxed),
+                        t_arrived: e.t_arrived.load(Ordering::Relaxed),
                         t_submit: e.t_submit.load(Ordering::Relaxed),
                         t_done: e.t_done.load(Ordering::Relaxed),
                     };
@@ -227,9 +253,11 @@ impl FrameQueue {
     }
 
     fn oldest_ready(&self) -> Option<(usize, u64)> {
-        self.entries
-            .iter()
-            .enumerate()
+        Self::oldest(self.entries.iter().enumerate())
+    }
+
+    fn oldest<'a>(entries: impl Iterator<Item = (usize, &'a Entry)>) -> Option<(usize, u64)> {
+        entries
             .map(|(i, e)| (i, e.state.load(Ordering::Acquire)))
             .filter(|(_, s)| s & 3 == READY)
             .min_by_key(|(_, s)| s >> 2)
@@ -245,6 +273,7 @@ mod tests {
         FrameMeta {
             seq,
             bytes: 10,
+            t_arrived: 0,
             t_submit: 1,
             t_done: 2,
         }
@@ -252,10 +281,10 @@ mod tests {
 
     #[test]
     fn frames_come_out_in_capture_order() {
-        let q = FrameQueue::new(4, WhenFull::Wait);
+        let q = FrameQueue::new(4, 1, WhenFull::Wait);
         let stop = AtomicBool::new(false);
         for seq in [5, 6, 7] {
-            let c = q.claim(&stop).unwrap();
+            let c = q.claim(0, &stop).unwrap();
             q.publish(c.index, meta(seq));
         }
         let got: Vec<u64> = (0..3)
@@ -271,14 +300,14 @@ mod tests {
 
     #[test]
     fn drop_oldest_steals_the_oldest_ready_entry() {
-        let q = FrameQueue::new(2, WhenFull::DropOldest);
+        let q = FrameQueue::new(2, 1, WhenFull::DropOldest);
         let stop = AtomicBool::new(false);
         for seq in 0..2 {
-            let c = q.claim(&stop).unwrap();
+            let c = q.claim(0, &stop).unwrap();
             assert_eq!(c.dropped, None);
             q.publish(c.index, meta(seq));
         }
-        let c = q.claim(&stop).unwrap();
+        let c = q.claim(0, &stop).unwrap();
         assert_eq!(c.dropped, Some(0));
         q.publish(c.index, meta(2));
         let (_, m) = q.take(&stop, PARK).unwrap();
@@ -287,23 +316,66 @@ mod tests {
 
     #[test]
     fn wait_mode_blocks_until_release_or_stop() {
-        let q = Arc::new(FrameQueue::new(2, WhenFull::Wait));
+        let q = Arc::new(FrameQueue::new(2, 1, WhenFull::Wait));
         let stop = Arc::new(AtomicBool::new(false));
         for seq in 0..2 {
-            let c = q.claim(&stop).unwrap();
+            let c = q.claim(0, &stop).unwrap();
             q.publish(c.index, meta(seq));
         }
         let (q2, s2) = (q.clone(), stop.clone());
         let producer = std::thread::spawn(move || {
             q2.register_producer();
-            q2.claim(&s2)
+            q2.claim(0, &s2)
         });
         let (i, _) = q.take(&stop, PARK).unwrap();
         q.release(i);
         let claim = producer.join().unwrap().unwrap();
         assert_eq!((claim.index, claim.dropped), (i, None));
         stop.store(true, Ordering::Relaxed);
-        assert!(q.claim(&stop).is_none());
+        assert!(q.claim(0, &stop).is_none());
+    }
+
+    #[test]
+    fn a_slot_only_ever_meets_its_own_entries() {
+        // 3 slots x k = 2: slot s fills entries s and s + 3, whatever else is free.
+        let q = FrameQueue::new(6, 3, WhenFull::DropOldest);
+        let stop = AtomicBool::new(false);
+        let mut dropped = 0;
+        for seq in 0..60u64 {
+            let slot = (seq % 3) as usize;
+            let c = q.claim(slot, &stop).unwrap();
+            assert_eq!(
+                c.index % 3,
+                slot,
+                "frame {seq} of slot {slot} went to entry {}",
+                c.index
+            );
+            dropped += c.dropped.is_some() as u64;
+            q.publish(c.index, meta(seq));
+            if seq % 4 == 0 {
+                let (i, m) = q.take(&stop, PARK).unwrap();
+                assert_eq!(i % 3, (m.seq % 3) as usize);
+                q.release(i);
+            }
+        }
+        assert!(dropped > 0, "drop-oldest stole within the slot");
+    }
+
+    #[test]
+    fn drop_oldest_steals_only_within_the_slot() {
+        let q = FrameQueue::new(4, 2, WhenFull::DropOldest);
+        let stop = AtomicBool::new(false);
+        // slot 0 fills entries 0 and 2, slot 1 fills entry 1; entry 3 stays free.
+        for (seq, slot) in [(0, 0), (1, 1), (2, 0)] {
+            let c = q.claim(slot, &stop).unwrap();
+            q.publish(c.index, meta(seq));
+        }
+        let c = q.claim(0, &stop).unwrap();
+        assert_eq!(
+            (c.index, c.dropped),
+            (0, Some(0)),
+            "the oldest of slot 0, not free entry 3"
+        );
     }
 
     #[test]
@@ -314,14 +386,14 @@ mod tests {
     }
 
     fn wait_mode_round() {
-        let q = Arc::new(FrameQueue::new(3, WhenFull::Wait));
+        let q = Arc::new(FrameQueue::new(3, 1, WhenFull::Wait));
         let stop = Arc::new(AtomicBool::new(false));
         let (qp, sp) = (q.clone(), stop.clone());
         let n = 20_000u64;
         let producer = std::thread::spawn(move || {
             qp.register_producer();
             for seq in 0..n {
-                let c = qp.claim(&sp).unwrap();
+                let c = qp.claim(0, &sp).unwrap();
                 qp.publish(c.index, meta(seq));
             }
         });
@@ -339,14 +411,14 @@ mod tests {
 
     #[test]
     fn concurrent_drop_oldest_keeps_order_and_accounts_every_frame() {
-        let q = Arc::new(FrameQueue::new(3, WhenFull::DropOldest));
+        let q = Arc::new(FrameQueue::new(3, 1, WhenFull::DropOldest));
         let stop = Arc::new(AtomicBool::new(false));
         let (qp, sp) = (q.clone(), stop.clone());
         let n = 20_000u64;
         let producer = std::thread::spawn(move || {
             let mut dropped = 0;
             for seq in 0..n {
-                let c = qp.claim(&sp).unwrap();
+                let c = qp.claim(0, &sp).unwrap();
                 dropped += c.dropped.is_some() as u64;
                 qp.publish(c.index, meta(seq));
             }
