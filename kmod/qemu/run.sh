@@ -459,7 +459,7 @@ if want service; then
 		--ctl "http://127.0.0.1:$ctl_port" --frames "$kmod/../.deps/share/frames")
 	initrd=$out/initrd-service.gz
 	# shellcheck disable=SC2046 # the machine's words
-	boot service 900 $(x86_machine) -m 2G -append "$(x86_append service)"
+	boot service 1800 $(x86_machine) -m 2G -append "$(x86_append service)"
 	initrd=
 	nic=(-nic none)
 	driver=()

@@ -17,7 +17,7 @@ mount -t debugfs debugfs /sys/kernel/debug
 mount -t tmpfs tmpfs /tmp
 
 mods=/lib/fpgagdr
-limit=${FPGAGDR_SERVICE_TIMEOUT:-900}
+limit=${FPGAGDR_SERVICE_TIMEOUT:-1700}
 fails=0
 
 mark() { echo "FPGAGDR-QEMU: [$(cut -d' ' -f1 /proc/uptime)] $*"; }

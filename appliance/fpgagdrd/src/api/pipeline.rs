@@ -39,7 +39,8 @@ pub struct StatusBody {
 /// The card: its identity always; its limits once a pipeline was prepared on it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct CardInfo {
-    /// `sim` or `device`.
+    /// `sim` (the simulated card) or `device` (a control node of the kernel module; its
+    /// `simulated` is still true when the module's test-only software card is behind it).
     pub kind: &'static str,
     /// The card's name (the control node before the card was opened).
     pub name: String,
@@ -121,7 +122,10 @@ pub(super) async fn status_body(s: &AppState) -> StatusBody {
         .flatten();
     let card = match &info {
         Some(i) => CardInfo {
-            kind: if i.card.simulated { "sim" } else { "device" },
+            kind: match s.card {
+                CardChoice::Sim => "sim",
+                CardChoice::Device(_) => "device",
+            },
             name: i.card.name.clone(),
             simulated: i.card.simulated,
             selected: s.card_why.clone(),

@@ -49,6 +49,9 @@ pub(crate) fn run(
         }
     };
     let mut chains = ChainCount::start(&ring.card, c);
+    // What each entry was last read from: an entry that meets another card address or
+    // length must build a new descriptor chain (should never happen after the first lap).
+    let mut keys: Vec<Option<(u64, u64)>> = vec![None; ring.buffers.len()];
     let mut wait_started = Instant::now();
     while !stop.load(Ordering::Relaxed) {
         shared.beats.beat(Thread::Capture);
@@ -90,6 +93,17 @@ pub(crate) fn run(
         if claim.dropped.is_some() {
             Counters::bump(&c.frames_dropped);
         }
+        let key = Some((slot.card_addr, slot.len));
+        if keys[claim.index].is_some_and(|k| Some(k) != key) {
+            log_error(
+                "frame ring",
+                &format!(
+                    "entry {} was read from {:x?} and now from {:x?} (slot {}): its descriptor chain is rebuilt",
+                    claim.index, keys[claim.index], key, slot.slot
+                ),
+            );
+        }
+        keys[claim.index] = key;
         let t_submit = now_ns();
         match ring.card.read_c2h(
             params.channel,
