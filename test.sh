@@ -65,10 +65,10 @@ FPGAGDR_API_CONFORMANCE=1 FPGAGDR_REQUIRE_RAUC=1 \
 say "kernel module"
 kmod/scripts/check.sh
 
-say "kernel module in real kernels (QEMU: x86, swiotlb, IOMMU, arm64), driven by the C tests and the Rust library"
+say "kernel module in real kernels (QEMU: x86, swiotlb, IOMMU, arm64), driven by the C tests and the Rust library; the service itself in a guest against the module (issue 15)"
 ktest=$(cargo test --locked -q -p fpgagdr --test kernel_functional --no-run --message-format=json |
   python3 -c 'import json, sys; print([m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable")][-1])')
-FPGAGDR_QEMU_EXTRA="$ktest" kmod/qemu/run.sh
+FPGAGDR_QEMU_EXTRA="$ktest" FPGAGDRD_BIN="$root/target/debug/fpgagdrd" kmod/qemu/run.sh
 
 say "Yocto layer (kas files, bitbake parser, oelint-adv, crates pinned by Cargo.lock)"
 meta-fpgagdr/scripts/check.sh

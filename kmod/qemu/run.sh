@@ -459,7 +459,8 @@ if want service; then
 		--ctl "http://127.0.0.1:$ctl_port" --frames "$kmod/../.deps/share/frames")
 	initrd=$out/initrd-service.gz
 	# shellcheck disable=SC2046 # the machine's words
-	boot service 1800 $(x86_machine) -m 2G -append "$(x86_append service)"
+	boot service 1800 $(x86_machine) -m 2G \
+		-append "$(x86_append service FPGAGDR_MODULE_PARAMS=test_slot_count=2)"
 	initrd=
 	nic=(-nic none)
 	driver=()

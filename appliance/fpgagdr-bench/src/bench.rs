@@ -190,6 +190,8 @@ pub(crate) struct Bench {
     pub(crate) channel: u32,
     /// Bound on each transfer's wait.
     pub(crate) timeout: Duration,
+    /// The simulated card behind `card`, for a simulated sensor (`capture`).
+    pub(crate) sim: Option<Arc<fpgagdr_sim::SimCard>>,
 }
 
 impl Bench {
@@ -205,13 +207,15 @@ impl Bench {
         channel: u32,
         timeout: Duration,
     ) -> Result<Bench> {
+        let mut sim = None;
         let (card_obj, link_name) = if card == "sim" {
             let preset = link.map(LinkArg::preset).unwrap_or_default();
-            let c = fpgagdr_sim::open_sim(SimConfig {
+            let s = Arc::new(fpgagdr_sim::SimCard::new(SimConfig {
                 preset,
                 ..SimConfig::default()
-            });
-            (c, Some(preset.as_str()))
+            }));
+            sim = Some(s.clone());
+            (Card::from_backend(s), Some(preset.as_str()))
         } else {
             if link.is_some() {
                 return Err(BenchError::Usage(format!(
@@ -242,6 +246,7 @@ impl Bench {
             cuda,
             channel,
             timeout,
+            sim,
         })
     }
 

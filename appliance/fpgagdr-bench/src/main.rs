@@ -20,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 mod bench;
+mod capture;
 mod compat;
 mod error;
 mod multibuf;
@@ -101,6 +102,9 @@ enum Command {
     Sweep(sweep::SweepArgs),
     /// Samples at a fixed period, written to a CSV as it goes, with power; trend summary.
     Soak(soak::SoakArgs),
+    /// Frames from the card's frame trigger into a k x N ring: frame rate,
+    /// interrupt-to-DMA-done latency, missed frames, chain-cache hits.
+    Capture(capture::CaptureArgs),
 }
 
 fn run(cli: Cli) -> error::Result<i32> {
@@ -125,6 +129,7 @@ fn run(cli: Cli) -> error::Result<i32> {
         Command::Multibuf(a) => emit(&b, &opts, &multibuf::run(&b, a)?),
         Command::Sweep(a) => emit(&b, &opts, &sweep::run(&b, a)?),
         Command::Soak(a) => emit(&b, &opts, &soak::run(&b, a, &opts)?),
+        Command::Capture(a) => emit(&b, &opts, &capture::run(&b, a)?),
     }
 }
 

@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_fpgagdr-bench");
 
@@ -700,4 +700,29 @@ fn argument_and_card_errors_are_named() {
     let out = bench(&["sizes", "--sizes", "4X"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown unit"));
+}
+
+#[test]
+fn capture_fills_a_k_by_n_ring_and_builds_each_chain_once() {
+    let doc = json(&[
+        "--link", "off", "capture", "--frames", "120", "--width", "64", "--height", "48",
+    ]);
+    let r = &doc["result"];
+    assert_eq!(r["frames"], 120, "{r}");
+    assert_eq!(
+        (&r["slots"], &r["ring_entries"]),
+        (&json!(4), &json!(8)),
+        "{r}"
+    );
+    assert_eq!(r["missed"], 0, "{r}");
+    // The simulated sensor's 4 slots x k = 2: each of the 8 entries builds its chain on
+    // the first lap, every later frame replays it.
+    assert_eq!(
+        (&r["chain_cache"]["misses"], &r["chain_cache"]["hits"]),
+        (&json!(8), &json!(112)),
+        "{r}"
+    );
+    let lat = &r["irq_to_dma_done"];
+    assert!(f(&lat["p50_us"]) >= f(&r["dma"]["p50_us"]), "{r}");
+    assert!(f(&r["fps"]) > 0.0, "{r}");
 }
