@@ -166,3 +166,45 @@ fn offsets_near_the_end_of_card_memory() {
     card.read_c2h(0, &buf, 0, len, TIMEOUT)
         .expect("a transfer after a refused one");
 }
+
+/// The kernel back-end's frame trigger against the module's frame protocol and the
+/// software card's test sensor: every event's slot is its sequence mod N, sequences
+/// grow by one plus what was missed, the arrival is in the past, and the frame DMA'd
+/// from the slot carries the sequence the event announced (unless the card already
+/// overwrote it: then a later one).
+#[test]
+fn frame_trigger_events_match_their_slots() {
+    let Some((card, _turn)) = card() else { return };
+    let mut trig = card
+        .frame_trigger()
+        .expect("the software card speaks the frame protocol");
+    let n = u64::from(trig.slots());
+    assert!(n > 0 && trig.max_frame_len() >= fpgagdr::frame::HEADER_LEN);
+    let buf = pinned(&card, trig.max_frame_len(), 9);
+    let mut last: Option<u64> = None;
+    let mut matched = 0;
+    for _ in 0..40 {
+        let f = trig
+            .wait_frame(TIMEOUT)
+            .expect("a frame within 5 s (sensor at its default rate)");
+        assert_eq!(u64::from(f.slot), f.seq % n, "{f:?}");
+        assert!(f.queue_overflow <= f.missed, "{f:?}");
+        if let Some(p) = last {
+            assert_eq!(f.seq, p + 1 + f.missed, "the gap is what was missed: {f:?}");
+        }
+        last = Some(f.seq);
+        assert!(f.arrived <= std::time::Instant::now(), "{f:?}");
+        card.read_c2h(0, &buf, f.card_addr, f.len, TIMEOUT)
+            .expect("C2H of the slot");
+        let head = bytes(&buf);
+        let h = fpgagdr::FrameHeader::parse(&head, f.len as usize).expect("a frame header");
+        assert!(
+            h.seq >= f.seq,
+            "the slot holds an older frame than announced: {f:?} {h:?}"
+        );
+        matched += u32::from(h.seq == f.seq);
+    }
+    assert!(matched > 0, "no frame read back as announced");
+    let cache = card.chain_cache().expect("the module's counters");
+    assert!(cache.hits + cache.misses > 0);
+}
