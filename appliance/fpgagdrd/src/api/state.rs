@@ -13,6 +13,7 @@ use fpgagdr_telemetry::sampler::Telemetry;
 use super::auth;
 use super::error::ApiError;
 use super::live::Live;
+use crate::board::Board;
 use crate::config::{CardChoice, ConfigStore};
 use crate::pipeline::{Shared, Supervisor};
 
@@ -27,8 +28,10 @@ pub struct AppState {
     pub shared: Arc<Shared>,
     /// Which card.
     pub card: CardChoice,
-    /// Live feed.
+    /// Live feed (SSE).
     pub live: Live,
+    /// The frame board: snapshots, the latest result and telemetry, their history.
+    pub board: Board,
     /// Service start.
     pub started: Instant,
     /// Power, thermal and load telemetry.
