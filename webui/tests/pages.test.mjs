@@ -231,7 +231,10 @@ describe('power, config and system pages', { timeout: 240_000, skip: !BIN && 'FP
     /** @type {string[]} */
     const leaves = [];
     const walk = (/** @type {any} */ node, /** @type {string} */ at) => {
-      for (const [k, raw] of Object.entries(node.properties ?? {})) {
+      // in the document's order, which the schema gives as x-order
+      const order = /** @type {string[]} */ (node['x-order'] ?? []);
+      const props = Object.entries(node.properties ?? {}).sort((a, b) => order.indexOf(a[0]) - order.indexOf(b[0]));
+      for (const [k, raw] of props) {
         const s = /** @type {any} */ (raw).$ref ? schema.$defs[/** @type {any} */ (raw).$ref.split('/').pop()] : raw;
         if (s.properties) walk(s, `${at}/${k}`);
         else leaves.push(`${at}/${k}`);
@@ -246,7 +249,7 @@ describe('power, config and system pages', { timeout: 240_000, skip: !BIN && 'FP
     await form.waitFor({ state: 'visible', timeout: UI_MS });
     await page.waitForFunction((n) => document.querySelectorAll('.cfg-field').length === n, leaves.length, { timeout: UI_MS });
     const fields = await page.locator('.cfg-field').evaluateAll((els) => els.map((e) => /** @type {HTMLElement} */ (e).dataset.field));
-    assert.deepEqual(fields, leaves, 'one field per schema leaf, in schema order');
+    assert.deepEqual(fields, leaves, 'one field per schema leaf, in the schema\'s x-order');
     const entries = page.locator('[name="/ring/entries"]');
     assert.equal(await entries.inputValue(), String(before.body.ring.entries));
     assert.equal(await page.locator('[name="/ring/when_full"] option').count(), 2);
@@ -445,19 +448,47 @@ describe('power, config and system pages', { timeout: 240_000, skip: !BIN && 'FP
       raw += r.body.length;
       sent += r.wire;
     }
-    /** @type {Record<string, {raw_bytes: number, transferred_bytes: number}>} */
-    const data = {};
-    for (const rel of ['api/v1/pipeline/history', 'api/v1/telemetry/history?span=60s']) {
-      const r = await wire(rel);
-      assert.equal(r.status, 200, rel);
-      assert.equal(r.encoding, 'gzip', `${rel} sent uncompressed`);
-      JSON.parse(r.body.toString('utf8'));
-      data[rel] = { raw_bytes: r.body.length, transferred_bytes: r.wire };
-    }
-    const size = { files: list.length, raw_bytes: raw, transferred_bytes: sent, history_on_open: data };
+    // What the page reads on open besides its files: the stream's bounded replay (every
+    // event whose snapshots were taken before the connection), then it runs live.
+    const replay = await new Promise((resolve, reject) => {
+      const since = Date.now() / 1000;
+      const out = { bytes: 0, events: 0, snapshots: 0, span_s: 0 };
+      let first = Infinity;
+      const req = http.get(new URL('api/v1/stream', url), (res) => {
+        let buf = '';
+        res.setEncoding('utf8');
+        res.on('data', (/** @type {string} */ chunk) => {
+          buf += chunk;
+          for (let i = buf.indexOf('\n\n'); i >= 0; i = buf.indexOf('\n\n')) {
+            const block = buf.slice(0, i + 2);
+            buf = buf.slice(i + 2);
+            if (!/^event: snapshot$/m.test(block)) continue;
+            const data = block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart()).join('\n');
+            const batch = JSON.parse(data).batch;
+            const newest = batch[batch.length - 1].t;
+            if (newest > since) {
+              req.destroy();
+              resolve(out);
+              return;
+            }
+            first = Math.min(first, batch[0].t);
+            out.bytes += Buffer.byteLength(block);
+            out.events += 1;
+            out.snapshots += batch.length;
+            out.span_s = Math.round((newest - first) * 10) / 10;
+          }
+        });
+      });
+      req.on('error', (e) => (out.events ? resolve(out) : reject(e)));
+    });
+    const size = { files: list.length, raw_bytes: raw, transferred_bytes: sent, stream_replay_on_open: replay };
     mkdirSync(ARTIFACTS, { recursive: true });
     writeFileSync(path.join(ARTIFACTS, 'dashboard-size.json'), JSON.stringify(size, null, 2) + '\n');
     console.log(`dashboard size: ${JSON.stringify(size)}`);
+    // the replay: at most a minute, at most 192 KiB of event data (plus SSE framing)
+    assert.ok(replay.span_s <= 60, `replay spans ${replay.span_s} s`);
+    assert.ok(replay.bytes <= 192 * 1024 + 64 * replay.events, `replay is ${replay.bytes} bytes`);
+    assert.ok(replay.snapshots >= 100, `replay holds ${replay.snapshots} snapshots`);
     // budget: a Jetson on a slow link; uPlot is about half of it
     assert.ok(raw < 200_000, `dashboard is ${raw} bytes`);
     assert.ok(sent < 70_000, `dashboard is ${sent} bytes on the wire`);
