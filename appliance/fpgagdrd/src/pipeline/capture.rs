@@ -1,7 +1,8 @@
 //! The capture thread: waits for the card's next frame, DMAs it (C2H) into a free
 //! frame-ring entry, stamps the times, and hands the entry to inference.
 //!
-//! Next hop: `pipeline/infer.rs` through [`super::queue::FrameQueue`].
+//! Next hop: `pipeline/queue.rs` ([`super::queue::FrameQueue`]), which hands the entry
+//! to `pipeline/infer.rs`.
 //! Per frame: one transfer call, atomics, no allocation, no lock of ours.
 
 use std::sync::Arc;
