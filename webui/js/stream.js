@@ -36,7 +36,7 @@ import { apiUrl } from './api.js';
  *
  * @typedef {object} Snapshot one element of an event's `batch`
  * @property {number} t Unix seconds
- * @property {number} generation changes on every start, stop, failure and config change
+ * @property {number} generation grows on every start, stop, failure and config change
  * @property {import('./api.js').PipelineState} state
  * @property {number | null} running_s how long the pipeline has run; null unless running
  * @property {number} fps frames/s over the service's last second

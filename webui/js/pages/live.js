@@ -21,8 +21,6 @@ import { StatusView } from '../views/status.js';
 
 /** Rows of chart history: 60 s at 10 snapshots/s, with room to spare. */
 const HISTORY_ROWS = 1024;
-/** After a Start/Stop reply, snapshots that disagree with it are taken as older for this long. */
-const HOLD_STATE_MS = 750;
 /** Snapshots further apart than this are not joined by a line (an outage). */
 const GAP_S = 2.5;
 /** localStorage key of the stages the latency chart draws. */
@@ -119,17 +117,23 @@ export function livePage(view) {
     }
   }
 
-  let holdStateUntil = 0;
+  /** generation of the last Start/Stop reply: a snapshot of an older one was sampled
+   * before the action, and its state is not shown (generations only grow) */
+  let actionGeneration = -Infinity;
   /** the pipeline state shown (a Start/Stop reply's, then the snapshots') */
   let lastState = /** @type {import('../api.js').PipelineState | null} */ (null);
+  /** the result on screen (the newest snapshot's), re-marked when the state changes */
+  let lastResult = /** @type {import('../api.js').Result | null} */ (null);
   view.onAction(async (action) => {
     view.setBusy(true);
     try {
       const st = await pipeline(action);
       lastState = st.pipeline.state;
       statusGeneration = st.pipeline.generation ?? null;
-      holdStateUntil = performance.now() + HOLD_STATE_MS;
+      actionGeneration = st.pipeline.generation ?? -Infinity;
       view.showStatus(st);
+      // the result's "not live" mark follows the state the reply shows, at once
+      view.showResult(lastResult, st.pipeline.state);
       view.showError(null);
     } catch (e) {
       view.showError(`${action === 'start' ? 'Start' : 'Stop'} failed: ${message(e)}`);
@@ -152,12 +156,13 @@ export function livePage(view) {
     }
     series.trimBefore(series.lastX() - 61);
     const newest = batch[batch.length - 1];
-    // a batch may have been sampled before the reply to Start/Stop: keep the reply's
-    // state for a moment rather than flicker back
-    const stateFresh = performance.now() >= holdStateUntil || newest.state === lastState;
+    // a batch may have been sampled before the reply to Start/Stop (however late it
+    // arrives): its older generation says so, and the reply's state stays
+    const stateFresh = newest.generation >= actionGeneration;
     if (stateFresh) lastState = newest.state;
     view.showSnapshot(newest, stateFresh);
-    if ('latest' in newest) view.showResult(newest.latest ?? null, lastState ?? newest.state);
+    if ('latest' in newest) lastResult = newest.latest ?? null;
+    view.showResult(lastResult, lastState ?? newest.state);
     if (newest.telemetry) power.showPoint(newest.telemetry);
     if (newest.telemetry_sample) power.showSample(newest.telemetry_sample);
     const rails = telemetry.rails.join('\n');
@@ -181,10 +186,15 @@ export function livePage(view) {
     onState(state) {
       view.showConnection(state);
       if (state === 'reconnecting') outage = true;
-      // the service may have restarted, with another card or model
-      else if (state === 'live' && outage) refreshStatus();
+      // the service may have restarted, with another card or model (and generations
+      // of a run whose clock was set back)
+      else if (state === 'live' && outage) {
+        actionGeneration = -Infinity;
+        refreshStatus();
+      }
     },
     onClockStep() {
+      actionGeneration = -Infinity;
       series.clear();
       telemetry.clear();
     },

@@ -52,9 +52,10 @@ pub struct Snapshot {
     /// Unix time, s (to 1 ms).
     #[serde(serialize_with = "ms")]
     pub t: f64,
-    /// The pipeline generation: changes on every start, stop, failure and config change
-    /// (an opaque number: compare it for equality). A page re-reads `GET /status` when it
-    /// changes.
+    /// The pipeline generation: grows by one on every start, stop, failure and config
+    /// change (it starts at the service's start time in ms). A page re-reads
+    /// `GET /status` when it changes, and takes a snapshot of a generation older than a
+    /// Start/Stop reply's as sampled before that action.
     pub generation: u64,
     /// `running`, `stopped` or `failed`.
     pub state: &'static str,

@@ -87,9 +87,9 @@ impl Default for Shared {
 pub struct PipelineNow {
     /// Running, stopped or failed.
     pub state: State,
-    /// An opaque number that changes on every start, stop, failure and config change
-    /// (it starts at the service's start time in ms, so it also differs across service
-    /// runs): whoever shows the pipeline's facts re-reads them when it changes.
+    /// Grows by one on every start, stop, failure and config change (it starts at the
+    /// service's start time in ms, so a later service run's are larger, unless the clock
+    /// was set back): whoever shows the pipeline's facts re-reads them when it changes.
     pub generation: u64,
     /// How long the running pipeline has run; `None` unless running.
     pub running: Option<Duration>,
