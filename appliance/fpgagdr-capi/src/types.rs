@@ -7,6 +7,8 @@
 //! `FPGAGDR_CAP_*` bits. Must not: hold logic (`api/`).
 #![allow(non_camel_case_types)]
 
+use std::ffi::c_char;
+
 /// Library version, major: a change that breaks a caller (never planned: the API grows
 /// by new functions).
 pub const FPGAGDR_LIB_VERSION_MAJOR: u32 = 1;
@@ -130,7 +132,7 @@ pub struct fpgagdr_card_status {
     /// Zero.
     pub reserved: u32,
     /// Human-readable identity, NUL-terminated (truncated to fit).
-    pub name: [u8; FPGAGDR_NAME_BYTES],
+    pub name: [c_char; FPGAGDR_NAME_BYTES],
 }
 
 /// Memory to pin (`fpgagdr_pin_buffer`, `fpgagdr_register_buffer`): allocated and
@@ -212,13 +214,14 @@ pub struct fpgagdr_rule {
     /// The errno (positive) the functions return negated when the rule is broken.
     pub errno_value: i32,
     /// The rule's name as messages give it (`rule <name>: ...`), NUL-terminated.
-    pub name: [u8; FPGAGDR_RULE_NAME_BYTES],
+    pub name: [c_char; FPGAGDR_RULE_NAME_BYTES],
 }
 
 /// Copies `s` into a fixed C string field, truncated to leave room for the NUL.
-pub(crate) fn c_string<const N: usize>(s: &str) -> [u8; N] {
-    let mut out = [0u8; N];
-    let n = s.len().min(N - 1);
-    out[..n].copy_from_slice(&s.as_bytes()[..n]);
+pub(crate) fn c_string<const N: usize>(s: &str) -> [c_char; N] {
+    let mut out: [c_char; N] = [0; N];
+    for (o, b) in out.iter_mut().zip(s.bytes().take(N - 1)) {
+        *o = b as c_char;
+    }
     out
 }
