@@ -1,7 +1,7 @@
 //! Rules and errnos: every rule the library or this C API can report, the errno a C
 //! caller gets for it, and the calling thread's last error message.
 //!
-//! Owns: [`RULE_ERRNOS`], [`Fail`] (an errno with a message naming the rule) and the
+//! Owns: [`RULE_ERRNOS`], `Fail` (an errno with a message naming the rule) and the
 //! thread-local last message. Must not: know cards or buffers (`handles.rs`).
 //!
 //! Each rule maps to one errno; several rules may share one (the message, which starts
