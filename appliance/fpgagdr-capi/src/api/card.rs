@@ -178,8 +178,8 @@ pub unsafe extern "C" fn fpgagdr_open_sim(
 }
 
 /// Closes `card`: unregisters and unpins every buffer still pinned or registered on it
-/// (unpin errors are logged, not returned: call `fpgagdr_unpin_buffer` first to see
-/// them). The handle is invalid afterwards (`-EBADF` if used, never a crash).
+/// (their unpin errors are not returned: call `fpgagdr_unpin_buffer` /
+/// `fpgagdr_release_buffer` first to see them). The handle is invalid afterwards (`-EBADF` if used, never a crash).
 ///
 /// Returns 0, `-EFAULT` (NULL), `-EBADF` (rule `card-handle`: never opened or already
 /// closed).
