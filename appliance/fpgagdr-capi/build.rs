@@ -6,7 +6,22 @@ use std::path::PathBuf;
 fn main() {
     let dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it"));
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets it"));
-    let config = cbindgen::Config::from_file(dir.join("cbindgen.toml")).expect("cbindgen.toml");
+    let mut config = cbindgen::Config::from_file(dir.join("cbindgen.toml")).expect("cbindgen.toml");
+    // The module ABI version, from the ABI's own header (the Rust constant is
+    // fpgagdr_uapi's, which that crate's tests hold equal to it).
+    let uapi = dir.join("../../kmod/include/uapi/linux/fpgagdr.h");
+    let text = std::fs::read_to_string(&uapi).expect("kmod/include/uapi/linux/fpgagdr.h");
+    let abi = text
+        .lines()
+        .find_map(|l| l.strip_prefix("#define FPGAGDR_ABI_VERSION"))
+        .map(str::trim)
+        .expect("FPGAGDR_ABI_VERSION in the uapi header");
+    config.after_includes = Some(format!(
+        "\n// The kernel module ABI version this library speaks (FPGAGDR_ABI_VERSION of\n\
+         // <linux/fpgagdr.h>); opening a module of another version fails with -EPROTO.\n\
+         #define FPGAGDR_MODULE_ABI_VERSION {abi}\n"
+    ));
+    println!("cargo:rerun-if-changed={}", uapi.display());
     cbindgen::Builder::new()
         .with_crate(&dir)
         .with_config(config)

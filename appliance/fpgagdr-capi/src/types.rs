@@ -18,8 +18,9 @@ pub const FPGAGDR_LIB_VERSION_MINOR: u32 = 0;
 pub const FPGAGDR_LIB_VERSION_PATCH: u32 = 0;
 /// The kernel module ABI version this library speaks (`FPGAGDR_ABI_VERSION` of
 /// `<linux/fpgagdr.h>`); opening a node of a module with another version fails with
-/// `-EPROTO` (rule `abi-version`).
-pub const FPGAGDR_MODULE_ABI_VERSION: u32 = 2;
+/// `-EPROTO` (rule `abi-version`). The header's `#define` is written by `build.rs` from
+/// that header (cbindgen cannot follow the path); `tests/header.rs` checks both agree.
+pub const FPGAGDR_MODULE_ABI_VERSION: u32 = fpgagdr_uapi::FPGAGDR_ABI_VERSION;
 
 /// `struct fpgagdr_memory.kind`: ordinary host memory (e.g. `posix_memalign`).
 pub const FPGAGDR_MEMORY_HOST: u32 = 0;
