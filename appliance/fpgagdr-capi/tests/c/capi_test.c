@@ -12,12 +12,15 @@
  *   - the explicit calls move the right bytes (H2C then C2H, compared);
  *   - the legacy calls route into several registered buffers by address, refuse an
  *     address outside them, and move host memory in CPU mode;
- *   - nothing half-applied: a failed pin leaves no pin, a failed register none.
+ *   - nothing half-applied: a failed pin leaves no pin, a failed register none;
+ *   - threads: transfers on every channel at once, each thread's own last error, and
+ *     a close while another thread waits for a frame.
  * Prints "ok"/"FAIL" lines, "SKIP" lines with the reason, and exits 1 on any failure.
  */
 #include <errno.h>
 #include <fpgagdr.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -562,6 +565,104 @@ static void legacy_routing(void)
 	legacy_leftover = reg[2];
 }
 
+/* Threads: one per C2H channel, each with its own pinned buffer, H2C then C2H of its
+ * own pattern, 20 times, all at once; each also breaks a different rule and must read
+ * its own message back (the last error is per thread). */
+struct worker {
+	uint32_t channel;
+	int ok;
+};
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	uint64_t n = st.alignment_bytes * 4, k;
+	uint8_t *p = aligned(n);
+	struct fpgagdr_memory m = host_mem(p, n);
+	struct fpgagdr_buffer b;
+	char msg[256], want[64];
+	int i, rc;
+
+	w->ok = 0;
+	if (fpgagdr_pin_buffer(card, &m, 0, &b))
+		return NULL;
+	w->ok = 1;
+	for (i = 0; i < 20 && w->ok; i++) {
+		uint64_t at = 0x4000000 + (uint64_t)w->channel * n;
+
+		memset(p, (int)(w->channel * 16 + i), n);
+		rc = fpgagdr_write_h2c(card, w->channel % st.h2c_channels, b, 0, at, n, TMO, 0,
+				       NULL);
+		memset(p, 0xff, n);
+		rc |= fpgagdr_read_c2h(card, w->channel, b, 0, at, n, TMO, 0, NULL);
+		for (k = 0; k < n; k++)
+			if (p[k] != (uint8_t)(w->channel * 16 + i))
+				rc = -1;
+		w->ok = rc == 0;
+	}
+	/* A rule of its own: channel past the count, with this thread's channel in it. */
+	fpgagdr_read_c2h(card, st.c2h_channels + w->channel, b, 0, 0, 4096, TMO, 0, NULL);
+	fpgagdr_last_error(msg, sizeof(msg));
+	snprintf(want, sizeof(want), "C2H channel %u does not exist", st.c2h_channels + w->channel);
+	w->ok &= strstr(msg, want) != NULL;
+	w->ok &= fpgagdr_unpin_buffer(card, b) == 0;
+	free(p);
+	return NULL;
+}
+
+static void threads(void)
+{
+	pthread_t t[4];
+	struct worker w[4];
+	uint32_t i, n = st.c2h_channels < 4 ? st.c2h_channels : 4;
+
+	for (i = 0; i < n; i++) {
+		w[i].channel = i;
+		pthread_create(&t[i], NULL, work, &w[i]);
+	}
+	for (i = 0; i < n; i++) {
+		pthread_join(t[i], NULL);
+		check(w[i].ok, "thread on channel %u: 20 round trips intact, its own last error",
+		      i);
+	}
+}
+
+/* Close while another thread waits for a frame: the wait ends normally, and the card
+ * is gone for calls that start afterwards. */
+static void *wait_one(void *arg)
+{
+	struct fpgagdr_card *c = arg;
+	struct fpgagdr_frame f = { .struct_size_bytes = sizeof(f) };
+
+	/* The sensor's second frame is 300 ms after its first. */
+	fpgagdr_wait_frame(c, 5 * MS, 0, &f);
+	return (void *)(intptr_t)fpgagdr_wait_frame(c, 2000 * MS, 0, &f);
+}
+
+static void close_while_waiting(void)
+{
+	struct fpgagdr_sim_config c = { .struct_size_bytes = sizeof(c) };
+	struct fpgagdr_card *s;
+	struct fpgagdr_frame f = { .struct_size_bytes = sizeof(f) };
+	pthread_t t;
+	void *rc;
+
+	c.link_preset = FPGAGDR_SIM_LINK_OFF;
+	c.frame_width_px = 16;
+	c.frame_height_px = 16;
+	c.frame_period_ns = 300 * MS;
+	if (must(fpgagdr_open_sim(&c, 0, &s), "open sim"))
+		return;
+	pthread_create(&t, NULL, wait_one, s);
+	must(fpgagdr_close(s), "close while a wait runs");
+	pthread_join(t, &rc);
+	check((intptr_t)rc == 0 || (intptr_t)rc == -EBADF,
+	      "the wait on the closing card ended with %d (a frame, or the card already gone)",
+	      (int)(intptr_t)rc);
+	expect(fpgagdr_wait_frame(s, 5 * MS, 0, &f), EBADF, "card-handle",
+	       "wait on the closed card");
+}
+
 int main(void)
 {
 	const char *dev = getenv("FPGAGDR_DEVICE");
@@ -619,6 +720,8 @@ int main(void)
 	all_rules();
 	explicit_roundtrip();
 	legacy_routing();
+	threads();
+	close_while_waiting();
 
 	must(fpgagdr_unpin_buffer(card, buf), "unpin");
 	must(fpgagdr_close(card), "close");
