@@ -112,7 +112,8 @@ pub struct fpgagdr_card_status {
     pub struct_size_bytes: u32,
     /// `FPGAGDR_PLATFORM_*`.
     pub platform: u32,
-    /// 1 for the simulated card (no hardware involved), else 0.
+    /// 1 when no hardware is involved: the simulated card of `fpgagdr_open_sim`, or the
+    /// kernel module running its test engine (a software card); else 0.
     pub simulated: u32,
     /// C2H channels (engines), at most 4 on XDMA (PG195).
     pub c2h_channels: u32,
@@ -128,7 +129,7 @@ pub struct fpgagdr_card_status {
     pub card_memory_bytes: u64,
     /// The module ABI version the card answered with (equal to
     /// `FPGAGDR_MODULE_ABI_VERSION`, or open would have failed); 0 for the simulated
-    /// card.
+    /// card of `fpgagdr_open_sim` (`FPGAGDR_PLATFORM_SIM`).
     pub module_abi_version: u32,
     /// Zero.
     pub reserved: u32,

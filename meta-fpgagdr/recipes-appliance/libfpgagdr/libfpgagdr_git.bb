@@ -3,8 +3,8 @@ DESCRIPTION = "The C ABI of the fpgagdr Rust library (appliance/fpgagdr-capi): o
                (the kernel module's /dev/fpgagdrN or the simulated card), pin GPU or host \
                memory once, C2H/H2C transfers, the legacy memory-mapped calls routed into \
                registered GPU buffers, the frame wait. The shared library is in \
-               ${PN}; its generated header fpgagdr.h, libfpgagdr.so and fpgagdr.pc in \
-               ${PN}-dev; libfpgagdr.a in ${PN}-staticdev."
+               libfpgagdr; its generated header fpgagdr.h, libfpgagdr.so and fpgagdr.pc \
+               in libfpgagdr-dev; libfpgagdr.a in libfpgagdr-staticdev."
 HOMEPAGE = "https://example.invalid/fpgagdr"
 SECTION = "libs"
 LICENSE = "Apache-2.0"
@@ -14,8 +14,6 @@ require recipes-appliance/include/fpgagdr-source.inc
 # The same Cargo.lock as the service: the same crates (cbindgen among them, for the
 # header, built for the build host by cargo).
 require recipes-appliance/fpgagdrd/fpgagdrd-crates.inc
-
-FILESEXTRAPATHS:prepend := "${THISDIR}/../fpgagdrd/files:"
 
 # The toolchain choice of fpgagdrd_git.bb: meta-rust-bin where it is in the build
 # (scarthgap), oe-core's Rust otherwise.

@@ -234,7 +234,9 @@ pub unsafe extern "C" fn fpgagdr_get_status(
             gpu_page_size_bytes: st.gpu_page_size,
             alignment_bytes: st.alignment,
             card_memory_bytes: st.card_memory_bytes,
-            module_abi_version: if st.simulated {
+            // Every back-end but fpgagdr-sim's is the kernel module's (which reports
+            // `simulated` too when its engines are the module's test engine).
+            module_abi_version: if st.platform == Platform::Sim {
                 0
             } else {
                 FPGAGDR_MODULE_ABI_VERSION
