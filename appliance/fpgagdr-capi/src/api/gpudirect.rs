@@ -200,8 +200,9 @@ pub unsafe extern "C" fn fpgagdr_read_c2h(
 }
 
 /// H2C: DMA of `length_bytes` from the pinned `buffer` at `buffer_offset_bytes` to card
-/// address `card_addr`, on H2C channel `channel`. Errors and thread safety as
-/// `fpgagdr_read_c2h`.
+/// address `card_addr`, on H2C channel `channel`. Errors as `fpgagdr_read_c2h`.
+/// Thread safety: as `fpgagdr_read_c2h`; do not write the buffer's bytes while an H2C
+/// from them runs.
 ///
 /// # Safety
 /// `result_out` is NULL or points to a writable `struct fpgagdr_transfer_result`.

@@ -225,8 +225,9 @@ pub unsafe extern "C" fn fpgagdr_mm_read_c2h(
 }
 
 /// Legacy write: `length_bytes` from the caller's buffer at `addr` to card address
-/// `card_addr`, on H2C channel `channel`. Routing, errors and thread safety as
+/// `card_addr`, on H2C channel `channel`. Routing and errors as
 /// `fpgagdr_mm_read_c2h`.
+/// Thread safety: as `fpgagdr_mm_read_c2h`.
 ///
 /// # Safety
 /// In CPU mode, `addr` is readable host memory for `length_bytes` that nothing writes
