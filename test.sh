@@ -3,7 +3,9 @@
 # formatting, lints (clippy -D warnings, rustdoc -D warnings, shellcheck, no import
 # circles among crates or modules), the Rust unit, integration and
 # doc tests (library rules, SimCard, pipeline, the service over HTTP with the real model
-# and real frames), the dashboard in headless Chromium, and the kernel module (built
+# and real frames), the C API (libfpgagdr installed with its generated header and
+# pkg-config file, examples/c and a C test built with cc, valgrind), the dashboard in
+# headless Chromium, and the kernel module (built
 # against Debian's kernel headers with W=1 and sparse, for x86 and cross-built for arm64,
 # no circle between its files, checkpatch --strict, the user-space unit tests of its
 # descriptor, SG and pin arithmetic, then the real module in Debian's kernel under QEMU
@@ -32,6 +34,8 @@ apt_need shellcheck shellcheck
 apt_need chromium chromium
 apt_need node nodejs
 apt_need npm npm
+apt_need valgrind valgrind
+apt_need pkg-config pkg-config
 export ORT_DYLIB_PATH="$root/.deps/onnxruntime/libonnxruntime.so"
 export FPGAGDR_DATA_DIR="$root/.deps/share"
 
@@ -42,12 +46,16 @@ RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --workspace --quiet
 # No circle among the crates or among a crate's modules (the self-test first proves the
 # check still catches one).
 python3 appliance/scripts/check-circles.py --self-test
-shellcheck run.sh test.sh .ci/run appliance/scripts/*.sh
+shellcheck run.sh test.sh .ci/run appliance/scripts/*.sh appliance/fpgagdr-capi/install.sh \
+  appliance/fpgagdr-capi/tests/c/run.sh
 
 say "Rust tests"
 cargo test --locked --workspace
 # The GPU tests pass by skipping where no CUDA driver loads; show why they skipped.
 cargo test --locked -q -p fpgagdrd --test gpu -- --nocapture 2>&1 | grep -E '^skipped|test result'
+
+say "C API: libfpgagdr installed (generated header, .pc), examples/c and the C test on the simulated card under valgrind"
+appliance/fpgagdr-capi/tests/c/run.sh
 
 say "OTA: the service against Debian's real RAUC on a private D-Bus, file-backed slots, signed bundles"
 images/rauc/test/run.sh
@@ -65,10 +73,12 @@ FPGAGDR_API_CONFORMANCE=1 FPGAGDR_REQUIRE_RAUC=1 \
 say "kernel module"
 kmod/scripts/check.sh
 
-say "kernel module in real kernels (QEMU: x86, swiotlb, IOMMU, arm64), driven by the C tests and the Rust library"
+say "kernel module in real kernels (QEMU: x86, swiotlb, IOMMU, arm64), driven by the C tests, the Rust library and libfpgagdr's C test"
 ktest=$(cargo test --locked -q -p fpgagdr --test kernel_functional --no-run --message-format=json |
   python3 -c 'import json, sys; print([m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable")][-1])')
-FPGAGDR_QEMU_EXTRA="$ktest" kmod/qemu/run.sh
+# target/capi/capi_test: libfpgagdr's C test (built by the C API step above), against
+# /dev/fpgagdr0 in the plain pass.
+FPGAGDR_QEMU_EXTRA="$ktest $root/target/capi/capi_test" kmod/qemu/run.sh
 
 say "Yocto layer (kas files, bitbake parser, oelint-adv, crates pinned by Cargo.lock)"
 meta-fpgagdr/scripts/check.sh
