@@ -138,12 +138,13 @@ api() { # api PATH: GET, prints the body
 	curl -fsS --max-time 20 "http://127.0.0.1:$api_port$1"
 }
 
-# wait_firmware N SLOT: waits for the firmware to start boot N; checks it boots SLOT.
+# wait_firmware N SLOT [SECONDS]: waits for the firmware to start boot N (at most
+# SECONDS, default boot_timeout); checks it boots SLOT.
 wait_firmware() {
-	local t=$SECONDS
+	local t=$SECONDS limit=${3:-$boot_timeout}
 	until (($(boots) >= $1)); do
 		vm_alive || fail "QEMU exited waiting for boot $1"
-		((SECONDS - t < boot_timeout)) || fail "no boot $1 within $boot_timeout s"
+		((SECONDS - t < limit)) || fail "no boot $1 within $limit s"
 		sleep 1
 	done
 	(($(boots) == $1)) || fail "expected boot $1, the firmware counted $(boots)"
@@ -165,21 +166,22 @@ wait_boot() {
 }
 
 # --- the console shell (the admin's session) -------------------------------------------
-# mc_connect: connects to the console shell and waits until it answers.
+# mc_connect: connects to the console shell and waits until it answers (right after the
+# firmware line that is a whole boot: boot_timeout).
 mc_connect() {
 	local t=$SECONDS id line
 	until exec {MC}<>"/dev/tcp/127.0.0.1/$mc_port"; do
 		((SECONDS - t < 30)) || fail "cannot connect to the guest console"
 		sleep 1
 	done 2>/dev/null
-	while ((SECONDS - t < 120)); do
+	while ((SECONDS - t < boot_timeout)); do
 		id="${RANDOM}${RANDOM}"
 		printf 'echo fpgagdr-vm-sync-%s\n' "$id" >&"$MC"
 		while IFS= read -r -t 3 line <&"$MC"; do
 			[[ $line == *fpgagdr-vm-sync-"$id"* ]] && return 0
 		done
 	done
-	fail "the guest console shell does not answer"
+	fail "the guest console shell does not answer within $boot_timeout s"
 }
 
 # vmsh CMD: runs CMD in the guest's root shell, prints its output, returns its status.
@@ -224,7 +226,7 @@ mark_good() {
 	local t=$SECONDS n s line id
 	n=$(boots)
 	mg=""
-	while ((SECONDS - t < 150)); do
+	while ((SECONDS - t < boot_timeout)); do
 		if (($(boots) > n)) || ! vm_alive; then
 			mg=rebooting
 			break
@@ -249,7 +251,7 @@ mark_good() {
 		esac
 		sleep 2
 	done
-	[ -n "$mg" ] || fail "fpgagdr-mark-good.service did not finish within 150 s"
+	[ -n "$mg" ] || fail "fpgagdr-mark-good.service did not finish within $boot_timeout s"
 	note "mark-good: $mg ($((SECONDS - t)) s)"
 	if [ "$mg" = rebooting ]; then
 		exec {MC}>&-
@@ -479,7 +481,7 @@ step_good() {
 	expect "slot $(other "$cur") (RAUC boot-status)" "$(slot_status "$(rauc_slot "$(other "$cur")")")" good
 	expect "firmware: slot $cur status" "$(fw "ROOTFS_STATUS_$cur")" normal
 	expect "firmware: slot $cur boot attempts (given back)" "$(fw "ROOTFS_RETRY_$cur")" 3
-	expect "site config carried (ring entries; the bundle's own: none)" "$(ring_entries)" 3
+	expect "site config carried (ring entries; the bundle's image: default 4)" "$(ring_entries)" 3
 	expect "token carried" "$(authorized)" 200
 	expect "a wrong token is refused" "$(authorized "$wrong_token")" 401
 	expect "machine id carried" "$(vmsh 'cat /etc/machine-id')" "$machine_id"
@@ -502,7 +504,10 @@ step_broken() {
 	# health timeout, marks the slot bad and requests the reboot itself.
 	n=$((n + 1))
 	wait_firmware "$n" "$to"
+	# Boot n-1 runs up to mark-good, waits out the health timeout and shuts down: a whole
+	# boot and more before the firmware starts boot n.
 	n=$((n + 1))
+	wait_firmware "$n" "$from" $((2 * boot_timeout))
 	wait_boot "$n" "$from"
 	boot_log $((n - 1)) | grep -aq "marked slot $(rauc_slot "$to") as bad" ||
 		fail "mark-good did not mark slot $to bad"
