@@ -14,7 +14,8 @@
 # x86 behind a virtual IOMMU, and arm64 with Debian's arm64 kernel; card removal, hot
 # unplug, AER and shutdown included), the OTA tests against a real RAUC, flash.sh's key
 # injection, the REST API against its generated OpenAPI document (schemathesis), the
-# Yocto layer's offline checks, and the dashboard's type check (tsc on its JSDoc).
+# Yocto layer's offline checks, the dashboard's type check (tsc on its JSDoc), and OTA through
+# real reboots of a virtual appliance in QEMU.
 # Installs what it needs from Debian and npm when missing (needs root for apt-get).
 set -euo pipefail
 root=$(cd "$(dirname "$0")" && pwd)
@@ -36,6 +37,8 @@ apt_need node nodejs
 apt_need npm npm
 apt_need valgrind valgrind
 apt_need pkg-config pkg-config
+# QEMU (one matching qemu-system-x86/qemu-utils pair), OVMF, GRUB, mmdebstrap, disk tools.
+images/vm/build.sh --tools
 export ORT_DYLIB_PATH="$root/.deps/onnxruntime/libonnxruntime.so"
 export FPGAGDR_DATA_DIR="$root/.deps/share"
 
@@ -86,3 +89,6 @@ meta-fpgagdr/scripts/check.sh
 say "dashboard in headless Chromium"
 (cd webui && npm ci --no-audit --no-fund --silent && npm run --silent typecheck)
 FPGAGDRD_BIN="$root/target/debug/fpgagdrd" node --test webui/tests/
+
+say "OTA through real reboots: the virtual appliance in QEMU, updated over its REST API"
+images/vm/run.sh
