@@ -3,7 +3,9 @@
 # formatting, lints (clippy -D warnings, rustdoc -D warnings, shellcheck, no import
 # circles among crates or modules), the Rust unit, integration and
 # doc tests (library rules, SimCard, pipeline, the service over HTTP with the real model
-# and real frames), the dashboard in headless Chromium, and the kernel module (built
+# and real frames), the C API (libfpgagdr installed with its generated header and
+# pkg-config file, examples/c and a C test built with cc, valgrind), the dashboard in
+# headless Chromium, and the kernel module (built
 # against Debian's kernel headers with W=1 and sparse, for x86 and cross-built for arm64,
 # no circle between its files, checkpatch --strict, the user-space unit tests of its
 # descriptor, SG and pin arithmetic, then the real module in Debian's kernel under QEMU
@@ -12,7 +14,8 @@
 # x86 behind a virtual IOMMU, and arm64 with Debian's arm64 kernel; card removal, hot
 # unplug, AER and shutdown included), the OTA tests against a real RAUC, flash.sh's key
 # injection, the REST API against its generated OpenAPI document (schemathesis), the
-# Yocto layer's offline checks, and the dashboard's type check (tsc on its JSDoc).
+# Yocto layer's offline checks, the dashboard's type check (tsc on its JSDoc), and OTA through
+# real reboots of a virtual appliance in QEMU.
 # Installs what it needs from Debian and npm when missing (needs root for apt-get).
 set -euo pipefail
 root=$(cd "$(dirname "$0")" && pwd)
@@ -32,6 +35,10 @@ apt_need shellcheck shellcheck
 apt_need chromium chromium
 apt_need node nodejs
 apt_need npm npm
+apt_need valgrind valgrind
+apt_need pkg-config pkg-config
+# QEMU (one matching qemu-system-x86/qemu-utils pair), OVMF, GRUB, mmdebstrap, disk tools.
+images/vm/build.sh --tools
 export ORT_DYLIB_PATH="$root/.deps/onnxruntime/libonnxruntime.so"
 export FPGAGDR_DATA_DIR="$root/.deps/share"
 
@@ -42,12 +49,16 @@ RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --workspace --quiet
 # No circle among the crates or among a crate's modules (the self-test first proves the
 # check still catches one).
 python3 appliance/scripts/check-circles.py --self-test
-shellcheck run.sh test.sh .ci/run appliance/scripts/*.sh
+shellcheck run.sh test.sh .ci/run appliance/scripts/*.sh appliance/fpgagdr-capi/install.sh \
+  appliance/fpgagdr-capi/tests/c/run.sh
 
 say "Rust tests"
 cargo test --locked --workspace
 # The GPU tests pass by skipping where no CUDA driver loads; show why they skipped.
 cargo test --locked -q -p fpgagdrd --test gpu -- --nocapture 2>&1 | grep -E '^skipped|test result'
+
+say "C API: libfpgagdr installed (generated header, .pc), examples/c and the C test on the simulated card under valgrind"
+appliance/fpgagdr-capi/tests/c/run.sh
 
 say "OTA: the service against Debian's real RAUC on a private D-Bus, file-backed slots, signed bundles"
 images/rauc/test/run.sh
@@ -65,10 +76,13 @@ FPGAGDR_API_CONFORMANCE=1 FPGAGDR_REQUIRE_RAUC=1 \
 say "kernel module"
 kmod/scripts/check.sh
 
-say "kernel module in real kernels (QEMU: x86, swiotlb, IOMMU, arm64), driven by the C tests and the Rust library; the service itself in a guest against the module (issue 15)"
+say "kernel module in real kernels (QEMU: x86, swiotlb, IOMMU, arm64), driven by the C tests, the Rust library and libfpgagdr's C test; the service itself in a guest against the module (issue 15)"
 ktest=$(cargo test --locked -q -p fpgagdr --test kernel_functional --no-run --message-format=json |
   python3 -c 'import json, sys; print([m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable")][-1])')
-FPGAGDR_QEMU_EXTRA="$ktest" FPGAGDRD_BIN="$root/target/debug/fpgagdrd" kmod/qemu/run.sh
+# target/capi/capi_test: libfpgagdr's C test (built by the C API step above), against
+# /dev/fpgagdr0 in the plain pass.
+FPGAGDR_QEMU_EXTRA="$ktest $root/target/capi/capi_test" FPGAGDRD_BIN="$root/target/debug/fpgagdrd" \
+  kmod/qemu/run.sh
 
 say "Yocto layer (kas files, bitbake parser, oelint-adv, crates pinned by Cargo.lock)"
 meta-fpgagdr/scripts/check.sh
@@ -76,3 +90,6 @@ meta-fpgagdr/scripts/check.sh
 say "dashboard in headless Chromium"
 (cd webui && npm ci --no-audit --no-fund --silent && npm run --silent typecheck)
 FPGAGDRD_BIN="$root/target/debug/fpgagdrd" node --test webui/tests/
+
+say "OTA through real reboots: the virtual appliance in QEMU, updated over its REST API"
+images/vm/run.sh

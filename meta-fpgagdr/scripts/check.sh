@@ -119,7 +119,7 @@ scripts() {
       *) if head -n 1 "$f" | grep -Eq '^#!.*/(env )?(ba|da)?sh( |$)'; then files+=("$f"); fi ;;
     esac
   done < <(find "$layer" "$root/images" \( -path "$cache" -o -path "$root/images/work" \
-    -o -path "$root/images/out" \) -prune -o -type f -print0 | sort -z)
+    -o -path "$root/images/out" -o -path "$root/images/vm/.cache" \) -prune -o -type f -print0 | sort -z)
   echo "shellcheck: ${#files[@]} scripts"
   shellcheck "${files[@]}"
 }

@@ -5,7 +5,10 @@
 // and the API token: mutating calls carry `Authorization: Bearer <token>` from
 // localStorage; on a 401 the page's token prompt (set with setTokenPrompt, see
 // views/token.js) is asked once and the call is retried. Must not touch the
-// DOM; main.js decides what to show. The live stream is stream.js.
+// DOM; the pages decide what to show. The live stream is stream.js: everything
+// the Live page shows comes from there; these calls are for the pages' actions and
+// for what does not change by the second (status after a generation change,
+// config, system, OTA).
 
 /** How long one REST call may take before it is abandoned. */
 const TIMEOUT_MS = 10_000;
@@ -182,7 +185,7 @@ async function call(method, path) {
  * @typedef {object} Status reply of GET /status and of the pipeline POSTs
  * @property {CardInfo} card
  * @property {{kind: 'host' | 'cuda_device' | 'cuda_host' | null, detail?: string}} memory kind is null before the frame ring exists
- * @property {{state: PipelineState, error: string | null, model: string | null, source: string | null, preprocess?: string | null, inference?: string | null}} pipeline
+ * @property {{state: PipelineState, error: string | null, model: string | null, source: string | null, preprocess?: string | null, inference?: string | null, generation?: number, running_s?: number | null}} pipeline
  * @property {Counters} counters
  * @property {number} uptime_s
  *
@@ -191,43 +194,16 @@ async function call(method, path) {
  * @property {string} label
  * @property {number} score
  *
- * @typedef {object} Result reply of GET /results/latest
+ * @typedef {object} Result the latest result (a snapshot's `latest`, GET /results/latest)
  * @property {number} seq
  * @property {{width: number, height: number, format: string, bytes: number, checksum_ok: boolean}} frame
  * @property {Class[]} top5
- * @property {{dma: number, preprocess: number, inference: number, end_to_end: number}} latency_us
+ * @property {Record<string, number>} latency_us per stage, this frame
  */
 
 /** @returns {Promise<Status>} */
 export function getStatus() {
   return call('GET', 'status');
-}
-
-/**
- * GET /pipeline/history, columns turned into rows shaped as stream snapshots
- * (t, fps, gbps, latency_us; a stage without a sample in a row is left out).
- * @returns {Promise<import('./stream.js').Snapshot[]>} the last 60 s, oldest first
- */
-export async function getPipelineHistory() {
-  /** @type {{t: number[], fps: number[], gbps: number[], latency_us: Record<string, {p50: (number|null)[], p99: (number|null)[], max: (number|null)[]}>}} */
-  const h = await call('GET', 'pipeline/history');
-  const stages = Object.entries(h.latency_us ?? {});
-  return (h.t ?? []).map((t, i) => {
-    /** @type {Record<string, {p50: number, p99: number, max: number}>} */
-    const latency = {};
-    for (const [stage, q] of stages) {
-      const p50 = q.p50[i], p99 = q.p99[i], max = q.max[i];
-      if (p50 != null && p99 != null && max != null) latency[stage] = { p50, p99, max };
-    }
-    return /** @type {import('./stream.js').Snapshot} */ (/** @type {unknown} */ ({
-      t, fps: h.fps[i], gbps: h.gbps[i], latency_us: latency,
-    }));
-  });
-}
-
-/** @returns {Promise<Result>} rejects with status 404 while there is no result yet */
-export function getLatestResult() {
-  return call('GET', 'results/latest');
 }
 
 /**
@@ -238,31 +214,6 @@ export function pipeline(action) {
   return call('POST', `pipeline/${action}`);
 }
 
-/** @returns {Promise<any>} the latest telemetry sample, null before the first (204) */
-export async function getTelemetry() {
-  const res = await request('GET', 'telemetry');
-  return res.status === 204 ? null : res.json();
-}
-
-/**
- * @typedef {object} TelemetryPoint one chart point (history, and `telemetry` of a snapshot)
- * @property {number} t Unix seconds
- * @property {number | null} power_w
- * @property {(number | null)[]} rails_mw in History.rails order
- * @property {number | null} cpu_pct
- * @property {number | null} gpu_pct
- * @property {number | null} temp_max_c
- * @property {number} fps
- * @property {number | null} energy_per_frame_mj
- *
- * @typedef {{period_s: number, rails: string[], points: TelemetryPoint[]}} History
- */
-
-/** @returns {Promise<History>} the last 60 s of telemetry at the sampling rate */
-export function getTelemetryHistory() {
-  return call('GET', 'telemetry/history?span=60s');
-}
-
 /** @returns {Promise<any>} versions, card, pipeline, uptime (GET /system) */
 export function getSystem() {
   return call('GET', 'system');
@@ -271,6 +222,11 @@ export function getSystem() {
 /** @returns {Promise<any>} the JSON Schema of the config document */
 export function getConfigSchema() {
   return call('GET', 'config/schema');
+}
+
+/** @returns {Promise<{frames: string[], models: string[]}>} what the data directory offers (GET /config/files) */
+export function getConfigFiles() {
+  return call('GET', 'config/files');
 }
 
 /** @returns {Promise<{config: any, etag: string}>} the config in force and its ETag */

@@ -1,11 +1,12 @@
 // @ts-check
-// charts.js: the uPlot charts. Owns the column layout of the history (which
-// snapshot field goes in which column), the one options factory every chart is
-// built from, cursor sync between charts, resizing (ResizeObserver → setSize)
-// and redrawing at most once per animation frame (requestAnimationFrame →
-// setData), never per message. Must not fetch or parse: main.js appends rows
-// to series.js and calls requestRedraw(). uPlot is the global of
-// vendor/uplot/uPlot.iife.min.js, loaded by index.html before this module.
+// charts.js: the uPlot charts. Owns the column layout of the pipeline history (which
+// snapshot field goes in which column: LatencyColumns), the one options factory
+// every chart is built from (its y axis as wide as its longest label), cursor sync
+// between charts, resizing (ResizeObserver → setSize) and redrawing at most once per
+// animation frame (requestAnimationFrame → setData), never per message. Must not
+// fetch or parse: pages/live.js appends rows to series.js and calls requestRedraw().
+// uPlot is the global of vendor/uplot/uPlot.iife.min.js, loaded by index.html
+// before this module. End of a frame's path on the page (with views/status.js).
 
 import * as fmt from './format.js';
 
@@ -18,13 +19,13 @@ const SYNC_KEY = 'fpgagdr';
 /** @typedef {import('./stream.js').Stage} Stage */
 
 /**
- * The stages charted. The table in views/status.js also lists `queue` and
- * `d2h` when the service reports them; the chart keeps to these four to stay
- * readable.
+ * Every stage, in path order; the latency chart draws the ones the user picks.
  * @type {{key: Stage, label: string}[]}
  */
 export const STAGES = [
   { key: 'dma', label: 'DMA' },
+  { key: 'queue', label: 'Queue' },
+  { key: 'd2h', label: 'D→H copy' },
   { key: 'preprocess', label: 'Preprocess' },
   { key: 'inference', label: 'Inference' },
   { key: 'end_to_end', label: 'End-to-end' },
@@ -39,48 +40,40 @@ export function cssColor(name) {
   return getComputedStyle(document.documentElement).getPropertyValue(`--${name}`).trim() || '#1f2328';
 }
 
-// Column layout of the SeriesWindow: 0 = t; the rates as sent and as shown
-// (mean over RATE_WINDOW_S); then p50 and p99 per charted stage.
-const COL_FPS_RAW = 1;
-const COL_GBPS_RAW = 2;
-const COL_FPS = 3;
-const COL_GBPS = 4;
-const COL_LAT = 5;
-export const COLUMN_COUNT = COL_LAT + 2 * STAGES.length;
-
 /**
- * Rates are averaged over this long before they are shown: a snapshot's rate
- * covers only its own sampling period (100 ms in fpgagdrd 0.1), too short to
- * read at 30 fps (2, 3 or 4 frames → 20, 30 or 40 fps).
+ * The column layout of the pipeline history: 0 = t, 1 = frames/s, 2 = GB/s (as the
+ * service computed them over its last second), then p50 and p99 of every stage.
  */
-export const RATE_WINDOW_S = 1;
-
-/**
- * Appends one snapshot to the history: its rates, their running means and the
- * p50/p99 of each charted stage. Latencies that are missing or not positive
- * become NaN, drawn as a gap.
- * @param {import('./series.js').SeriesWindow} series
- * @param {Snapshot} s
- */
-export function appendSnapshot(series, s) {
-  const row = [s.t, num(s.fps), num(s.gbps), NaN, NaN];
-  for (const { key } of STAGES) {
-    const p = s.latency_us?.[key];
-    row.push(positive(p?.p50), positive(p?.p99));
+export class LatencyColumns {
+  constructor() {
+    this.count = 3 + 2 * STAGES.length;
   }
-  series.push(row);
-  const since = s.t - RATE_WINDOW_S + 1e-6;
-  series.setLast(COL_FPS, series.meanSince(COL_FPS_RAW, since));
-  series.setLast(COL_GBPS, series.meanSince(COL_GBPS_RAW, since));
-}
 
-/**
- * The newest rates, averaged over RATE_WINDOW_S.
- * @param {import('./series.js').SeriesWindow} series
- * @returns {{fps: number, gbps: number}} NaN where unknown
- */
-export function currentRates(series) {
-  return { fps: series.last(COL_FPS), gbps: series.last(COL_GBPS) };
+  /** @param {string} stage @returns {number} the p50 column; p99 is the next */
+  of(stage) {
+    return 3 + 2 * STAGES.findIndex((s) => s.key === stage);
+  }
+
+  /**
+   * A snapshot as a row; a latency that is missing or not positive is NaN (a gap).
+   * @param {Snapshot} s
+   * @returns {number[]}
+   */
+  row(s) {
+    const row = [s.t, num(s.fps), num(s.gbps)];
+    for (const { key } of STAGES) {
+      const p = s.latency_us?.[key];
+      row.push(positive(p?.p50), positive(p?.p99));
+    }
+    return row;
+  }
+
+  /** @param {number} t @returns {number[]} a row of no value at t, where lines break */
+  gap(t) {
+    const row = new Array(this.count).fill(NaN);
+    row[0] = t;
+    return row;
+  }
 }
 
 /** @param {number | undefined} v */
@@ -151,7 +144,7 @@ export function chartOptions(spec, width) {
       },
       {
         scale: spec.scale,
-        size: 64,
+        size: labelsWidth,
         stroke: '#57606a',
         // uPlot merges these over its defaults: a key set to undefined would erase one
         grid: { stroke: '#eaeef2', width: 1, ...(yFilter && { filter: yFilter }) },
@@ -173,6 +166,30 @@ export function chartOptions(spec, width) {
       })),
     ],
   };
+}
+
+/**
+ * The y axis as wide as its longest label (ticks and gap included), so a label such
+ * as "80 000 mJ" is never cut on the left. uPlot calls it again after the labels
+ * change; from the third call it keeps what it has, so it settles.
+ * @param {uPlot} u
+ * @param {string[] | null} values the axis' labels (null before the first pass)
+ * @param {number} axisIdx
+ * @param {number} cycleNum
+ * @returns {number} CSS pixels
+ */
+function labelsWidth(u, values, axisIdx, cycleNum) {
+  const axis = /** @type {any} */ (u.axes[axisIdx]);
+  if (cycleNum > 1 && typeof axis._size === 'number') return axis._size;
+  const fixed = (axis.ticks?.size ?? 10) + (axis.gap ?? 5) + 4;
+  const longest = (values ?? []).reduce((/** @type {string} */ a, /** @type {string | null} */ v) => (String(v ?? '').length > a.length ? String(v) : a), '');
+  if (!longest) return 48;
+  const font = Array.isArray(axis.font) ? axis.font[0] : axis.font;
+  u.ctx.save();
+  u.ctx.font = String(font ?? '12px system-ui');
+  const w = u.ctx.measureText(longest).width / (window.devicePixelRatio || 1);
+  u.ctx.restore();
+  return Math.max(48, Math.ceil(w + fixed));
 }
 
 /** @param {uPlot} u */
@@ -203,18 +220,21 @@ function isOneTwoFive(/** @type {number} */ v) {
 }
 
 /**
- * The latency chart: p50 (solid) and p99 (dashed) of each stage, log scale.
+ * The latency chart: p50 (solid) and p99 (dashed) of the picked stages, log scale.
+ * @param {LatencyColumns} columns
+ * @param {string[]} picked stage keys
  * @returns {ChartSpec}
  */
-export function latencyChart() {
+export function latencyChart(columns, picked) {
+  const shown = STAGES.filter((s) => picked.includes(s.key));
   return {
     scale: 'µs',
     log: true,
     height: 260,
     format: fmt.latency,
     tick: fmt.latencyTick,
-    columns: STAGES.flatMap((_s, i) => [COL_LAT + 2 * i, COL_LAT + 2 * i + 1]),
-    lines: STAGES.flatMap((s) => [
+    columns: shown.flatMap((s) => [columns.of(s.key), columns.of(s.key) + 1]),
+    lines: shown.flatMap((s) => [
       { label: `${s.label} p50`, color: cssColor(`stage-${s.key}`) },
       { label: `${s.label} p99`, color: cssColor(`stage-${s.key}`), dashed: true },
     ]),
@@ -222,17 +242,18 @@ export function latencyChart() {
 }
 
 /**
- * The small frame-rate chart, averaged over RATE_WINDOW_S.
+ * The small frame-rate chart: the service's one-second rate.
+ * @param {LatencyColumns} _columns
  * @returns {ChartSpec}
  */
-export function fpsChart() {
+export function fpsChart(_columns) {
   return {
     scale: 'fps',
     log: false,
     height: 130,
     format: (v) => `${fmt.fps(v)}\u202ffps`,
     tick: (v) => `${+v.toPrecision(3)}\u202ffps`,
-    columns: [COL_FPS],
+    columns: [1],
     lines: [{ label: 'frames/s', color: cssColor('fps') }],
   };
 }

@@ -1,21 +1,22 @@
 // @ts-check
-// power.js: the telemetry history behind the power panel's charts. Owns its
-// column layout (t, total power, energy per frame, CPU, GPU, hottest zone,
-// then one column per INA3221 rail in watts), loading it from GET
-// /telemetry/history and extending it with the `telemetry` point of each SSE
-// snapshot (a point already held, by time stamp, is skipped), and the chart
-// specs of those columns. Must not fetch or touch the DOM: main.js feeds it,
-// charts.js draws it, views/power.js writes the numbers.
+// power.js: the telemetry history behind the power panel's charts. Owns its column
+// layout (t, total power, energy per frame, CPU, GPU, hottest zone, then one column
+// per INA3221 rail in watts, by name in first-seen order), appending each snapshot's
+// telemetry point (a point already held, by its time stamp, is skipped: snapshots
+// repeat a sample the telemetry thread has not renewed yet), and the chart specs of
+// those columns. Must not fetch or touch the DOM: pages/live.js feeds it, charts.js
+// draws it, views/power.js writes the numbers.
 
-import { Backfill } from './backfill.js';
 import { WINDOW_S, cssColor } from './charts.js';
 import * as fmt from './format.js';
 import { SeriesWindow } from './series.js';
 
 /** Rails charted at most (Jetson AGX Orin has 6 across two chips). */
 export const MAX_RAILS = 8;
-/** Rows kept: 60 s at the highest sampling rate the service allows (50 Hz). */
-const ROWS = 4096;
+/** Rows kept: 60 s at the highest sampling rate the board sends (10 Hz), with room. */
+const ROWS = 1024;
+/** Points further apart than this are not joined by a line (an outage). */
+const GAP_S = 2.5;
 
 const COL_POWER = 1;
 const COL_ENERGY = 2;
@@ -25,7 +26,7 @@ const COL_TEMP = 5;
 const COL_RAIL0 = 6;
 export const TELEMETRY_COLUMNS = COL_RAIL0 + MAX_RAILS;
 
-/** @typedef {import('./api.js').TelemetryPoint} TelemetryPoint */
+/** @typedef {import('./stream.js').TelemetryPoint} TelemetryPoint */
 
 /** @param {number | null | undefined} v */
 function n(v) {
@@ -35,28 +36,9 @@ function n(v) {
 export class TelemetryHistory {
   constructor() {
     this.series = new SeriesWindow(ROWS, TELEMETRY_COLUMNS);
-    /** @type {string[]} rail names, the order of every point's rails_mw */
+    /** @type {string[]} rail names, by column, first seen first */
     this.rails = [];
     this.lastT = -Infinity;
-    /** @type {Backfill<TelemetryPoint>} stream points wait here until the history came */
-    this.backfill = new Backfill(ROWS);
-  }
-
-  /** whether the REST history has been loaded; until then points wait */
-  get loaded() {
-    return this.backfill.loaded;
-  }
-
-  /**
-   * Replaces the history with GET /telemetry/history's, then appends the
-   * stream's points that arrived meanwhile.
-   * @param {import('./api.js').History} h
-   */
-  load(h) {
-    this.series.clear();
-    this.lastT = -Infinity;
-    this.rails = (h.rails ?? []).slice(0, MAX_RAILS);
-    for (const p of this.backfill.fill(h.points ?? [])) this.append(p);
   }
 
   /**
@@ -65,25 +47,33 @@ export class TelemetryHistory {
    * @returns {boolean} whether it was appended
    */
   push(p) {
-    let added = false;
-    for (const q of this.backfill.hold([p])) added = this.append(q) || added;
-    return added;
-  }
-
-  /** @param {TelemetryPoint} p */
-  append(p) {
     if (!p || !(p.t > this.lastT)) return false;
+    if (this.series.length > 0 && p.t - this.lastT > GAP_S) this.series.push(this.gapRow((this.lastT + p.t) / 2));
     this.lastT = p.t;
     const row = [p.t, n(p.power_w), n(p.energy_per_frame_mj), n(p.cpu_pct), n(p.gpu_pct), n(p.temp_max_c)];
-    for (let i = 0; i < MAX_RAILS; i++) row.push(n(p.rails_mw?.[i]) / 1000);
+    for (let i = 0; i < MAX_RAILS; i++) row.push(NaN);
+    for (const [name, mw] of Object.entries(p.rails_mw ?? {})) {
+      let i = this.rails.indexOf(name);
+      if (i < 0 && this.rails.length < MAX_RAILS) i = this.rails.push(name) - 1;
+      if (i >= 0) row[COL_RAIL0 + i] = n(mw) / 1000;
+    }
     this.series.push(row);
     this.series.trimBefore(p.t - WINDOW_S - 1);
     return true;
   }
 
-  /** @returns {boolean} whether points carry more rails than names are known (reload the history) */
-  railsUnknown(/** @type {TelemetryPoint} */ p) {
-    return Math.min(p.rails_mw?.length ?? 0, MAX_RAILS) > this.rails.length;
+  /** @param {number} t @returns {number[]} */
+  gapRow(t) {
+    const row = new Array(TELEMETRY_COLUMNS).fill(NaN);
+    row[0] = t;
+    return row;
+  }
+
+  /** Forgets everything (the service's clock went back). */
+  clear() {
+    this.series.clear();
+    this.rails = [];
+    this.lastT = -Infinity;
   }
 }
 
@@ -117,7 +107,7 @@ export function energyChart() {
     log: false,
     height: 130,
     format: (v) => `${fmt.num3(v)}\u202fmJ/frame`,
-    tick: (v) => `${+v.toPrecision(3)}\u202fmJ`,
+    tick: (v) => `${v >= 1000 ? fmt.count(v) : +v.toPrecision(3)}\u202fmJ`,
     columns: [COL_ENERGY],
     lines: [{ label: 'energy per frame', color: cssColor('energy') }],
   };

@@ -1,7 +1,8 @@
 // @ts-check
 // series.js: the chart history, as fixed-capacity columns of Float64Array in
 // uPlot's column layout [xs, ys…] (x in Unix seconds). Owns memory and trimming
-// only: no DOM, no uPlot, no network. main.js appends rows from stream.js;
+// only: no DOM, no uPlot, no network. pages/live.js appends a row per snapshot
+// (charts.js's LatencyColumns, power.js's TelemetryHistory lay them out);
 // charts.js reads columns() on each redraw.
 //
 // Each column is a ring stored twice (index i and i + capacity), so the live
@@ -71,38 +72,6 @@ export class SeriesWindow {
   last(col) {
     if (this.length === 0) return NaN;
     return this.cols[col][this.head + this.length - 1];
-  }
-
-  /**
-   * The mean of a column over the newest rows whose x is at least minX,
-   * leaving NaN out; NaN when there is none.
-   * @param {number} col
-   * @param {number} minX
-   */
-  meanSince(col, minX) {
-    const xs = this.cols[0];
-    const ys = this.cols[col];
-    let sum = 0;
-    let n = 0;
-    for (let i = this.head + this.length - 1; i >= this.head && xs[i] >= minX; i--) {
-      if (!Number.isNaN(ys[i])) {
-        sum += ys[i];
-        n += 1;
-      }
-    }
-    return n > 0 ? sum / n : NaN;
-  }
-
-  /**
-   * Overwrites a value of the newest row.
-   * @param {number} col
-   * @param {number} v
-   */
-  setLast(col, v) {
-    if (this.length === 0) return;
-    const i = (this.head + this.length - 1) % this.capacity;
-    this.cols[col][i] = v;
-    this.cols[col][i + this.capacity] = v;
   }
 
   /**

@@ -1,18 +1,20 @@
 // @ts-check
-// stream.js: the one EventSource of this tab, to /api/v1/stream. Owns the
-// connection state (connecting / live / reconnecting), a watchdog for a silent
-// stream, and parsing `snapshot` events into arrays of snapshots in time order.
-// Must not touch the DOM or the charts: it hands each batch to onBatch, and
-// main.js appends it to series.js and asks charts.js for a redraw.
+// stream.js: the one EventSource of this tab, to /api/v1/stream: the page's single
+// live source. Owns the connection state (connecting / live / reconnecting), a
+// watchdog for a silent stream, and parsing `snapshot` events into arrays of
+// snapshots in time order. Must not touch the DOM or the charts.
+// Next hop of a frame: pages/live.js (onBatch), via main.js's wiring.
 //
-// EventSource reconnects by itself after a network error and then sends
-// `Last-Event-ID`: the service replays the batches missed meanwhile (its ring
-// holds ~60 s), so the charts have no hole. It gives up (readyState CLOSED) on
-// an HTTP error or a wrong content type, and it never notices a stream that
-// stays open but silent; for those two cases this module closes and opens a
-// new one after a backoff, asking for the same replay with
-// `?last_event_id=` (a fresh EventSource cannot send the header). Snapshots
-// already seen are dropped by their time stamp either way.
+// On open the service first replays up to the last 60 s of snapshots (bounded in
+// bytes, see docs/api.md), then sends live events, so a page draws its minute at
+// once. EventSource reconnects by itself after a network error and then sends
+// `Last-Event-ID`: the service replays what was missed meanwhile (within the same
+// minute), so the charts have no hole. It gives up (readyState CLOSED) on an HTTP
+// error or a wrong content type, and it never notices a stream that stays open but
+// silent; for those two cases this module closes and opens a new one after a
+// backoff, asking for the same replay with `?last_event_id=` (a fresh EventSource
+// cannot send the header). Snapshots already seen are dropped by their time stamp
+// either way.
 
 import { apiUrl } from './api.js';
 
@@ -21,25 +23,38 @@ import { apiUrl } from './api.js';
  * @typedef {'pickup' | 'dma' | 'queue' | 'd2h' | 'preprocess' | 'inference' | 'end_to_end'} Stage
  *   end_to_end runs from the frame-done interrupt (the frame's arrival) to the
  *   result; pickup is arrival → DMA submit.
- *   dma, preprocess, inference and end_to_end are always measured; queue (ring
- *   entry ready → taken) and d2h (device-to-host copy before CPU inference)
- *   appear when the service reports them. A stage without samples in the
- *   window may be absent.
+ *   d2h (device-to-host copy before CPU inference) appears only where frames take
+ *   that hop. A stage without samples in the window is absent.
+ *
+ * @typedef {object} TelemetryPoint the energy-relevant telemetry of one snapshot
+ * @property {number} t Unix seconds of the telemetry sample
+ * @property {number | null} power_w
+ * @property {Record<string, number>} rails_mw power per INA3221 rail, by name
+ * @property {number | null} cpu_pct
+ * @property {number | null} gpu_pct
+ * @property {number | null} temp_max_c
+ * @property {number | null} energy_per_frame_mj
+ * @property {number | null} frames_per_joule
  *
  * @typedef {object} Snapshot one element of an event's `batch`
  * @property {number} t Unix seconds
+ * @property {number} generation grows on every start, stop, failure and config change
  * @property {import('./api.js').PipelineState} state
- * @property {number} fps
+ * @property {number | null} running_s how long the pipeline has run; null unless running
+ * @property {number} fps frames/s over the service's last second
  * @property {number} gbps
  * @property {number} frames_captured
  * @property {number} frames_inferred
  * @property {number} frames_dropped
  * @property {number} checksum_errors
- * @property {number} [transfer_errors] not in every service version
+ * @property {number} [transfer_errors]
  * @property {number} [frames_overrun] frames the card overwrote before the host took them
  * @property {Partial<Record<Stage, Percentiles>>} latency_us
- * @property {{seq: number, top5: import('./api.js').Class[]} | null} latest
- * @property {import('./api.js').TelemetryPoint | null} [telemetry] latest telemetry point
+ * @property {TelemetryPoint | null} telemetry
+ * @property {import('./api.js').Result | null} [latest] the latest result, complete;
+ *   only in the newest snapshot of an event
+ * @property {any} [telemetry_sample] the full telemetry sample (GET /telemetry without
+ *   the frame figures); only in the newest snapshot of an event
  *
  * @typedef {'connecting' | 'live' | 'reconnecting'} ConnState
  */

@@ -118,6 +118,22 @@ describe('dashboard', { timeout: 180_000, skip: !BIN && 'FPGAGDRD_BIN is not set
     for (const l of labels) assert.ok(l.trim().length > 0, 'a top-5 entry has no label');
   });
 
+  it('shows one frame in the latest result: its heading, top-5 and frame line', async () => {
+    await page.waitForFunction(
+      () => /#\d+/.test(document.querySelector('[data-field="frame_info"]')?.textContent ?? ''), null, { timeout: UI_MS },
+    );
+    for (let i = 0; i < 12; i++) {
+      const { head, info } = await page.evaluate(() => ({
+        head: document.querySelector('[data-field="result_seq"]')?.textContent ?? '',
+        info: document.querySelector('[data-field="frame_info"]')?.textContent ?? '',
+      }));
+      const a = /#(\d+)/.exec(head)?.[1];
+      const b = /#(\d+)/.exec(info)?.[1];
+      assert.ok(a && a === b, `sample ${i}: the heading says "${head}", the line under it "${info}"`);
+      await page.waitForTimeout(250);
+    }
+  });
+
   it('shows end-to-end latency and draws the latency chart', async () => {
     await page.waitForFunction(
       () => /\d/.test(document.querySelector('[data-metric="e2e_p50"]')?.textContent ?? ''),
@@ -185,6 +201,105 @@ describe('dashboard', { timeout: 180_000, skip: !BIN && 'FPGAGDRD_BIN is not set
     // asked once: Stop's first try was refused, nothing after it
     assert.deepEqual(watch.unauthorized.map((u) => u.replace(/^(\S+) .*\/api\/v1\//, '$1 ')), ['POST pipeline/stop']);
     assert.equal(await page.evaluate(() => localStorage.getItem('fpgagdr.token')), TOKEN);
+  });
+
+  /** Stops the pipeline (the token is stored by the test above), calls `seen`, starts it again. */
+  async function whileStopped(/** @type {() => Promise<void>} */ seen) {
+    await page.getByRole('button', { name: 'Stop' }).click();
+    await page.waitForFunction(
+      () => document.querySelector('[data-testid="pipeline-state"]')?.textContent === 'stopped', null, { timeout: UI_MS },
+    );
+    try {
+      await seen();
+    } finally {
+      await page.getByRole('button', { name: 'Start' }).click();
+      await page.waitForFunction(
+        () => document.querySelector('[data-testid="pipeline-state"]')?.textContent === 'running', null, { timeout: UI_MS },
+      );
+    }
+  }
+
+  it('marks the top-5 as the last run\'s while the pipeline is stopped', async () => {
+    const panel = () => page.evaluate(() => (document.querySelector('section.result')?.textContent ?? '').replace(/\s+/g, ' ').trim());
+    await page.waitForFunction(
+      () => document.querySelectorAll('[data-testid="top5"] > li').length === 5, null, { timeout: UI_MS },
+    );
+    assert.doesNotMatch(await panel(), /stopped/i, 'a running pipeline\'s result is marked');
+    let stopped = '';
+    await whileStopped(async () => {
+      // the top-5 stays (it is the last thing the model said) but says it is not live
+      await page.waitForFunction(
+        () => /pipeline stopped/i.test(document.querySelector('section.result')?.textContent ?? ''), null, { timeout: 5_000 },
+      ).catch(() => {});
+      stopped = await panel();
+      assert.equal(await page.locator('[data-testid="top5"] > li').count(), 5, 'the last top-5 is gone');
+    });
+    assert.match(stopped, /pipeline stopped/i, `the stopped pipeline's top-5 is shown without a marker: "${stopped}"`);
+    await page.waitForFunction(
+      () => !/pipeline stopped/i.test(document.querySelector('section.result')?.textContent ?? ''), null, { timeout: UI_MS },
+    );
+  });
+
+  it('shows the pipeline\'s uptime, not the service\'s', async () => {
+    let whenStopped = '';
+    let started = 0;
+    await whileStopped(async () => {
+      await page.waitForTimeout(1_000);
+      whenStopped = (await page.locator('[data-field="uptime"]').textContent())?.trim() ?? '';
+      started = Date.now();
+    });
+    assert.doesNotMatch(whenStopped, /\d/, `a stopped pipeline shows an uptime of "${whenStopped}"`);
+    await page.waitForFunction(() => /\d/.test(document.querySelector('[data-field="uptime"]')?.textContent ?? ''), null, { timeout: UI_MS });
+    const up = (await page.locator('[data-field="uptime"]').textContent())?.trim() ?? '';
+    const m = /^(\d+)\u202fs$/.exec(up);
+    const since = (Date.now() - started) / 1000;
+    assert.ok(m && Number(m[1]) <= since + 1, `uptime "${up}" ${since.toFixed(1)} s after Start (the service has run ${Math.round(performance.now() / 1000)} s longer)`);
+  });
+
+  it('charts the queue stage and lets the user pick which stages are drawn', async () => {
+    const picker = page.getByTestId('stage-picker');
+    assert.ok(await picker.count() === 1, 'the latency chart has no stage picker');
+    const names = (await picker.locator('label').allTextContents()).map((t) => t.trim());
+    assert.ok(names.includes('Queue'), `stages offered: ${names.join(', ')}`);
+    const legend = () => page.locator('[data-chart="latency"] .u-legend .u-series .u-label').allTextContents();
+    const before = await legend();
+    assert.ok(before.length <= 4, `${before.length} lines drawn before any choice: ${before.join(', ')}`);
+    await picker.getByLabel('Queue').check();
+    await page.waitForFunction(
+      () => [...document.querySelectorAll('[data-chart="latency"] .u-legend .u-label')].some((e) => /Queue p50/.test(e.textContent ?? '')),
+      null, { timeout: UI_MS },
+    );
+    await picker.getByLabel('Queue').uncheck();
+    await page.waitForFunction(
+      () => ![...document.querySelectorAll('[data-chart="latency"] .u-legend .u-label')].some((e) => /Queue/.test(e.textContent ?? '')),
+      null, { timeout: UI_MS },
+    );
+  });
+
+  it('shows a config change in the pipeline panel without a reload', async () => {
+    const patch = async (/** @type {object} */ body) => {
+      const r = await fetch(new URL('api/v1/config', page.url()), {
+        method: 'PATCH',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/merge-patch+json' },
+        body: JSON.stringify(body),
+      });
+      assert.equal(r.status, 200, await r.text());
+    };
+    const source = () => page.evaluate(() => document.querySelector('[data-field="source"]')?.textContent ?? '');
+    assert.match(await source(), /replay/);
+    await patch({ source: { kind: 'test_pattern', width: 64, height: 64 } });
+    try {
+      await page.waitForFunction(
+        () => /test pattern 64x64/.test(document.querySelector('[data-field="source"]')?.textContent ?? ''), null, { timeout: UI_MS },
+      );
+    } catch {
+      assert.fail(`after the change the pipeline panel still says "${await source()}"`);
+    } finally {
+      await patch({ source: { kind: null, width: null, height: null } });
+    }
+    await page.waitForFunction(
+      () => /replay/.test(document.querySelector('[data-field="source"]')?.textContent ?? ''), null, { timeout: UI_MS },
+    );
   });
 
   it('fits 1280 px and a 390 px phone without sideways scrolling', async () => {

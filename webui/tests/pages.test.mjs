@@ -40,6 +40,29 @@ function orinNx(/** @type {string} */ root) {
   put(root, 'sys/class/thermal/thermal_zone0/type', 'cpu-thermal');
   put(root, 'sys/class/thermal/thermal_zone0/temp', 51250);
   put(root, 'sys/module/fpgagdr/version', '0.3.1');
+  // What jetson-stats shows on an Orin Nano in its 7 W mode: cores 4-5 off, the GPU's
+  // devfreq clock and load, a fan split across a pwmfan and a tachometer node, and the
+  // GPU's nvmap memory (no debugfs: the EMC clock needs root).
+  for (let n = 0; n < 6; n++) {
+    const d = `sys/devices/system/cpu/cpu${n}`;
+    if (n > 0) put(root, `${d}/online`, n < 4 ? 1 : 0);
+    put(root, `${d}/cpufreq/scaling_min_freq`, 115200);
+    put(root, `${d}/cpufreq/scaling_max_freq`, 960000);
+    if (n < 4) put(root, `${d}/cpufreq/scaling_cur_freq`, 960000);
+  }
+  put(root, 'proc/stat', ['cpu  1 0 0 1 0 0 0 0 0 0', ...[0, 1, 2, 3, 4, 5].map((n) => `cpu${n} 100 0 0 900 0 0 0 0 0 0`)].join('\n'));
+  put(root, 'sys/class/devfreq/17000000.gpu/cur_freq', 306000000);
+  put(root, 'sys/class/devfreq/17000000.gpu/min_freq', 306000000);
+  put(root, 'sys/class/devfreq/17000000.gpu/max_freq', 408000000);
+  put(root, 'sys/class/devfreq/17000000.gpu/device/load', 125);
+  put(root, 'etc/nvpmodel.conf', ['< POWER_MODEL ID=0 NAME=15W >', '< POWER_MODEL ID=1 NAME=25W >',
+    '< POWER_MODEL ID=2 NAME=MAXN_SUPER >', '< POWER_MODEL ID=3 NAME=7W >', '< PM_CONFIG DEFAULT=1 >'].join('\n'));
+  put(root, 'var/lib/nvpmodel/status', 'pmode:0003');
+  put(root, 'sys/class/hwmon/hwmon1/name', 'pwmfan');
+  put(root, 'sys/class/hwmon/hwmon1/pwm1', 102);
+  put(root, 'sys/class/hwmon/hwmon2/name', 'pwm_tach');
+  put(root, 'sys/class/hwmon/hwmon2/rpm', 1534);
+  put(root, 'proc/meminfo', 'MemTotal:        7802332 kB\nNvMapMemUsed:     186368 kB');
 }
 
 /** A config that replays one image at 20 frames/s, light on small machines. */
@@ -144,6 +167,31 @@ describe('power, config and system pages', { timeout: 240_000, skip: !BIN && 'FP
     );
   });
 
+  it('says "1 frame", not "1 frames", for a one-image replay', async () => {
+    await page.waitForFunction(() => /replay/.test(document.querySelector('[data-field="source"]')?.textContent ?? ''), null, { timeout: UI_MS });
+    const source = await text(page, '[data-field="source"]');
+    assert.doesNotMatch(source, /\b1 frames\b/, source);
+    assert.match(source, /\b1 frame\b/, source);
+  });
+
+  it('shows what jetson-stats shows: power mode, clocks, fan, cores, GPU clock and memory', async () => {
+    const panel = page.getByTestId('jetson');
+    await page.waitForFunction(
+      () => /7W/.test(document.querySelector('[data-testid="jetson"]')?.textContent ?? ''), null, { timeout: UI_MS },
+    ).catch(() => assert.fail('no Jetson panel naming the power mode'));
+    assert.ok(await panel.isVisible());
+    assert.equal(await text(page, '[data-metric="power_mode"]'), '7W (id 3)');
+    assert.match(await text(page, '[data-metric="jetson_clocks"]'), /^off/);
+    assert.equal(await text(page, '[data-metric="fan"]'), '40\u202f% · 1534 rpm');
+    assert.equal(await text(page, '[data-metric="gpu_freq"]'), '306 of 408\u202fMHz');
+    assert.equal(await text(page, '[data-metric="gpu_mem"]'), '182\u202fMiB');
+    assert.match(await text(page, '[data-metric="emc_freq"]'), /root/);
+    const cores = await page.locator('[data-testid="cpu-cores"] li').allTextContents();
+    assert.equal(cores.length, 6, cores.join(' | '));
+    assert.match(cores[0], /960\u202fMHz/);
+    assert.match(cores[5], /off/);
+  });
+
   it('updates the panel and the power chart when the rail readings change', async () => {
     const before = Number(await page.locator('[data-chart="power"]').getAttribute('data-points'));
     put(path.join(tmp, 'sysfs'), `${HWMON}/curr1_input`, 2000); // 4.992 V × 2 A = 9.984 W
@@ -185,7 +233,10 @@ describe('power, config and system pages', { timeout: 240_000, skip: !BIN && 'FP
     /** @type {string[]} */
     const leaves = [];
     const walk = (/** @type {any} */ node, /** @type {string} */ at) => {
-      for (const [k, raw] of Object.entries(node.properties ?? {})) {
+      // in the document's order, which the schema gives as x-order
+      const order = /** @type {string[]} */ (node['x-order'] ?? []);
+      const props = Object.entries(node.properties ?? {}).sort((a, b) => order.indexOf(a[0]) - order.indexOf(b[0]));
+      for (const [k, raw] of props) {
         const s = /** @type {any} */ (raw).$ref ? schema.$defs[/** @type {any} */ (raw).$ref.split('/').pop()] : raw;
         if (s.properties) walk(s, `${at}/${k}`);
         else leaves.push(`${at}/${k}`);
@@ -200,7 +251,7 @@ describe('power, config and system pages', { timeout: 240_000, skip: !BIN && 'FP
     await form.waitFor({ state: 'visible', timeout: UI_MS });
     await page.waitForFunction((n) => document.querySelectorAll('.cfg-field').length === n, leaves.length, { timeout: UI_MS });
     const fields = await page.locator('.cfg-field').evaluateAll((els) => els.map((e) => /** @type {HTMLElement} */ (e).dataset.field));
-    assert.deepEqual(fields, leaves, 'one field per schema leaf, in schema order');
+    assert.deepEqual(fields, leaves, 'one field per schema leaf, in the schema\'s x-order');
     const entries = page.locator('[name="/ring/entries"]');
     assert.equal(await entries.inputValue(), String(before.body.ring.entries));
     assert.equal(await page.locator('[name="/ring/when_full"] option').count(), 2);
@@ -231,6 +282,44 @@ describe('power, config and system pages', { timeout: 240_000, skip: !BIN && 'FP
     assert.equal(watch.unauthorized.length, 1, watch.unauthorized.join(', '));
   });
 
+  it('labels the config form in words', async () => {
+    await page.goto(new URL('#config', url).href);
+    await page.getByTestId('config-form').waitFor({ state: 'visible', timeout: UI_MS });
+    await page.waitForFunction(() => document.querySelectorAll('.cfg-field').length > 10, null, { timeout: UI_MS });
+    const labels = (await page.locator('.cfg-field label').allTextContents()).map((l) => l.trim());
+    const snake = labels.filter((l) => /^[a-z0-9]+(_[a-z0-9]+)*$/.test(l));
+    assert.deepEqual(snake, [], `raw keys as labels: ${labels.join(', ')}`);
+  });
+
+  it('orders the config form as the document is: the frame source first, its kind first', async () => {
+    const groups = (await page.locator('.cfg-group > legend').allTextContents()).map((l) => l.trim());
+    assert.match(groups[0] ?? '', /^Frame source/, `groups in this order: ${groups.join(' | ')}`);
+    const fields = await page.locator('.cfg-group').first().locator('.cfg-field')
+      .evaluateAll((els) => els.map((e) => /** @type {HTMLElement} */ (e).dataset.field));
+    assert.deepEqual(fields.slice(0, 3), ['/source/kind', '/source/path', '/source/fps'], 'the kind decides the rest: it comes first');
+  });
+
+  it('hides the fields the chosen source does not use', async () => {
+    // the fixture replays an image: the test pattern's size and format do not apply
+    const shown = async (/** @type {string} */ f) => page.locator(`.cfg-field[data-field="${f}"]`).isVisible();
+    assert.equal(await shown('/source/path'), true);
+    assert.deepEqual([await shown('/source/width'), await shown('/source/height'), await shown('/source/format')],
+      [false, false, false], 'the test pattern\'s width, height and format are offered for a replay');
+    await page.locator('[name="/source/kind"]').selectOption('test_pattern');
+    assert.deepEqual([await shown('/source/width'), await shown('/source/path')], [true, false]);
+    await page.locator('[name="/source/kind"]').selectOption('replay');
+    assert.equal(await shown('/source/path'), true);
+  });
+
+  it('offers the frames and models the device has', async () => {
+    const options = (/** @type {string} */ name) => page.locator(`[name="${name}"]`).evaluate((e) =>
+      [.../** @type {HTMLInputElement} */ (e).list?.options ?? []].map((o) => o.value));
+    const frames = await options('/source/path');
+    assert.ok(frames.includes('frames/chelsea.png'), `frames offered: ${frames.join(', ')}`);
+    const models = await options('/model/path');
+    assert.ok(models.includes('models/efficientnet-lite0.onnx'), `models offered: ${models.join(', ')}`);
+  });
+
   it('shows the versions on the system page', async () => {
     const sys = (await api('/api/v1/system')).body;
     await page.goto(new URL('#system', url).href);
@@ -256,6 +345,80 @@ describe('power, config and system pages', { timeout: 240_000, skip: !BIN && 'FP
       assert.ok(over <= 0, `#${p} is ${over} px wider than 390 px`);
     }
     await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
+  it('breaks rail names only between their parts on a 390 px phone', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(new URL('#live', url).href);
+    await page.waitForFunction(
+      () => document.querySelectorAll('[data-testid="rails"] tbody tr').length === 3, null, { timeout: UI_MS },
+    );
+    await page.waitForTimeout(300);
+    const broken = await page.evaluate(() => {
+      /** @type {string[]} */
+      const out = [];
+      const cells = [...document.querySelectorAll('[data-testid="rails"] tbody th'),
+        ...document.querySelectorAll('[data-chart="power"] .u-legend .u-label')];
+      for (const cell of cells) {
+        // every character of the cell, across its text nodes, with the line it is on
+        /** @type {{ch: string, top: number}[]} */
+        const chars = [];
+        const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+        for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+          const t = n.textContent ?? '';
+          for (let i = 0; i < t.length; i++) {
+            const r = document.createRange();
+            r.setStart(n, i);
+            r.setEnd(n, i + 1);
+            chars.push({ ch: t[i], top: r.getBoundingClientRect().top });
+          }
+        }
+        const text = chars.map((c) => c.ch).join('');
+        for (let i = 1; i < chars.length; i++) {
+          if (chars[i].top > chars[i - 1].top + 2 && !/[_\s]/.test(chars[i - 1].ch)) out.push(`${text.slice(0, i)}|${text.slice(i)}`);
+        }
+      }
+      return out;
+    });
+    await page.setViewportSize({ width: 1280, height: 900 });
+    assert.deepEqual(broken, [], `rail names broken mid-word: ${broken.join(', ')}`);
+  });
+
+  it('writes every chart\'s axis labels in full, large energy per frame included', async () => {
+    // 19 V x 8 A on VDD_IN and 2 frames/s: about 76 000 mJ per frame
+    put(path.join(tmp, 'sysfs'), `${HWMON}/in1_input`, 19000);
+    put(path.join(tmp, 'sysfs'), `${HWMON}/curr1_input`, 8000);
+    const r = await fetch(new URL('/api/v1/config', url), {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/merge-patch+json' },
+      body: JSON.stringify({ source: { fps: 2 } }),
+    });
+    assert.equal(r.status, 200, await r.text());
+    await page.goto(new URL('#live', url).href);
+    await page.waitForFunction(
+      () => Number((document.querySelector('[data-metric="energy_per_frame"]')?.textContent ?? '').replace(/\D/g, '')) > 10000,
+      null, { timeout: 30_000 },
+    );
+    await page.waitForTimeout(1_500); // a redraw with the new values
+    const clipped = await page.evaluate(() => {
+      /** @type {string[]} */
+      const out = [];
+      for (const host of document.querySelectorAll('[data-chart]')) {
+        if (!(host instanceof HTMLElement) || host.offsetParent === null) continue;
+        const canvas = host.querySelector('canvas');
+        if (!canvas) continue;
+        const ctx = canvas.getContext('2d');
+        if (!ctx) continue;
+        // the y axis' labels are right-aligned against the plot: one cut off on the
+        // left leaves ink in the canvas' first column
+        const col = ctx.getImageData(0, 0, 1, canvas.height).data;
+        let ink = 0;
+        for (let i = 3; i < col.length; i += 4) if (col[i] > 0) ink++;
+        if (ink > 0) out.push(`${host.dataset.chart} (${ink} px of ink at x = 0)`);
+      }
+      return out;
+    });
+    assert.deepEqual(clipped, [], `axis labels cut off in: ${clipped.join(', ')}`);
   });
 
   it('measures the dashboard\'s transferred size, gzipped by the service', async () => {
@@ -287,19 +450,47 @@ describe('power, config and system pages', { timeout: 240_000, skip: !BIN && 'FP
       raw += r.body.length;
       sent += r.wire;
     }
-    /** @type {Record<string, {raw_bytes: number, transferred_bytes: number}>} */
-    const data = {};
-    for (const rel of ['api/v1/pipeline/history', 'api/v1/telemetry/history?span=60s']) {
-      const r = await wire(rel);
-      assert.equal(r.status, 200, rel);
-      assert.equal(r.encoding, 'gzip', `${rel} sent uncompressed`);
-      JSON.parse(r.body.toString('utf8'));
-      data[rel] = { raw_bytes: r.body.length, transferred_bytes: r.wire };
-    }
-    const size = { files: list.length, raw_bytes: raw, transferred_bytes: sent, history_on_open: data };
+    // What the page reads on open besides its files: the stream's bounded replay (every
+    // event whose snapshots were taken before the connection), then it runs live.
+    const replay = await new Promise((resolve, reject) => {
+      const since = Date.now() / 1000;
+      const out = { bytes: 0, events: 0, snapshots: 0, span_s: 0 };
+      let first = Infinity;
+      const req = http.get(new URL('api/v1/stream', url), (res) => {
+        let buf = '';
+        res.setEncoding('utf8');
+        res.on('data', (/** @type {string} */ chunk) => {
+          buf += chunk;
+          for (let i = buf.indexOf('\n\n'); i >= 0; i = buf.indexOf('\n\n')) {
+            const block = buf.slice(0, i + 2);
+            buf = buf.slice(i + 2);
+            if (!/^event: snapshot$/m.test(block)) continue;
+            const data = block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart()).join('\n');
+            const batch = JSON.parse(data).batch;
+            const newest = batch[batch.length - 1].t;
+            if (newest > since) {
+              req.destroy();
+              resolve(out);
+              return;
+            }
+            first = Math.min(first, batch[0].t);
+            out.bytes += Buffer.byteLength(block);
+            out.events += 1;
+            out.snapshots += batch.length;
+            out.span_s = Math.round((newest - first) * 10) / 10;
+          }
+        });
+      });
+      req.on('error', (e) => (out.events ? resolve(out) : reject(e)));
+    });
+    const size = { files: list.length, raw_bytes: raw, transferred_bytes: sent, stream_replay_on_open: replay };
     mkdirSync(ARTIFACTS, { recursive: true });
     writeFileSync(path.join(ARTIFACTS, 'dashboard-size.json'), JSON.stringify(size, null, 2) + '\n');
     console.log(`dashboard size: ${JSON.stringify(size)}`);
+    // the replay: at most a minute, at most 192 KiB of event data (plus SSE framing)
+    assert.ok(replay.span_s <= 60, `replay spans ${replay.span_s} s`);
+    assert.ok(replay.bytes <= 192 * 1024 + 64 * replay.events, `replay is ${replay.bytes} bytes`);
+    assert.ok(replay.snapshots >= 100, `replay holds ${replay.snapshots} snapshots`);
     // budget: a Jetson on a slow link; uPlot is about half of it
     assert.ok(raw < 200_000, `dashboard is ${raw} bytes`);
     assert.ok(sent < 70_000, `dashboard is ${sent} bytes on the wire`);
@@ -330,6 +521,9 @@ describe('a host with no power source', { timeout: 120_000, skip: !BIN && 'FPGAG
       assert.ok(await page.locator('[data-chart="power"]').isHidden(), 'an empty power chart is drawn');
       assert.match(await text(page, '[data-field="rails_empty"]'), /No INA3221 rails/);
       assert.match(await text(page, '[data-testid="sources"]'), /ina3221: absent/);
+      // no thermal zone: no empty temperature chart, a sentence instead
+      assert.ok(await page.locator('[data-chart="temp"]').isHidden(), 'an empty temperature chart is drawn');
+      assert.match(await text(page, '[data-field="temp_empty"]'), /No (readable )?thermal zone/);
     } finally {
       await browser.close();
       await stopService(svc.child);

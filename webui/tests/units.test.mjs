@@ -1,10 +1,10 @@
 // units.test.mjs: the page's DOM-free modules, in Node: the history ring
-// (js/series.js), history-then-stream ordering (js/backfill.js), the telemetry
-// history (js/power.js) and the unit formatting (js/format.js). The page as a whole is dashboard.test.mjs and pages.test.mjs.
+// (js/series.js), the telemetry history fed by snapshots (js/power.js) and the
+// unit formatting (js/format.js). The page as a whole is dashboard.test.mjs and
+// pages.test.mjs.
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Backfill } from '../js/backfill.js';
 import * as fmt from '../js/format.js';
 import { MAX_RAILS, TelemetryHistory } from '../js/power.js';
 import { SeriesWindow } from '../js/series.js';
@@ -20,15 +20,12 @@ describe('SeriesWindow', () => {
     assert.equal(s.last(1), 70);
   });
 
-  it('trims by x and averages the newest rows, leaving NaN out', () => {
+  it('trims by x', () => {
     const s = new SeriesWindow(8, 2);
     [[1, 1], [2, NaN], [3, 3], [4, 5]].forEach((r) => s.push(r));
-    assert.equal(s.meanSince(1, 2), 4);
-    assert.ok(Number.isNaN(s.meanSince(1, 10)));
     s.trimBefore(3);
     assert.deepEqual([...s.columns()[0]], [3, 4]);
-    s.setLast(1, 9);
-    assert.deepEqual([...s.columns()[1]], [3, 9]);
+    assert.deepEqual([...s.columns()[1]], [3, 5]);
     s.clear();
     assert.equal(s.length, 0);
     assert.ok(Number.isNaN(s.lastX()));
@@ -39,25 +36,6 @@ describe('SeriesWindow', () => {
     for (let t = 0; t < 5; t++) s.push([t]);
     const [xs] = s.columns();
     assert.equal(xs.buffer, s.cols[0].buffer);
-  });
-});
-
-describe('Backfill', () => {
-  const rows = (/** @type {number[]} */ ...ts) => ts.map((t) => ({ t }));
-
-  it('holds stream rows until the history came, then gives the history first', () => {
-    const b = new Backfill(10);
-    assert.deepEqual(b.hold(rows(5.1, 5.2)), []);
-    assert.deepEqual(b.fill(rows(4.9, 5.0, 5.1)).map((r) => r.t), [4.9, 5.0, 5.1, 5.1, 5.2],
-      'the overlap is left to the consumer, which drops rows not newer than its newest');
-    assert.deepEqual(b.hold(rows(5.3)).map((r) => r.t), [5.3], 'after the history, rows pass through');
-  });
-
-  it('keeps the newest rows while waiting, and passes them on when the history failed', () => {
-    const b = new Backfill(2);
-    b.hold(rows(1, 2));
-    b.hold(rows(3));
-    assert.deepEqual(b.fill([]).map((r) => r.t), [2, 3]);
   });
 });
 
@@ -89,34 +67,38 @@ describe('format', () => {
 });
 
 describe('TelemetryHistory', () => {
-  /** @param {number} t @param {number} w */
-  const point = (t, w) => ({
-    t, power_w: w, rails_mw: [w * 1000, 500], cpu_pct: 10, gpu_pct: null, temp_max_c: 50, fps: 30, energy_per_frame_mj: null,
+  /** @param {number} t @param {number} w @param {Record<string, number>} [rails] */
+  const point = (t, w, rails = { VDD_IN: w * 1000, VDD_SOC: 500 }) => ({
+    t, power_w: w, rails_mw: rails, cpu_pct: 10, gpu_pct: null, temp_max_c: 50, energy_per_frame_mj: null, frames_per_joule: null,
   });
 
-  it('holds stream points until the history came, then appends the newer ones once', () => {
+  it('appends each sample once, rails by name in W, a missing figure as a gap', () => {
     const h = new TelemetryHistory();
-    assert.equal(h.push(point(10.2, 2)), false);
-    assert.equal(h.push(point(10.3, 3)), false);
-    h.load({ period_s: 0.1, rails: ['VDD_IN', 'VDD_SOC'], points: [point(10.0, 1), point(10.1, 1.5), point(10.2, 2)] });
-    const [ts, power, , , gpu, , rail0, rail1] = h.series.columns();
-    assert.deepEqual([...ts], [10.0, 10.1, 10.2, 10.3]);
-    assert.deepEqual([...power], [1, 1.5, 2, 3]);
-    assert.deepEqual([...rail0], [1, 1.5, 2, 3], 'rails in W');
-    assert.equal(rail1[0], 0.5);
-    assert.ok(Number.isNaN(gpu[0]), 'a missing figure is a gap, not 0');
-    assert.equal(h.push(point(10.3, 9)), false, 'a point already held is skipped');
-    assert.equal(h.push(point(10.4, 4)), true);
-    assert.equal(h.series.length, 5);
+    assert.equal(h.push(point(10.0, 1)), true);
+    assert.equal(h.push(point(10.0, 1)), false, 'a snapshot repeating the sample adds nothing');
+    h.push(point(10.1, 1.5));
+    h.push(point(10.2, 2, { VDD_SOC: 400, VDD_CPU_GPU_CV: 300 }));
+    assert.deepEqual(h.rails, ['VDD_IN', 'VDD_SOC', 'VDD_CPU_GPU_CV'], 'first seen first');
+    const [ts, power, , , gpu, , rail0, rail1, rail2] = h.series.columns();
+    assert.deepEqual([...ts], [10.0, 10.1, 10.2]);
+    assert.deepEqual([...power], [1, 1.5, 2]);
+    assert.deepEqual([...rail0].slice(0, 2), [1, 1.5]);
+    assert.ok(Number.isNaN(rail0[2]), 'a rail that vanished is a gap, not 0');
+    assert.equal(rail1[2], 0.4);
+    assert.equal(rail2[2], 0.3);
+    assert.ok(Number.isNaN(gpu[0]));
   });
 
-  it('notices a rail it has no name for', () => {
+  it('breaks the line over an outage and keeps at most MAX_RAILS rails', () => {
     const h = new TelemetryHistory();
-    h.load({ period_s: 0.1, rails: ['VDD_IN'], points: [] });
-    assert.equal(h.railsUnknown(point(1, 1)), true);
-    h.load({ period_s: 0.1, rails: ['VDD_IN', 'VDD_SOC'], points: [] });
-    assert.equal(h.railsUnknown(point(1, 1)), false);
-    assert.ok(MAX_RAILS >= 6, 'AGX Orin has 6 rails');
+    h.push(point(10, 1));
+    h.push(point(20, 1));
+    const [ts, power] = h.series.columns();
+    assert.equal(ts.length, 3);
+    assert.ok(Number.isNaN(power[1]), 'a row of no value between');
+    const many = Object.fromEntries(Array.from({ length: MAX_RAILS + 3 }, (_, i) => [`R${i}`, i]));
+    h.push(point(21, 1, many));
+    assert.equal(h.rails.length, MAX_RAILS);
   });
 });
 

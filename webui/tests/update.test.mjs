@@ -68,12 +68,20 @@ describe('update page without RAUC', { timeout: 120_000, skip: !BIN && 'FPGAGDRD
 
   it('says updates are unavailable and offers nothing to press', async () => {
     const state = s.page.getByTestId('ota-state');
-    // The page shows the reason the service found (first "not connected yet", then why).
+    // The service's reason (first "not connected yet", then why) is the detail.
     await s.page.waitForFunction(
-      () => /Updates unavailable: cannot connect/.test(document.querySelector('[data-testid="ota-state"]')?.textContent ?? ''),
+      () => /cannot connect/.test(document.querySelector('[data-testid="ota-state"]')?.textContent ?? ''),
       null, { timeout: UI_MS },
     );
     assert.equal(await state.getAttribute('data-state'), 'unavailable');
+    // In plain words first; the D-Bus detail is there for whoever needs it, not the headline.
+    const headline = (await s.page.locator('[data-testid="ota-state"] [data-field="ota_headline"]').textContent({ timeout: 2_000 }).catch(() => null))
+      ?? (await state.innerText());
+    assert.doesNotMatch(headline, /unix:path|D-Bus|org\.freedesktop|cannot connect/, `headline: ${headline}`);
+    assert.match(headline, /update service \(RAUC\)/, `headline: ${headline}`);
+    // No slot table without slots: a sentence says why.
+    assert.ok(await s.page.getByTestId('ota-slots').isHidden(), 'an empty slot table is shown');
+    assert.match(await s.page.locator('[data-field="ota_slots_empty"]').innerText({ timeout: 2_000 }).catch(() => ''), /RAUC/);
     assert.ok(await s.page.locator('[data-action="ota-upload"]').isDisabled());
     assert.ok(await s.page.locator('[data-action="ota-install"]').isDisabled());
     // the rest of the dashboard is there

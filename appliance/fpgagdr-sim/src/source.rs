@@ -10,7 +10,8 @@ use fpgagdr::frame::{FrameError, FrameHeader, HEADER_LEN, PixelFormat};
 /// Produces the bytes of frame `seq` (header + payload), as the FPGA's capture logic
 /// would write them into card memory.
 pub trait FrameSource: Send {
-    /// One line for status pages, e.g. `"replay: 14 frames from /data/frames"`.
+    /// One line for status pages, e.g. `"replay: 14 frames from /data/frames"` (`"1 frame"`
+    /// for one).
     fn describe(&self) -> String;
     /// Upper bound of a rendered frame's length (header included), bytes.
     fn max_frame_len(&self) -> usize;
@@ -101,7 +102,7 @@ pub struct Replay {
 }
 
 /// File extensions [`Replay`] reads.
-pub(crate) const IMAGE_EXTENSIONS: &[&str] = &["png", "jpg", "jpeg", "pgm", "ppm", "pnm"];
+pub const IMAGE_EXTENSIONS: &[&str] = &["png", "jpg", "jpeg", "pgm", "ppm", "pnm"];
 
 impl Replay {
     /// Loads `path`: one image file, or every image file directly inside a directory.
@@ -182,9 +183,10 @@ impl Replay {
 
 impl FrameSource for Replay {
     fn describe(&self) -> String {
+        let n = self.images.len();
         format!(
-            "replay: {} frames from {}",
-            self.images.len(),
+            "replay: {n} frame{} from {}",
+            if n == 1 { "" } else { "s" },
             self.origin.display()
         )
     }

@@ -1,7 +1,7 @@
-//! The Jetson GPU's load and clock from devfreq: `/sys/class/devfreq/<gpu>/cur_freq`
-//! (Hz) and the GPU device's `load` attribute (per-mille busy over the last period) at
+//! The Jetson GPU's load and clock from devfreq: `/sys/class/devfreq/<gpu>/cur_freq`,
+//! `min_freq` and `max_freq` (Hz) and the GPU device's `load` attribute (per-mille busy over the last period) at
 //! `/sys/class/devfreq/<gpu>/device/load`. The GPU's devfreq node is named after its
-//! platform device: `17000000.ga10b` (Orin), `17000000.gv11b` (Xavier), `57000000.gpu`
+//! platform device: `17000000.ga10b` (Orin, L4T R35), `17000000.gpu` (Orin, L4T R36), `17000000.gv11b` (Xavier), `57000000.gpu`
 //! (Nano, TX1), `17000000.gp10b` (TX2).
 
 use std::path::Path;
@@ -21,6 +21,11 @@ pub struct GpuLoad {
     pub load_pct: Option<f64>,
     /// Current clock, Hz.
     pub freq_hz: Option<i64>,
+    /// Lowest clock the devfreq governor may pick, Hz (`min_freq`).
+    pub min_freq_hz: Option<i64>,
+    /// Highest clock the devfreq governor may pick, Hz (`max_freq`; the power mode caps
+    /// it).
+    pub max_freq_hz: Option<i64>,
 }
 
 pub(crate) fn read(root: &Path) -> (Option<GpuLoad>, SourceState) {
@@ -44,6 +49,8 @@ pub(crate) fn read(root: &Path) -> (Option<GpuLoad>, SourceState) {
             .unwrap_or_default(),
         load_pct: read_i64(&dir.join("device/load")).map(|pm| pm as f64 / 10.0),
         freq_hz: read_i64(&dir.join("cur_freq")),
+        min_freq_hz: read_i64(&dir.join("min_freq")),
+        max_freq_hz: read_i64(&dir.join("max_freq")),
     };
     let state = if load.load_pct.is_none() && load.freq_hz.is_none() {
         SourceState::Error(format!("{}: load and cur_freq unreadable", dir.display()))

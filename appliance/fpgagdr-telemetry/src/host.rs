@@ -22,6 +22,10 @@ pub struct NvmlGpu {
     pub load_pct: Option<f64>,
     /// GPU core temperature, °C.
     pub celsius: Option<f64>,
+    /// GPU memory in use, bytes (`nvmlDeviceGetMemoryInfo`).
+    pub mem_used_bytes: Option<u64>,
+    /// GPU memory installed, bytes.
+    pub mem_total_bytes: Option<u64>,
 }
 
 /// CPU, memory and NVML GPUs.
@@ -96,12 +100,15 @@ impl Host {
                         let Ok(d) = nvml.device_by_index(index) else {
                             continue;
                         };
+                        let mem = d.memory_info().ok();
                         s.gpus.push(NvmlGpu {
                             index,
                             name: d.name().unwrap_or_default(),
                             power_w: d.power_usage().ok().map(|mw| mw as f64 / 1000.0),
                             load_pct: d.utilization_rates().ok().map(|u| u.gpu as f64),
                             celsius: d.temperature(TemperatureSensor::Gpu).ok().map(|c| c as f64),
+                            mem_used_bytes: mem.as_ref().map(|m| m.used),
+                            mem_total_bytes: mem.as_ref().map(|m| m.total),
                         });
                     }
                     SourceState::Ok

@@ -5,13 +5,16 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::cpu::{CpuCore, CpuMeter};
 use crate::devfreq::GpuLoad;
+use crate::fan::Fan;
 use crate::ina3221::Rail;
+use crate::jetson::{ClockMode, Emc, PowerMode};
 use crate::power_tree::{BoardTotal, board_total};
 use crate::rapl::{RaplMeter, RaplPackage};
 use crate::source::Source;
 use crate::thermal::Zone;
-use crate::{devfreq, ina3221, thermal};
+use crate::{devfreq, fan, ina3221, jetson, thermal};
 
 /// Everything one pass over sysfs found.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -26,6 +29,18 @@ pub struct SysfsSample {
     pub zones: Vec<Zone>,
     /// The Jetson GPU's load and frequency from devfreq.
     pub gpu_load: Option<GpuLoad>,
+    /// Every CPU core: online, load, clock and its limits.
+    pub cpu_cores: Vec<CpuCore>,
+    /// Fans (PWM duty, tachometer).
+    pub fans: Vec<Fan>,
+    /// The Jetson power mode (nvpmodel).
+    pub power_mode: Option<PowerMode>,
+    /// Whether `jetson_clocks` pinned the clocks (Jetson only).
+    pub clocks: Option<ClockMode>,
+    /// The memory controller's clock (Jetson, debugfs).
+    pub emc: Option<Emc>,
+    /// Memory the GPU holds through nvmap (Jetson), bytes.
+    pub gpu_mem_used_bytes: Option<u64>,
     /// Per-source state.
     pub sources: Vec<Source>,
 }
@@ -35,6 +50,7 @@ pub struct SysfsSample {
 pub struct Sysfs {
     root: PathBuf,
     rapl: RaplMeter,
+    cpus: CpuMeter,
 }
 
 impl Sysfs {
@@ -43,6 +59,7 @@ impl Sysfs {
         let root = root.into();
         Sysfs {
             rapl: RaplMeter::new(&root),
+            cpus: CpuMeter::new(&root),
             root,
         }
     }
@@ -81,6 +98,31 @@ impl Sysfs {
             name: "devfreq",
             state,
         });
+        let (cores, state) = self.cpus.sample();
+        s.cpu_cores = cores;
+        s.sources.push(Source {
+            name: "cpufreq",
+            state,
+        });
+        let (fans, state) = fan::read(&self.root);
+        s.fans = fans;
+        s.sources.push(Source { name: "fan", state });
+        let (mode, state) = jetson::power_mode(&self.root);
+        s.power_mode = mode;
+        s.sources.push(Source {
+            name: "nvpmodel",
+            state,
+        });
+        let (emc, state) = jetson::emc(&self.root);
+        s.emc = emc;
+        s.sources.push(Source { name: "emc", state });
+        let (mem, state) = jetson::gpu_memory(&self.root);
+        s.gpu_mem_used_bytes = mem;
+        s.sources.push(Source {
+            name: "nvmap",
+            state,
+        });
+        s.clocks = jetson::clock_mode(&s.cpu_cores, s.gpu_load.as_ref(), s.emc.as_ref());
         s
     }
 }

@@ -8,6 +8,10 @@
 //! name a concrete back-end (`open.rs` does, `backend.rs` is the seam).
 //! Neighbours: `buffer.rs` (a pin is a [`PinnedBuffer`]), `legacy.rs` (the registry of
 //! the legacy path).
+//!
+//! Follow one frame: [`Card::read_c2h`] has the back-end (the kernel module through
+//! `kernel/mod.rs`, or the simulator's `SimCard`) move it into a pinned ring entry.
+//! Next hop: the service's capture thread (`fpgagdrd/src/pipeline/capture.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;

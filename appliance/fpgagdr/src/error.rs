@@ -204,6 +204,44 @@ pub(crate) fn errno_name(errno: i32) -> String {
     }
 }
 
+/// Every rule name [`Error::rule`] can return: the library's own rules, then the kernel
+/// module's (`kernel` module docs and `docs/library.md` have the table). The C API
+/// (`fpgagdr-capi`) gives each one errno and its tests trigger each one, so a rule added
+/// here without an errno there fails its tests.
+pub const RULES: &[&str] = &[
+    "alignment",
+    "card-bounds",
+    "buffer-bounds",
+    "length-nonzero",
+    "handle-valid",
+    "channel-range",
+    "timeout",
+    "timeout-nonzero",
+    "no-overlap",
+    "registered-buffer",
+    "capability",
+    "card-present",
+    "memory",
+    "cuda",
+    "frame",
+    "abi",
+    "abi-version",
+    "user-memory",
+    "argument-valid",
+    "file-descriptor",
+    "pin-size",
+    "pin-limit",
+    "handle-busy",
+    "engine-busy",
+    "gpu-memory-freed",
+    "interrupted",
+    "aborted",
+    "engine",
+    "dma-mapping",
+    "timeout-range",
+    "kernel",
+];
+
 impl Error {
     /// The stable name of the rule this error broke (`"alignment"`, `"card-bounds"`,
     /// `"buffer-bounds"`, `"length-nonzero"`, `"handle-valid"`, `"channel-range"`,
@@ -228,6 +266,80 @@ impl Error {
             Error::Cuda(_) => "cuda",
             Error::Frame(_) => "frame",
             Error::Kernel { rule, .. } => rule,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every variant's rule is in [`RULES`] (one value per variant; `rule` matches them
+    /// all, so a new variant shows up in its match and here).
+    #[test]
+    fn every_variant_rule_is_listed() {
+        let d = Direction::C2H;
+        let t = Duration::from_millis(1);
+        let all = [
+            Error::Alignment {
+                what: "a",
+                value: 1,
+                required: 4096,
+                platform: "tegra",
+            },
+            Error::CardBounds {
+                card_addr: 0,
+                len: 1,
+                card_memory: 0,
+            },
+            Error::BufferBounds {
+                offset: 0,
+                len: 1,
+                buffer_len: 0,
+            },
+            Error::ZeroLength { what: "transfer" },
+            Error::UnknownHandle { handle: 1 },
+            Error::ChannelRange {
+                dir: d,
+                channel: 9,
+                count: 4,
+            },
+            Error::Timeout {
+                dir: d,
+                len: 1,
+                timeout: t,
+            },
+            Error::NoFrame { timeout: t },
+            Error::ZeroTimeout,
+            Error::Overlap {
+                addr: 0,
+                len: 1,
+                other_addr: 0,
+                other_len: 1,
+            },
+            Error::NotRegistered { addr: 0, len: 1 },
+            Error::Unsupported {
+                what: "x",
+                card: "c".into(),
+            },
+            Error::NoCard {
+                path: "/dev/x".into(),
+                reason: "r".into(),
+            },
+            Error::Alloc {
+                len: 1,
+                kind: "host",
+                reason: "r".into(),
+            },
+            Error::Cuda("x".into()),
+            Error::Frame(crate::frame::FrameError::Source("x".into())),
+        ];
+        for e in &all {
+            assert!(RULES.contains(&e.rule()), "{} missing from RULES", e.rule());
+            assert!(
+                e.to_string().starts_with(&format!("rule {}: ", e.rule())) || e.rule() == "frame",
+                "{e}"
+            );
         }
     }
 }

@@ -61,7 +61,7 @@ pub use backend::{Backend, PinnedRegion, RegionAccess};
 pub use buffer::PinnedBuffer;
 pub use card::Card;
 pub use dma::{ChainCache, Direction, Handle, Transfer, TransferRequest};
-pub use error::{Error, Result};
+pub use error::{Error, RULES, Result};
 pub use frame::{FrameError, FrameHeader, PixelFormat};
 pub use kernel::{FrameInfo, KernelCard, KernelCounters, KernelTrigger};
 pub use legacy::TransferMode;

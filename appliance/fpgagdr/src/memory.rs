@@ -132,6 +132,11 @@ impl DmaRegion {
 enum Backing {
     Host(HostAlloc),
     Cuda(CudaAlloc),
+    /// Memory the caller allocated and frees (the C API's pins): never freed here.
+    Borrowed {
+        addr: u64,
+        len: usize,
+    },
 }
 
 /// One allocation of DMA-able memory; freed on drop.
@@ -194,6 +199,30 @@ impl DmaMemory {
         })
     }
 
+    /// Memory the caller allocated (a C program's `posix_memalign`, `cudaMalloc` or
+    /// `cudaHostAlloc` buffer), described by its start address (host virtual address,
+    /// or CUDA device pointer for [`MemoryKind::CudaDevice`]), length in bytes and kind.
+    /// Dropping it frees nothing. The CPU never reads it through this value
+    /// ([`DmaMemory::as_slice`] is `None`); back-ends reach it by address, as any pinned
+    /// region.
+    ///
+    /// Errors: [`Error::ZeroLength`] for `len == 0`.
+    ///
+    /// # Safety
+    /// `addr .. addr + len` must be memory of `kind` that stays allocated until the
+    /// returned value (and the [`crate::PinnedBuffer`] it moves into) is dropped, and
+    /// that the caller does not read or write while a transfer into or out of it runs.
+    #[allow(unsafe_code)]
+    pub unsafe fn borrowed(addr: u64, len: usize, kind: MemoryKind) -> Result<Self> {
+        if len == 0 {
+            return Err(Error::ZeroLength { what: "buffer" });
+        }
+        Ok(DmaMemory {
+            backing: Backing::Borrowed { addr, len },
+            kind,
+        })
+    }
+
     /// Frame-ring memory: CUDA memory of `gpu_kind` when a CUDA driver is present,
     /// otherwise page-aligned host memory. The returned kind says which was used.
     pub fn for_frames(len: usize, align: usize, gpu_kind: MemoryKind) -> Result<Self> {
@@ -209,7 +238,7 @@ impl DmaMemory {
     pub fn device_addr(&self) -> Option<u64> {
         match &self.backing {
             Backing::Cuda(a) => Some(a.device_addr()),
-            Backing::Host(_) => None,
+            Backing::Host(_) | Backing::Borrowed { .. } => None,
         }
     }
 
@@ -223,6 +252,7 @@ impl DmaMemory {
         match &self.backing {
             Backing::Host(h) => h.addr(),
             Backing::Cuda(c) => c.addr(),
+            Backing::Borrowed { addr, .. } => *addr,
         }
     }
 
@@ -231,6 +261,7 @@ impl DmaMemory {
         match &self.backing {
             Backing::Host(h) => h.len(),
             Backing::Cuda(c) => c.len(),
+            Backing::Borrowed { len, .. } => *len,
         }
     }
 
@@ -249,11 +280,13 @@ impl DmaMemory {
     }
 
     /// The bytes, when the CPU can address them in place (host memory, and
-    /// page-locked `CudaHost` memory); `None` for CUDA device memory.
+    /// page-locked `CudaHost` memory); `None` for CUDA device memory and for borrowed
+    /// memory ([`DmaMemory::borrowed`]: its owner reads it).
     pub fn as_slice(&self) -> Option<&[u8]> {
         match &self.backing {
             Backing::Host(h) => Some(h.as_slice()),
             Backing::Cuda(c) => c.host_slice(),
+            Backing::Borrowed { .. } => None,
         }
     }
 
@@ -264,7 +297,8 @@ impl DmaMemory {
     /// guarantee this). Errors: [`Error::BufferBounds`], [`Error::Cuda`].
     pub fn copy_to_host(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
         #[allow(unsafe_code)]
-        // SAFETY: `self` owns the allocation for the whole call. Safe code reaches a
+        // SAFETY: `self` owns the allocation for the whole call (borrowed memory: the
+        // contract of `DmaMemory::borrowed` keeps it allocated). Safe code reaches a
         // `DmaMemory` only while it is not pinned (a `PinnedBuffer` hands its memory out
         // through `unsafe fn`s whose callers promise no C2H runs), so nothing writes it.
         unsafe {
@@ -279,6 +313,7 @@ impl DmaMemory {
         match &mut self.backing {
             Backing::Host(h) => Some(h.as_mut_slice()),
             Backing::Cuda(c) => c.host_slice_mut(),
+            Backing::Borrowed { .. } => None,
         }
     }
 }

@@ -109,21 +109,32 @@ pub enum SourceKind {
 /// `source`: what the (simulated) sensor produces.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
+#[schemars(extend("x-order" = ["kind", "path", "fps", "width", "height", "format"]))]
 pub struct SourceConfig {
     /// Frame source.
+    #[schemars(title = "Kind of source")]
     pub kind: SourceKind,
     /// Image file or directory for `replay`; relative to the data directory.
+    #[schemars(title = "Images (file or folder)")]
+    #[schemars(extend("x-applies-when" = {"/source/kind": ["replay"]}, "x-offer" = "frames"))]
     pub path: PathBuf,
     /// Sensor frame rate, frames/s: 0 = as fast as capture asks, else 0.01..=1000.
+    #[schemars(title = "Frame rate (frames/s)")]
     #[schemars(range(min = FPS.min, max = FPS.max))]
     pub fps: f64,
     /// Test-pattern width, pixels. Range 16..=8192.
+    #[schemars(title = "Width (pixels)")]
+    #[schemars(extend("x-applies-when" = {"/source/kind": ["test_pattern"]}))]
     #[schemars(range(min = WIDTH.min, max = WIDTH.max))]
     pub width: u32,
     /// Test-pattern height, pixels. Range 16..=8192.
+    #[schemars(title = "Height (pixels)")]
+    #[schemars(extend("x-applies-when" = {"/source/kind": ["test_pattern"]}))]
     #[schemars(range(min = HEIGHT.min, max = HEIGHT.max))]
     pub height: u32,
     /// Test-pattern pixel format.
+    #[schemars(title = "Pixel format")]
+    #[schemars(extend("x-applies-when" = {"/source/kind": ["test_pattern"]}))]
     pub format: PixelFormat,
 }
 
@@ -143,14 +154,18 @@ impl Default for SourceConfig {
 /// `card`: DMA settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
+#[schemars(extend("x-order" = ["channel", "timeout_ms", "sim_link"]))]
 pub struct CardConfig {
     /// C2H channel the frames arrive on. Range 0..=3 (XDMA has at most 4, PG195).
+    #[schemars(title = "C2H channel")]
     #[schemars(range(min = CHANNEL.min, max = CHANNEL.max))]
     pub channel: u32,
     /// Bound on every wait for a frame or a transfer, ms. Range 1..=60000.
+    #[schemars(title = "Timeout (ms)")]
     #[schemars(range(min = TIMEOUT_MS.min, max = TIMEOUT_MS.max))]
     pub timeout_ms: u64,
     /// Simulated card only: which measured platform its transfer times follow.
+    #[schemars(title = "Simulated link")]
     pub sim_link: LinkPreset,
 }
 
@@ -167,13 +182,17 @@ impl Default for CardConfig {
 /// `ring`: the frame ring in GPU (or host) memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
+#[schemars(extend("x-order" = ["entries", "when_full", "memory"]))]
 pub struct RingConfig {
     /// Ring entries, each pinned once. Range 2..=64.
+    #[schemars(title = "Entries")]
     #[schemars(range(min = ENTRIES.min, max = ENTRIES.max))]
     pub entries: usize,
     /// Back-pressure when inference falls behind.
+    #[schemars(title = "When the ring is full")]
     pub when_full: WhenFull,
     /// Where the ring lives.
+    #[schemars(title = "Memory")]
     pub memory: RingMemory,
 }
 
@@ -206,12 +225,16 @@ pub enum RingMemory {
 /// `model`: the ONNX image classifier.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
+#[schemars(extend("x-order" = ["path", "labels"]))]
 pub struct ModelConfig {
     /// ONNX file; relative to the data directory. Input `[1,3,H,W]` float32, output
     /// `[1,classes]`.
+    #[schemars(title = "Model file (ONNX)")]
+    #[schemars(extend("x-offer" = "models"))]
     pub path: PathBuf,
     /// Labels file, one per line, class 0 first; default: the model path with
     /// `.labels.txt` in place of `.onnx`.
+    #[schemars(title = "Labels file")]
     pub labels: Option<PathBuf>,
 }
 
@@ -227,15 +250,19 @@ impl Default for ModelConfig {
 /// `inference`: how frames are checked and run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
+#[schemars(extend("x-order" = ["verify_checksum", "threads", "provider"]))]
 pub struct InferenceConfig {
     /// Check every frame's payload CRC before inference.
+    #[schemars(title = "Check each frame's CRC")]
     pub verify_checksum: bool,
     /// ONNX Runtime intra-op threads; 0 = its default. Range 0..=64.
+    #[schemars(title = "Threads")]
     #[schemars(range(min = THREADS.min, max = THREADS.max))]
     pub threads: usize,
     /// ONNX Runtime execution provider: `auto` (CUDA when the loaded ONNX Runtime has
     /// it and a CUDA driver is present, else the CPU), `cpu`, or `cuda` (refused with
     /// `rule execution-provider` where it cannot run).
+    #[schemars(title = "Execution provider")]
     pub provider: Provider,
 }
 
@@ -256,18 +283,25 @@ impl Default for InferenceConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 #[schemars(rename = "Config")]
+#[schemars(extend("x-order" = ["autostart", "source", "card", "ring", "model", "inference"]))]
 pub struct RawConfig {
     /// Start the pipeline when the service starts.
+    #[schemars(title = "Start with the service")]
     pub autostart: bool,
-    /// Frame source.
+    /// What the (simulated) sensor produces.
+    #[schemars(title = "Frame source")]
     pub source: SourceConfig,
     /// DMA settings.
+    #[schemars(title = "Card")]
     pub card: CardConfig,
-    /// Frame ring.
+    /// The pinned frame ring in GPU (or host) memory.
+    #[schemars(title = "Frame ring")]
     pub ring: RingConfig,
-    /// Model.
+    /// The ONNX image classifier.
+    #[schemars(title = "Model")]
     pub model: ModelConfig,
-    /// Inference.
+    /// How frames are checked and run.
+    #[schemars(title = "Inference")]
     pub inference: InferenceConfig,
 }
 
@@ -372,6 +406,54 @@ pub fn data_dir() -> PathBuf {
     std::env::var_os("FPGAGDR_DATA_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/usr/share/fpgagdr"))
+}
+
+/// What the data directory offers for the config's file fields
+/// (`GET /api/v1/config/files`), paths as the config takes them (relative to the data
+/// directory).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct OfferedFiles {
+    /// For `source.path`: `frames`, its image files and folders (sorted).
+    pub frames: Vec<String>,
+    /// For `model.path`: the `.onnx` files in `models` (sorted).
+    pub models: Vec<String>,
+}
+
+/// Most entries listed per field (a folder of a million images lists its first ones).
+pub const MAX_OFFERED: usize = 500;
+
+/// Lists `dir` (under the data directory) as `dir/name`: entries `keep` accepts, sorted,
+/// at most [`MAX_OFFERED`]; nothing when it cannot be read.
+fn listing(dir: &str, keep: impl Fn(&Path) -> bool) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(data_dir().join(dir))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| keep(&e.path()))
+        .filter_map(|e| e.file_name().to_str().map(|n| format!("{dir}/{n}")))
+        .collect();
+    names.sort();
+    names.truncate(MAX_OFFERED);
+    names
+}
+
+/// The frames and models the data directory holds now.
+pub fn offered_files() -> OfferedFiles {
+    let ext_in = |p: &Path, exts: &[&str]| {
+        p.extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| exts.contains(&e.to_ascii_lowercase().as_str()))
+    };
+    let mut frames = listing("frames", |p| {
+        p.is_dir() || ext_in(p, fpgagdr_sim::IMAGE_EXTENSIONS)
+    });
+    if data_dir().join("frames").is_dir() {
+        frames.insert(0, "frames".into());
+    }
+    OfferedFiles {
+        frames,
+        models: listing("models", |p| p.is_file() && ext_in(p, &["onnx"])),
+    }
 }
 
 fn resolve(p: &Path) -> PathBuf {
@@ -826,6 +908,64 @@ mod tests {
         assert!(
             e.contains("/ring/entries") && e.contains("out of range"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn schema_orders_every_object_as_the_document_does() {
+        // `x-order` (the form's field order) lists each object's properties in the order
+        // the document is written in: the struct's, which serde writes.
+        fn keys_in_order(json: &str, keys: &[String]) -> Vec<String> {
+            let mut found: Vec<(usize, String)> = keys
+                .iter()
+                .map(|k| {
+                    (
+                        json.find(&format!("\"{k}\":")).expect("key written"),
+                        k.clone(),
+                    )
+                })
+                .collect();
+            found.sort();
+            found.into_iter().map(|(_, k)| k).collect()
+        }
+        let schema = Config::schema();
+        let check = |node: &serde_json::Value, written: String| {
+            let order: Vec<String> = serde_json::from_value(node["x-order"].clone())
+                .unwrap_or_else(|_| panic!("no x-order in {node}"));
+            let mut props: Vec<String> = node["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect();
+            props.sort();
+            let mut listed = order.clone();
+            listed.sort();
+            assert_eq!(listed, props, "x-order lists every property once");
+            assert_eq!(keys_in_order(&written, &order), order);
+        };
+        let top = serde_json::to_string(&RawConfig::default()).unwrap();
+        check(&schema, top);
+        let defs = &schema["$defs"];
+        check(
+            &defs["SourceConfig"],
+            serde_json::to_string(&SourceConfig::default()).unwrap(),
+        );
+        check(
+            &defs["CardConfig"],
+            serde_json::to_string(&CardConfig::default()).unwrap(),
+        );
+        check(
+            &defs["RingConfig"],
+            serde_json::to_string(&RingConfig::default()).unwrap(),
+        );
+        check(
+            &defs["ModelConfig"],
+            serde_json::to_string(&ModelConfig::default()).unwrap(),
+        );
+        check(
+            &defs["InferenceConfig"],
+            serde_json::to_string(&InferenceConfig::default()).unwrap(),
         );
     }
 

@@ -5,14 +5,16 @@
 //!
 //! Follow one frame: `pipeline/capture.rs` (C2H into a ring entry) →
 //! `pipeline/queue.rs` (lock-free hand-off) → `pipeline/infer.rs` (preprocess and model
-//! through `fpgagdr-infer`, release) → `metrics.rs` (histograms, counters) →
-//! `api/live.rs` (SSE batches) → `webui/js/stream.js`.
+//! through `fpgagdr-infer`, release) → `metrics.rs` (histograms, counters, the latest
+//! result) → `board/mod.rs` (the frame board: one snapshot ten times a second) →
+//! `api/live.rs` (SSE, bounded replay then live) → `webui/js/stream.js`
+//! (`docs/architecture.md` has the whole path).
 //!
 //! The service is the top of the crate graph: it wires `fpgagdr` (the card),
 //! `fpgagdr-sim` (`--card sim`), `fpgagdr-infer`, `fpgagdr-telemetry` (the sampler) and
 //! `fpgagdr-ota` together; none of them knows the service. Its own rooms, one way down:
-//! `api` → `pipeline`, `config`, `metrics`, `assets`; `notify` → `pipeline`;
-//! `pipeline` → `config`, `metrics`.
+//! `api` → `board`, `pipeline`, `config`, `metrics`, `assets`; `board` → `pipeline`,
+//! `metrics`; `notify` → `pipeline`; `pipeline` → `config`, `metrics`.
 #![deny(missing_docs)]
 // One `unsafe` call is left, with its own allow: the inference thread's
 // `FramePrep::run` on the ring entry the queue gave it (pipeline/infer.rs).
@@ -20,6 +22,7 @@
 
 pub mod api;
 pub mod assets;
+pub mod board;
 pub mod config;
 pub mod metrics;
 pub mod notify;

@@ -2,8 +2,8 @@
 //!
 //! Start order: parse the command line → logging → config file (a bad file stops the
 //! service with the field and rule named) → pipeline (a pipeline that cannot start is
-//! shown as failed; the API still comes up so the user can fix the config) → sampler →
-//! HTTP → `READY=1` to systemd (when run by it) and the watchdog task. Stop order on
+//! shown as failed; the API still comes up so the user can fix the config) → telemetry
+//! thread → the frame board's sampler → HTTP → `READY=1` to systemd (when run by it) and the watchdog task. Stop order on
 //! SIGINT/SIGTERM: `STOPPING=1`, HTTP, then the pipeline threads.
 #![forbid(unsafe_code)]
 
@@ -249,10 +249,6 @@ fn run() -> Result<(), String> {
     let telemetry = fpgagdr_telemetry::sampler::spawn(
         cli.sysfs_root.clone(),
         std::time::Duration::from_secs_f64(1.0 / cli.telemetry_hz),
-        {
-            let shared = shared.clone();
-            move || shared.counters.read().frames_inferred
-        },
     );
     let result = runtime.block_on(serve(Parts {
         listener,
@@ -307,11 +303,12 @@ async fn serve(parts: Parts) -> Result<(), String> {
         notifier,
         stall_limit,
     } = parts;
-    let live = api::live::Live::new();
+    let board = fpgagdrd::board::Board::new(telemetry.period());
+    fpgagdrd::board::spawn(shared.clone(), telemetry.clone(), board.clone());
+    let live = api::live::Live::new(board.clone());
     let events = live.clone();
     let ota = fpgagdr_ota::Ota::new(ota, Arc::new(move |json| events.publish_event("ota", json)));
     fpgagdr_ota::spawn_monitor(ota.clone());
-    api::live::spawn_sampler(shared.clone(), telemetry.clone(), live.clone());
     let state = api::AppState {
         supervisor,
         config: Arc::new(tokio::sync::Mutex::new(store)),
@@ -319,6 +316,7 @@ async fn serve(parts: Parts) -> Result<(), String> {
         card,
         card_why,
         live: live.clone(),
+        board,
         started: Instant::now(),
         telemetry,
         token,

@@ -2,10 +2,12 @@
 //!
 //! Owns: [`Counters`] (atomics, bumped per frame), [`Stage`], [`StageRecorder`] (HDR
 //! histograms owned by the inference thread, published a few times a second — never a
-//! lock per frame), [`Published`] (what the HTTP side reads) and [`Snapshot`] (one
-//! sample for the dashboard). Units: latencies in µs (recorded in ns), throughput in
-//! frames/s and GB/s (10^9 bytes/s).
-//! Neighbours: written by `pipeline/`, read by `api/`.
+//! lock per frame), [`Published`] (the window and the latest [`FrameResult`], complete
+//! with its frame). Units: latencies in µs (recorded in ns), throughput in frames/s
+//! and GB/s (10^9 bytes/s).
+//! Neighbours: written by `pipeline/` (follow one frame: `pipeline/infer.rs` records
+//! its stages here and publishes its result), read by the frame board and `/metrics`.
+//! Next hop: `board/mod.rs` (the frame board) reads [`Published`] and [`Counters`].
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -220,13 +222,13 @@ pub struct FrameInfo {
     pub checksum_ok: bool,
 }
 
-/// What the inference thread publishes for the HTTP side.
+/// What the inference thread publishes for the frame board.
 #[derive(Debug, Clone, Default)]
 pub struct Published {
     /// Quantiles over the sliding window.
     pub window: Option<StageQuantiles>,
-    /// The most recent result.
-    pub latest: Option<FrameResult>,
+    /// The most recent result (shared: every snapshot until the next one carries it).
+    pub latest: Option<std::sync::Arc<FrameResult>>,
 }
 
 const SIGFIG: u8 = 3;
@@ -317,37 +319,6 @@ impl Default for Totals {
             stages: std::array::from_fn(|_| histogram()),
         }
     }
-}
-
-/// One dashboard sample.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct Snapshot {
-    /// Unix time, seconds.
-    pub t: f64,
-    /// `"running"`, `"stopped"` or `"failed"`.
-    pub state: &'static str,
-    /// Frames inferred per second since the previous sample.
-    pub fps: f64,
-    /// GB/s captured by DMA since the previous sample.
-    pub gbps: f64,
-    /// Counters at this instant.
-    #[serde(flatten)]
-    pub counters: CounterValues,
-    /// Stage quantiles over the sliding window, µs.
-    pub latency_us: std::collections::BTreeMap<&'static str, Quantiles>,
-    /// Latest result (sequence number and top-5), if any.
-    pub latest: Option<LatestBrief>,
-    /// Latest telemetry point (power, loads, temperature, energy per frame), if any.
-    pub telemetry: Option<fpgagdr_telemetry::sampler::Point>,
-}
-
-/// The part of the latest result carried in every snapshot.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct LatestBrief {
-    /// Sensor sequence number.
-    pub seq: u64,
-    /// Best five classes.
-    pub top5: Vec<Classification>,
 }
 
 #[cfg(test)]

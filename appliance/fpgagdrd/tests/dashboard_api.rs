@@ -198,9 +198,117 @@ fn the_stream_resumes_after_last_event_id_with_consecutive_ids() {
     let replay = ids(&read_events(&mut old, 4));
     assert!(replay[0] < last, "{replay:?} vs {last}");
     assert!(replay.windows(2).all(|w| w[1] == w[0] + 1), "{replay:?}");
-    // Without an id the stream starts live: its first id is past the resumed ones.
-    let mut live = open_stream(&svc, "/api/v1/stream", None);
-    assert!(ids(&read_events(&mut live, 1))[0] > last + 8);
+    // Without an id the stream opens with the bounded replay of the last minute (a page
+    // draws it at once), so it starts before `last` too, and goes on without a hole.
+    let mut fresh = open_stream(&svc, "/api/v1/stream", None);
+    let replay = ids(&read_events(&mut fresh, 2));
+    assert!(replay[0] <= last, "{replay:?} vs {last}");
+}
+
+/// The events of a stream opened at unix time `t0`, read until one sampled a second
+/// after it: `(bytes of data, oldest snapshot t, newest snapshot t)` of each.
+fn events_until_live(
+    lines: &mut impl Iterator<Item = std::io::Result<String>>,
+    t0: f64,
+) -> Vec<(usize, f64, f64)> {
+    let mut out = Vec::new();
+    loop {
+        let e = read_events(lines, 1).pop().unwrap();
+        let v: Value = serde_json::from_str(&e.data).unwrap();
+        let t: Vec<f64> = v["batch"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["t"].as_f64().unwrap())
+            .collect();
+        let (first, last) = (t[0], *t.last().unwrap());
+        out.push((e.data.len(), first, last));
+        if last > t0 + 1.0 {
+            return out;
+        }
+    }
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// The replay's bound of DESIGN §10: at most the last 60 s, at most this many bytes of
+/// event data (`board/replay.rs`'s `REPLAY_MAX_BYTES`).
+const REPLAY_MAX_BYTES: usize = 192 * 1024;
+
+#[test]
+fn a_stream_opened_without_an_id_or_with_id_0_gets_the_bounded_replay() {
+    // Thirty INA3221 rails make every snapshot large, so 25 s of them are far more than
+    // the bound: the replay has to thin them, not send the ring (issue 18: `Last-Event-ID:
+    // 0` returned 600 kB in one go) and not cut the minute short.
+    let dir = tempfile::tempdir().unwrap();
+    for chip in 0..10 {
+        let hwmon = format!(
+            "sys/bus/i2c/drivers/ina3221/1-{:04x}/hwmon/hwmon{chip}",
+            0x40 + chip
+        );
+        for n in 1..=3 {
+            let name = format!("VDD_FIXTURE_RAIL_{chip}_{n}");
+            put(dir.path(), &format!("{hwmon}/in{n}_label"), &name);
+            put(dir.path(), &format!("{hwmon}/in{n}_input"), "4992");
+            put(
+                dir.path(),
+                &format!("{hwmon}/curr{n}_input"),
+                &format!("{}", 8 * (chip * 3 + n)),
+            );
+        }
+    }
+    let config = serde_json::to_string(&replay("chelsea.png")).unwrap();
+    let svc = Service::start_with_args(
+        Some(&config),
+        &["--sysfs-root", dir.path().to_str().unwrap()],
+    );
+    let start = unix_now();
+    // 25 s of snapshots (longer than `wait_for`'s patience: polled here).
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let h = svc.get_json("/api/v1/pipeline/history");
+        let rows = h["t"].as_array().map_or(0, Vec::len);
+        if rows >= 250 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{rows} rows of history after 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    // `Last-Event-ID: 0` first (issue 18), then a page opening (no id).
+    for last_id in [Some(0), None] {
+        let t0 = unix_now();
+        let mut lines = open_stream(&svc, "/api/v1/stream", last_id);
+        let events = events_until_live(&mut lines, t0);
+        // Sent before the stream opened: the replay. A live event sent after it holds
+        // snapshots of the last 0.3 s; one whose oldest snapshot is that recent may be
+        // either, and is left out (a few kB at most).
+        let replay: Vec<_> = events.iter().filter(|e| e.1 < t0 - 0.6).collect();
+        let bytes: usize = replay.iter().map(|e| e.0).sum();
+        let oldest = replay.iter().map(|e| e.1).fold(t0, f64::min);
+        let newest = replay.iter().map(|e| e.2).fold(t0 - 3600.0, f64::max);
+        let what = format!(
+            "Last-Event-ID {last_id:?}: {} replay events, {bytes} bytes, from {:.1} s to {:.1} s before the stream opened (the service ran {:.1} s)",
+            replay.len(),
+            t0 - oldest,
+            t0 - newest,
+            t0 - start
+        );
+        eprintln!("{what}");
+        assert!(bytes <= REPLAY_MAX_BYTES, "{what}");
+        assert!(
+            t0 - oldest >= 20.0 && t0 - oldest <= 61.0,
+            "the minute, thinned: {what}"
+        );
+        assert!(t0 - newest < 1.5, "up to now: {what}");
+    }
 }
 
 #[test]

@@ -18,6 +18,7 @@ IMAGE_INSTALL = "\
     packagegroup-core-boot \
     fpgagdr-module \
     fpgagdrd \
+    libfpgagdr \
     fpgagdr-data \
     fpgagdr-data-frames \
     rauc \
@@ -28,6 +29,8 @@ IMAGE_INSTALL = "\
     fpgagdr-admin \
     ${CORE_IMAGE_EXTRA_INSTALL} \
 "
+# libfpgagdr: the C API's shared library, for capture programs deployed on the
+# appliance (its header and .pc are in libfpgagdr-dev, for the SDK).
 # rauc-service: RAUC's D-Bus service, which fpgagdrd drives (packaged apart from rauc).
 # fpgagdr-mark-good: marks a new slot good only after the service reports healthy, so
 # meta-rauc's unconditional rauc-mark-good is kept out.

@@ -4,8 +4,14 @@
 // objects become fieldsets; nothing is listed by hand), filling it from the
 // config in force, turning the edits into an RFC 7396 merge patch, and showing
 // the API's field errors (problem+json errors[], JSON pointers) beside their
-// fields. Must not fetch: main.js passes the schema and config in and sends
-// the patch (api.js, PATCH with If-Match).
+// fields. Must not fetch: pages/config.js passes the schema, the config and the
+// files on offer in, and sends the patch (api.js, PATCH with If-Match).
+//
+// The schema says how the form reads: a property's `title` is its label (the key,
+// in words, when it has none), properties come in `x-order` (the document's order;
+// a JSON object's keys are alphabetical), `x-applies-when: {"/source/kind": ["test_pattern"]}` hides a field
+// while the named field holds another value, and `x-offer: "frames"` lists the
+// data directory's frames (`models`: its models) under a text field.
 //
 // Field kinds: boolean → checkbox; a `oneOf` of `const` strings (or `enum`) →
 // select; integer / number → number input (min/max from the schema, the API
@@ -20,7 +26,16 @@
  * @property {'boolean' | 'enum' | 'integer' | 'number' | 'string' | 'nullable'} kind
  * @property {HTMLInputElement | HTMLSelectElement} input
  * @property {HTMLElement} error the element beside the field that shows its error
+ * @property {HTMLElement} row the field's block
+ * @property {Record<string, string[]> | null} appliesWhen shown only while each named field holds one of its values
+ * @property {string | null} offer which list of files goes under it (`frames`, `models`)
  */
+
+/** A key in words, for a property without a title: "when_full" → "When full". */
+function words(/** @type {string} */ key) {
+  const t = key.replace(/_/g, ' ');
+  return t.charAt(0).toUpperCase() + t.slice(1);
+}
 
 /** @param {string} pointer @returns {string} an id-safe form of a pointer */
 function idOf(pointer) {
@@ -104,14 +119,19 @@ export class ConfigView {
    */
   group(root, node, path) {
     const out = [];
-    for (const [key, raw] of Object.entries(node.properties ?? {})) {
+    const props = Object.entries(node.properties ?? {});
+    // the document's order (`x-order`), not the JSON object's (alphabetical)
+    const order = Array.isArray(node['x-order']) ? node['x-order'] : [];
+    const rank = (/** @type {string} */ k) => (order.includes(k) ? order.indexOf(k) : order.length);
+    props.sort((a, b) => rank(a[0]) - rank(b[0]));
+    for (const [key, raw] of props) {
       const s = resolve(root, raw);
       const p = [...path, key];
       if (kindOf(s) === 'object') {
         const fs = document.createElement('fieldset');
         fs.className = 'cfg-group';
         const legend = document.createElement('legend');
-        legend.textContent = key;
+        legend.textContent = s.title ?? words(key);
         const desc = document.createElement('span');
         desc.className = 'muted';
         desc.textContent = ` ${hint(s.description)}`;
@@ -139,7 +159,7 @@ export class ConfigView {
     row.dataset.field = pointer;
     const label = document.createElement('label');
     label.htmlFor = id;
-    label.textContent = path[path.length - 1];
+    label.textContent = s.title ?? words(path[path.length - 1]);
     /** @type {HTMLInputElement | HTMLSelectElement} */
     let input;
     const opts = choices(s);
@@ -152,6 +172,7 @@ export class ConfigView {
         op.title = hint(o.help);
         sel.append(op);
       }
+      sel.addEventListener('change', () => this.applies());
       input = sel;
     } else {
       const inp = document.createElement('input');
@@ -182,8 +203,45 @@ export class ConfigView {
     error.hidden = true;
     input.setAttribute('aria-describedby', `${id}-help ${id}-error`);
     row.append(label, input, help, error);
-    this.fields.push({ pointer, path, kind, input, error });
+    const when = s['x-applies-when'];
+    this.fields.push({
+      pointer, path, kind, input, error, row,
+      appliesWhen: when && typeof when === 'object' ? when : null,
+      offer: typeof s['x-offer'] === 'string' ? s['x-offer'] : null,
+    });
     return row;
+  }
+
+  /**
+   * Lists what the device has under the fields that take it (a datalist: the field
+   * still takes any path).
+   * @param {Record<string, string[]>} files e.g. {frames: [...], models: [...]}
+   */
+  offer(files) {
+    for (const f of this.fields) {
+      const list = f.offer ? files[f.offer] : null;
+      if (!Array.isArray(list) || !(f.input instanceof HTMLInputElement)) continue;
+      const dl = document.createElement('datalist');
+      dl.id = `${f.input.id}-offer`;
+      dl.append(...list.map((v) => {
+        const o = document.createElement('option');
+        o.value = v;
+        return o;
+      }));
+      f.row.append(dl);
+      f.input.setAttribute('list', dl.id);
+    }
+  }
+
+  /** Hides the fields that do not apply to what the form holds now. */
+  applies() {
+    for (const f of this.fields) {
+      if (!f.appliesWhen) continue;
+      f.row.hidden = !Object.entries(f.appliesWhen).every(([pointer, values]) => {
+        const other = this.fields.find((x) => x.pointer === pointer);
+        return !other || values.map(String).includes(other.input.value);
+      });
+    }
   }
 
   /**
@@ -197,6 +255,7 @@ export class ConfigView {
       if (f.input instanceof HTMLInputElement && f.kind === 'boolean') f.input.checked = v === true;
       else f.input.value = v == null ? '' : String(v);
     }
+    this.applies();
     this.showErrors([]);
   }
 

@@ -1,11 +1,13 @@
 // @ts-check
-// views/status.js: the numbers of the page. Owns writing text into the
+// views/status.js: the numbers of the Live page. Owns writing text into the
 // elements of index.html marked data-metric / data-field / data-testid: the
-// card and its SIMULATED CARD badge, frame memory, pipeline state and buttons,
-// counters, the latency table (p50, p99, max and jitter = p99 − p50), the
-// latest top-5 and the connection state.
-// Must not fetch, keep history or draw charts: main.js calls show*() with what
-// api.js and stream.js delivered; the charts are charts.js.
+// card and its SIMULATED CARD badge, frame memory, pipeline state, uptime and
+// buttons, rates and counters, the latency table (p50, p99, max and jitter =
+// p99 − p50), the latest result (heading, top-5 and frame line, all of one frame;
+// marked as the last run's while the pipeline is not running) and the connection
+// state. End of a frame's path on the page (with charts.js).
+// Must not fetch, keep history or draw charts: pages/live.js calls show*() with
+// what stream.js (and GET /status) delivered.
 
 import * as fmt from '../format.js';
 
@@ -59,10 +61,8 @@ export class StatusView {
     /** @type {import('../api.js').PipelineState | null} */
     this.state = null;
     this.busy = false;
-    /** @type {number | null} seq of the top-5 on screen */
+    /** @type {number | null} seq of the result on screen */
     this.shownSeq = null;
-    /** uptime_s of the last status, and when it arrived (performance.now ms) */
-    this.uptime = { s: NaN, at: 0 };
     /** whether a snapshot was shown: then counters come from snapshots only */
     this.haveSnapshot = false;
   }
@@ -178,11 +178,12 @@ export class StatusView {
     if (pipeline.state) this.showPipelineState(pipeline.state);
 
     // snapshots carry newer counts; these fill the page until the first arrives
-    if (!this.haveSnapshot) for (const name of COUNTERS) this.showCounter(name, counters[name]);
-    this.showCounter('transfer_errors', counters.transfer_errors);
-    if (fmt.isNum(counters.frames_overrun)) this.showCounter('frames_overrun', counters.frames_overrun);
-    this.uptime = { s: st.uptime_s, at: performance.now() };
-    this.showUptime();
+    if (!this.haveSnapshot) {
+      for (const name of COUNTERS) this.showCounter(name, counters[name]);
+      this.showCounter('transfer_errors', counters.transfer_errors);
+      if (fmt.isNum(counters.frames_overrun)) this.showCounter('frames_overrun', counters.frames_overrun);
+      if (pipeline.state) this.showUptime(pipeline.state, pipeline.running_s);
+    }
   }
 
   /**
@@ -199,18 +200,30 @@ export class StatusView {
     }
   }
 
-  showUptime() {
-    const { s, at } = this.uptime;
-    this.setField('uptime', fmt.duration(s + (performance.now() - at) / 1000));
+  /**
+   * The pipeline's own uptime: how long this run has lasted; the state's word while
+   * it does not run.
+   * @param {import('../api.js').PipelineState} state
+   * @param {number | null | undefined} runningS
+   */
+  showUptime(state, runningS) {
+    this.setField('uptime', state === 'running' && fmt.isNum(runningS) ? fmt.duration(runningS) : state);
   }
 
   /**
    * @param {Snapshot} s the newest snapshot of a batch
-   * @param {boolean} [withState] false leaves the pipeline state as it is
+   * @param {boolean} [withState] false leaves the pipeline state (and uptime) as they are
    */
   showSnapshot(s, withState = true) {
     this.haveSnapshot = true;
-    if (withState) this.showPipelineState(s.state);
+    if (withState) {
+      this.showPipelineState(s.state);
+      this.showUptime(s.state, s.running_s);
+    }
+    this.setMetric('fps', fmt.fps(s.fps));
+    const [value, unit] = fmt.throughputParts(s.gbps);
+    this.setMetric('gbps', value);
+    this.setField('gbps_unit', unit);
     for (const name of COUNTERS) this.showCounter(name, s[name]);
     if (fmt.isNum(s.transfer_errors)) this.showCounter('transfer_errors', s.transfer_errors);
     if (fmt.isNum(s.frames_overrun)) this.showCounter('frames_overrun', s.frames_overrun);
@@ -227,29 +240,43 @@ export class StatusView {
       const jitter = p && fmt.isNum(p.p99) && fmt.isNum(p.p50) ? p.p99 - p.p50 : NaN;
       this.setMetric(`${prefix}_jitter`, jitter > 0 ? fmt.latency(jitter) : jitter === 0 ? '0\u202fµs' : fmt.NONE);
     }
-    if (s.latest && s.latest.seq !== this.shownSeq) this.showTop5(s.latest.seq, s.latest.top5);
-    this.showUptime();
-  }
-
-  /** @param {{fps: number, gbps: number}} rates frames/s and GB/s, NaN where unknown */
-  showRates({ fps, gbps }) {
-    this.setMetric('fps', fmt.fps(fps));
-    const [value, unit] = fmt.throughputParts(gbps);
-    this.setMetric('gbps', value);
-    this.setField('gbps_unit', unit);
   }
 
   /**
-   * Replaces the top-5 list. Labels come from the model's label file, so they
-   * go in as text, never as markup.
-   * @param {number} seq
-   * @param {Class[]} top5
+   * The latest result: heading, top-5 and the line about its frame, all from the
+   * one result; while the pipeline does not run it stays, marked as the last run's.
+   * @param {Result | null} r
+   * @param {import('../api.js').PipelineState} state
    */
-  showTop5(seq, top5) {
-    this.shownSeq = seq;
-    this.setField('result_seq', `frame #${seq}`);
-    this.el('[data-field="result_empty"]').hidden = true;
-    const items = top5.map((c, rank) => {
+  showResult(r, state) {
+    const panel = this.el('[data-testid="result"]');
+    const stale = r !== null && state !== 'running';
+    panel.classList.toggle('stale', stale);
+    const note = this.el('[data-field="result_note"]');
+    note.hidden = !stale;
+    note.textContent = stale
+      ? `Pipeline ${state}: this is the last result before it ${state === 'failed' ? 'failed' : 'stopped'}, not a live one.`
+      : '';
+    this.el('[data-field="result_empty"]').hidden = r !== null;
+    if (r === null) {
+      this.shownSeq = null;
+      this.setField('result_seq', '');
+      this.setField('frame_info', '');
+      this.el('[data-testid="top5"]').replaceChildren();
+      return;
+    }
+    if (r.seq === this.shownSeq) return;
+    this.shownSeq = r.seq;
+    this.setField('result_seq', `frame #${r.seq}`);
+    const f = r.frame;
+    const info = this.el('[data-field="frame_info"]');
+    info.textContent = [
+      `frame #${r.seq}: ${f.width}×${f.height} ${f.format}, ${fmt.bytes(f.bytes)}`,
+      f.checksum_ok ? 'checksum ok' : 'checksum not checked',
+      `end-to-end ${fmt.latency(r.latency_us?.end_to_end)}`,
+    ].join(' · ');
+    // Labels come from the model's label file: they go in as text, never as markup.
+    const items = r.top5.map((c, rank) => {
       const li = document.createElement('li');
       li.className = rank === 0 ? 'top' : '';
       const label = document.createElement('span');
@@ -270,19 +297,5 @@ export class StatusView {
       return li;
     });
     this.el('[data-testid="top5"]').replaceChildren(...items);
-  }
-
-  /** @param {Result} r reply of GET /results/latest: the frame behind a result */
-  showResult(r) {
-    const f = r.frame;
-    const parts = [
-      `frame #${r.seq}: ${f.width}×${f.height} ${f.format}, ${fmt.bytes(f.bytes)}`,
-      f.checksum_ok ? 'checksum ok' : 'CHECKSUM MISMATCH',
-      `end-to-end ${fmt.latency(r.latency_us?.end_to_end)}`,
-    ];
-    const e = this.el('[data-field="frame_info"]');
-    e.textContent = parts.join(' · ');
-    e.classList.toggle('bad', !f.checksum_ok);
-    if (this.shownSeq === null) this.showTop5(r.seq, r.top5);
   }
 }

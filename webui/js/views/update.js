@@ -2,8 +2,9 @@
 // views/update.js: the Update page. Owns writing the OTA state (GET /ota and
 // the stream's `ota` events) into the page: availability, the slot table,
 // which slot runs and which boots next, upload and install progress, and the
-// result in plain words. Must not fetch (main.js does the calls) or decide
-// anything the service decides; it only explains the service's answers.
+// result in plain words (the service's technical reason follows, smaller). Must
+// not fetch (pages/update.js does the calls) or decide anything the service
+// decides; it only explains the service's answers.
 
 /** Plain words for the service's OTA problem types (urn:fpgagdr:problem:<rule>). */
 const PLAIN = {
@@ -59,6 +60,7 @@ export class UpdateView {
   constructor(root) {
     this.root = root;
     this.state = /** @type {HTMLElement} */ (root.querySelector('[data-testid="ota-state"]'));
+    this.table = /** @type {HTMLElement} */ (root.querySelector('[data-testid="ota-slots"]'));
     this.result = /** @type {HTMLElement} */ (root.querySelector('[data-testid="ota-result"]'));
     this.upBar = /** @type {HTMLProgressElement} */ (root.querySelector('[data-testid="ota-upload-progress"]'));
     this.inBar = /** @type {HTMLProgressElement} */ (root.querySelector('[data-testid="ota-install-progress"]'));
@@ -104,9 +106,10 @@ export class UpdateView {
     this.last = s;
     const op = s.available ? s.operation : 'unavailable';
     this.state.dataset.state = op;
-    this.state.textContent = s.available
+    set(this.root, 'ota_headline', s.available
       ? (op === 'installing' ? 'Installing an update…' : 'Ready for an update.')
-      : `Updates unavailable: ${s.reason ?? 'the update service is not reachable'}`;
+      : 'Updates are unavailable: the update service (RAUC) is not running on this device, or cannot be reached.');
+    set(this.root, 'ota_detail', s.available ? '' : `(${s.reason ?? 'no reason given'})`);
     set(this.root, 'ota_compatible', s.compatible ?? '—');
     set(this.root, 'ota_booted', s.booted_slot ?? '—');
     const primary = (s.slots ?? []).find((/** @type {any} */ x) => x.name === s.primary_slot);
@@ -126,7 +129,14 @@ export class UpdateView {
         this.say(`The update was not installed; the device keeps running the current version. RAUC said: ${r.error ?? 'unknown error'}`, 'bad');
       }
     }
-    this.tbody.replaceChildren(...(s.slots ?? []).map(slotRow));
+    const slots = Array.isArray(s.slots) ? s.slots : [];
+    this.tbody.replaceChildren(...slots.map(slotRow));
+    this.table.hidden = slots.length === 0;
+    set(this.root, 'ota_slots_empty', s.available
+      ? 'RAUC reports no slots yet (it does not answer while it installs).'
+      : 'No slots to show: RAUC, which knows them, is not reachable.');
+    const empty = this.root.querySelector('[data-field="ota_slots_empty"]');
+    if (empty instanceof HTMLElement) empty.hidden = slots.length > 0;
     this.#buttons();
   }
 }

@@ -1096,6 +1096,10 @@ mod tests {
                 let msg = e.to_string();
                 assert_eq!(e.rule(), *rule, "{} on {ioctl}: {msg}", row.name);
                 assert!(
+                    crate::RULES.contains(rule),
+                    "rule {rule} missing from fpgagdr::RULES"
+                );
+                assert!(
                     msg.starts_with(&format!("rule {}: ", e.rule())),
                     "{} on {ioctl}: {msg}",
                     row.name

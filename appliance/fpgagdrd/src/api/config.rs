@@ -1,4 +1,5 @@
-//! The config endpoints: `GET`/`PUT`/`PATCH /api/v1/config`, `GET /api/v1/config/schema`.
+//! The config endpoints: `GET`/`PUT`/`PATCH /api/v1/config`, `GET /api/v1/config/schema`,
+//! `GET /api/v1/config/files` (the frames and models a form can offer).
 //!
 //! Owns: applying a change in the one order that leaves everything as it was on any
 //! failure: check the document, build the new pipeline, save the file, then swap.
@@ -15,7 +16,7 @@ use serde_json::Value;
 use super::body::{body_bytes, check_content_type, parse_body};
 use super::error::{ApiError, PROBLEM, Problem};
 use super::state::{AppState, blocking};
-use crate::config::Config;
+use crate::config::{Config, OfferedFiles, offered_files};
 use crate::pipeline::{State as PipelineState, prepare};
 
 fn with_etag(config: &Config) -> Response {
@@ -39,6 +40,15 @@ pub(super) async fn get_config(State(s): State<AppState>) -> Response {
     responses((status = 200, description = "JSON Schema of the config document", body = Object)))]
 pub(super) async fn config_schema() -> Json<Value> {
     Json(Config::schema())
+}
+
+/// The frames and models the data directory holds, as `source.path` and `model.path`
+/// take them (relative to the data directory; at most 500 each).
+#[utoipa::path(get, path = "/api/v1/config/files", tag = "config",
+    responses((status = 200, description = "What the data directory offers", body = OfferedFiles)))]
+pub(super) async fn config_files() -> Result<Json<OfferedFiles>, ApiError> {
+    // Directory reads: off the async workers.
+    Ok(Json(blocking(offered_files).await?))
 }
 
 /// Checks `If-Match` against the current ETag (absent or `*` passes).
@@ -142,9 +152,16 @@ async fn apply_config(
             store.path().display()
         ))
     })?;
-    if restart {
-        blocking(move || sup.lock().expect("supervisor poisoned").start(prepared)).await?;
-    }
+    // Either way a new generation: a page showing the pipeline's facts re-reads them.
+    blocking(move || {
+        let mut sup = sup.lock().expect("supervisor poisoned");
+        if restart {
+            sup.start(prepared);
+        } else {
+            sup.adopt(prepared);
+        }
+    })
+    .await?;
     tracing::info!("config changed and saved to {}", store.path().display());
     Ok(with_etag(&new))
 }

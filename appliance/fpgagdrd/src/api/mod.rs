@@ -4,7 +4,8 @@
 //! Owns: [`router`]: which path goes to which handler. The handlers live by concern
 //! (`pipeline.rs`, `config.rs`, `telemetry.rs`, `system.rs`, `ota.rs`, `live.rs`,
 //! `prometheus.rs`, `openapi.rs`); below them `state.rs` ([`AppState`]), `body.rs`
-//! (reading a body) and `error.rs` ([`ApiError`], problem+json).
+//! (reading a body) and `error.rs` ([`ApiError`], problem+json). Everything that
+//! reads the running pipeline or the telemetry reads the frame board (`crate::board`).
 //! Must not: sit on the frame path.
 //! Slow or blocking work (preparing a pipeline, joining its threads) runs on
 //! `spawn_blocking`; config changes are serialised by one async mutex, and a change is
@@ -18,7 +19,6 @@ pub mod auth;
 mod body;
 mod config;
 pub mod error;
-pub mod history;
 pub mod live;
 pub mod openapi;
 pub mod ota;
@@ -50,6 +50,7 @@ pub fn router(state: AppState) -> Router {
                 .patch(config::patch_config),
         )
         .route("/api/v1/config/schema", get(config::config_schema))
+        .route("/api/v1/config/files", get(config::config_files))
         .route("/api/v1/pipeline/start", post(pipeline::start))
         .route("/api/v1/pipeline/stop", post(pipeline::stop))
         .route("/api/v1/results/latest", get(pipeline::latest))

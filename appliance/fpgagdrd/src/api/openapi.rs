@@ -15,8 +15,8 @@ use utoipa::{Modify, OpenApi};
 
 use super::error::Problem;
 use super::{config, live, ota, pipeline, prometheus, system, telemetry};
+use crate::board::Snapshot;
 use crate::config::Config;
-use crate::metrics::Snapshot;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -28,6 +28,7 @@ use crate::metrics::Snapshot;
         pipeline::status, pipeline::start, pipeline::stop, pipeline::latest,
         pipeline::pipeline_history,
         config::get_config, config::put_config, config::patch_config, config::config_schema,
+        config::config_files,
         telemetry::telemetry_latest, telemetry::telemetry_history,
         system::system,
         ota::status, ota::upload, ota::install,

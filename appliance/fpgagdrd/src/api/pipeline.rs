@@ -3,8 +3,9 @@
 //! `GET /api/v1/pipeline/history`.
 //!
 //! Owns: [`StatusBody`] and its parts (what `/status` and the start/stop answers carry,
-//! and what `/system` repeats). Must not: hold a lock across an await other than the
-//! config store's (start, stop and config changes are serialised by it).
+//! and what `/system` repeats). The latest result and the history come from the frame
+//! board, the same snapshots the stream sends. Must not: hold a lock across an await
+//! other than the config store's (start, stop and config changes are serialised by it).
 
 use std::path::Path;
 
@@ -15,8 +16,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::error::{ApiError, PROBLEM, Problem};
-use super::history::PipelineHistoryBody;
 use super::state::{AppState, blocking};
+use crate::board::PipelineHistoryBody;
 use crate::config::CardChoice;
 use crate::metrics::{CounterValues, FrameResult};
 use crate::pipeline::{State as PipelineState, prepare};
@@ -32,7 +33,7 @@ pub struct StatusBody {
     pub pipeline: PipelineStatus,
     /// Frame counters since the service started.
     pub counters: CounterValues,
-    /// Service uptime, s.
+    /// Service uptime, s (the pipeline's is `pipeline.running_s`).
     pub uptime_s: f64,
 }
 
@@ -111,6 +112,11 @@ pub struct PipelineStatus {
     pub inference: Option<String>,
     /// The frame source.
     pub source: Option<String>,
+    /// The pipeline generation these facts belong to: changes on every start, stop,
+    /// failure and config change, as in every stream snapshot.
+    pub generation: u64,
+    /// How long this pipeline has run, s; null unless running.
+    pub running_s: Option<f64>,
 }
 
 /// The status as `/status` shows it now.
@@ -178,16 +184,19 @@ pub(super) async fn status_body(s: &AppState) -> StatusBody {
         },
     };
     let shared = &s.shared;
+    let now = shared.pipeline();
     StatusBody {
         card,
         memory,
         pipeline: PipelineStatus {
-            state: shared.state().as_str(),
+            state: now.state.as_str(),
             error: shared.fault(),
             model: info.as_ref().map(|i| i.model.clone()),
             preprocess: info.as_ref().map(|i| i.preprocess.clone()),
             inference: info.as_ref().map(|i| i.inference.clone()),
             source: info.as_ref().map(|i| i.source.clone()),
+            generation: now.generation,
+            running_s: now.running.map(|d| d.as_secs_f64()),
         },
         counters: shared.counters.read(),
         uptime_s: s.started.elapsed().as_secs_f64(),
@@ -257,27 +266,25 @@ pub(super) async fn stop(State(s): State<AppState>) -> Result<Json<StatusBody>, 
     Ok(Json(status_body(&s).await))
 }
 
-/// The latest inferred frame: its geometry, top-5 and per-stage latency.
+/// The latest inferred frame: its geometry, top-5 and per-stage latency (the frame
+/// board's newest snapshot's, as the stream sent it).
 #[utoipa::path(get, path = "/api/v1/results/latest", tag = "pipeline",
     responses(
         (status = 200, description = "The latest result", body = FrameResult),
         (status = 404, description = "No frame inferred yet (`no-result`)", body = Problem, content_type = PROBLEM),
     ))]
 pub(super) async fn latest(State(s): State<AppState>) -> Result<Json<FrameResult>, ApiError> {
-    let latest = s
-        .shared
-        .published
-        .lock()
-        .expect("published poisoned")
-        .latest
-        .clone();
-    latest.map(Json).ok_or(ApiError::NoResult)
+    s.board
+        .latest()
+        .and_then(|snap| snap.latest.clone())
+        .map(|r| Json((*r).clone()))
+        .ok_or(ApiError::NoResult)
 }
 
-/// Frames/s, GB/s and per-stage latency of the last 60 s at the sampling rate, as
-/// columns (see `history.rs`).
+/// Frames/s, GB/s and per-stage latency of the frame board's last 60 s, one row per
+/// snapshot, as columns (see `board/history.rs`).
 #[utoipa::path(get, path = "/api/v1/pipeline/history", tag = "pipeline",
     responses((status = 200, description = "The chart history", body = PipelineHistoryBody)))]
 pub(super) async fn pipeline_history(State(s): State<AppState>) -> Json<PipelineHistoryBody> {
-    Json(s.live.history_body())
+    Json(s.board.pipeline_history())
 }

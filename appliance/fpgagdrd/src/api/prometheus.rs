@@ -8,17 +8,18 @@
 
 use std::fmt::Write;
 
+use crate::board::TelemetryBody;
 use crate::metrics::{Stage, Totals};
 use crate::pipeline::{Shared, State};
-use fpgagdr_telemetry::sampler::Sample;
 
-/// Renders every metric; `telemetry` adds the power, thermal and load gauges (a series
-/// whose source is unavailable is absent, never a sentinel value).
+/// Renders every metric; `telemetry` (the frame board's) adds the power, thermal, load
+/// and energy-per-frame gauges (a series whose source is unavailable is absent, never a
+/// sentinel value).
 pub fn render(
     shared: &Shared,
     simulated: bool,
     uptime_s: f64,
-    telemetry: Option<&Sample>,
+    telemetry: Option<&TelemetryBody>,
 ) -> String {
     let c = shared.counters.read();
     let mut out = String::with_capacity(4096);
@@ -159,7 +160,8 @@ fn gauge(out: &mut String, name: &str, help: &str, values: &[(String, f64)]) {
     }
 }
 
-fn telemetry_gauges(t: &Sample) -> String {
+fn telemetry_gauges(body: &TelemetryBody) -> String {
+    let t = &*body.sample;
     let mut out = String::new();
     let rail = |r: &fpgagdr_telemetry::Rail| {
         format!(
@@ -274,15 +276,112 @@ fn telemetry_gauges(t: &Sample) -> String {
     );
     gauge(
         &mut out,
+        "cpu_core_frequency_hertz",
+        "Clock of each online CPU core (cpufreq scaling_cur_freq).",
+        &t.cpu_cores
+            .iter()
+            .filter_map(|c| {
+                c.freq_hz
+                    .map(|f| (format!("{{cpu=\"{}\"}}", c.cpu), f as f64))
+            })
+            .collect::<Vec<_>>(),
+    );
+    gauge(
+        &mut out,
+        "cpu_core_utilization_ratio",
+        "Busy share of each online CPU core since the previous sample, 0..1.",
+        &t.cpu_cores
+            .iter()
+            .filter_map(|c| {
+                c.load_pct
+                    .map(|p| (format!("{{cpu=\"{}\"}}", c.cpu), p / 100.0))
+            })
+            .collect::<Vec<_>>(),
+    );
+    gauge(
+        &mut out,
+        "fan_duty_ratio",
+        "Fan PWM duty, 0..1.",
+        &t.fans
+            .iter()
+            .filter_map(|f| {
+                f.pwm_pct
+                    .map(|p| (format!("{{fan=\"{}\"}}", label(&f.name)), p / 100.0))
+            })
+            .collect::<Vec<_>>(),
+    );
+    gauge(
+        &mut out,
+        "fan_speed_rpm",
+        "Fan speed from its tachometer, revolutions per minute.",
+        &t.fans
+            .iter()
+            .filter_map(|f| {
+                f.rpm
+                    .map(|r| (format!("{{fan=\"{}\"}}", label(&f.name)), r as f64))
+            })
+            .collect::<Vec<_>>(),
+    );
+    gauge(
+        &mut out,
+        "emc_frequency_hertz",
+        "Jetson memory controller (EMC) clock (BPMP debugfs).",
+        &one(t.emc.as_ref().map(|e| e.freq_hz as f64)),
+    );
+    gauge(
+        &mut out,
+        "gpu_memory_used_bytes",
+        "GPU memory in use: nvmap on a Jetson (gpu=\"soc\"), NVML on a discrete GPU.",
+        &t.gpu_mem_used_bytes
+            .map(|b| vec![("{gpu=\"soc\"}".to_string(), b as f64)])
+            .unwrap_or_else(|| {
+                t.gpus
+                    .iter()
+                    .filter_map(|g| {
+                        g.mem_used_bytes
+                            .map(|b| (format!("{{gpu=\"{}\"}}", g.index), b as f64))
+                    })
+                    .collect()
+            }),
+    );
+    gauge(
+        &mut out,
+        "power_mode_info",
+        "The Jetson nvpmodel power mode in force (value 1; id and name as labels).",
+        &t.power_mode
+            .as_ref()
+            .map(|m| {
+                vec![(
+                    format!(
+                        "{{id=\"{}\",name=\"{}\"}}",
+                        m.id,
+                        label(m.name.as_deref().unwrap_or(""))
+                    ),
+                    1.0,
+                )]
+            })
+            .unwrap_or_default(),
+    );
+    gauge(
+        &mut out,
+        "jetson_clocks",
+        "1 when jetson_clocks holds CPU, GPU and EMC clocks at their maximum, else 0.",
+        &one(t
+            .clocks
+            .as_ref()
+            .map(|c| f64::from(u8::from(c.jetson_clocks)))),
+    );
+    gauge(
+        &mut out,
         "energy_per_frame_joules",
         "Energy per inferred frame over the last second.",
-        &one(t.energy_per_frame_mj.map(|mj| mj / 1000.0)),
+        &one(body.energy_per_frame_mj.map(|mj| mj / 1000.0)),
     );
     gauge(
         &mut out,
         "frames_per_joule",
         "Inferred frames per joule over the last second.",
-        &one(t.frames_per_joule),
+        &one(body.frames_per_joule),
     );
     out
 }
@@ -331,7 +430,7 @@ pub(super) async fn metrics(
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
     let simulated = s.card == crate::config::CardChoice::Sim;
-    let latest = s.telemetry.latest();
+    let latest = s.board.telemetry();
     let body = render(
         &s.shared,
         simulated,

@@ -13,6 +13,7 @@ use fpgagdr_telemetry::sampler::Telemetry;
 use super::auth;
 use super::error::ApiError;
 use super::live::Live;
+use crate::board::Board;
 use crate::config::{CardChoice, ConfigStore};
 use crate::pipeline::{Shared, Supervisor};
 
@@ -29,8 +30,10 @@ pub struct AppState {
     pub card: CardChoice,
     /// Why that card (`--card auto` says what it found).
     pub card_why: String,
-    /// Live feed.
+    /// Live feed (SSE).
     pub live: Live,
+    /// The frame board: snapshots, the latest result and telemetry, their history.
+    pub board: Board,
     /// Service start.
     pub started: Instant,
     /// Power, thermal and load telemetry.

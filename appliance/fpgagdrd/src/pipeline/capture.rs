@@ -4,9 +4,10 @@
 //! The frame of card slot s goes into a ring entry i with i mod N = s, so each entry
 //! always meets the same card address and the module replays its descriptor chain.
 //! Frames the trigger reports missed (the gap in sequence numbers) are counted here, as
-//! missed or as event-queue overflow; overrun (a slot overwritten before the C2H read
-//! it) shows in the frame's header and is counted by `infer.rs`.
-//! Next hop: `pipeline/infer.rs` through [`super::queue::FrameQueue`].
+//! missed or as event-queue overflow; so is overrun (the header, read right after the
+//! C2H, carries a later sequence than the event announced).
+//! Next hop: `pipeline/queue.rs` ([`super::queue::FrameQueue`]), which hands the entry
+//! to `pipeline/infer.rs`.
 //! Per frame: one transfer call, atomics, no allocation, no lock of ours.
 
 use std::sync::Arc;

@@ -3,7 +3,8 @@
 //! device-to-host copy counted), releases the ring entry, runs the model, and records
 //! every stage.
 //!
-//! Next hop: `metrics.rs` (histograms, published a few times a second).
+//! Next hop: `metrics.rs` (histograms and the latest result, published every
+//! [`PUBLISH_EVERY`] for the frame board).
 //! The entry is released as soon as the input tensor is built, before the model runs,
 //! so capture gets it back one model-run earlier than DESIGN §3's sketch.
 
@@ -130,32 +131,34 @@ pub(crate) fn run(
 
 fn publish(shared: &Shared, model: &Model, recorder: &mut StageRecorder, latest: Option<Latest>) {
     let window = recorder.rotate(&shared.totals);
-    let latest = latest.map(|l| FrameResult {
-        seq: l.header.seq,
-        frame: FrameInfo {
-            width: l.header.width,
-            height: l.header.height,
-            format: l.header.format.as_str(),
-            bytes: l.bytes,
-            checksum_ok: l.checked,
-        },
-        top5: l
-            .top
-            .iter()
-            // Fewer than five classes, or NaN logits, leave slots unfilled.
-            .filter(|(_, score)| score.is_finite())
-            .map(|&(index, score)| Classification {
-                index,
-                label: model.label(index).to_string(),
-                score,
-            })
-            .collect(),
-        latency_us: l
-            .stages
-            .iter()
-            .filter(|(s, ns)| *s != Stage::D2h || *ns > 0)
-            .map(|(s, ns)| (s.as_str(), *ns as f64 / 1000.0))
-            .collect::<BTreeMap<_, _>>(),
+    let latest = latest.map(|l| {
+        Arc::new(FrameResult {
+            seq: l.header.seq,
+            frame: FrameInfo {
+                width: l.header.width,
+                height: l.header.height,
+                format: l.header.format.as_str(),
+                bytes: l.bytes,
+                checksum_ok: l.checked,
+            },
+            top5: l
+                .top
+                .iter()
+                // Fewer than five classes, or NaN logits, leave slots unfilled.
+                .filter(|(_, score)| score.is_finite())
+                .map(|&(index, score)| Classification {
+                    index,
+                    label: model.label(index).to_string(),
+                    score,
+                })
+                .collect(),
+            latency_us: l
+                .stages
+                .iter()
+                .filter(|(s, ns)| *s != Stage::D2h || *ns > 0)
+                .map(|(s, ns)| (s.as_str(), *ns as f64 / 1000.0))
+                .collect::<BTreeMap<_, _>>(),
+        })
     });
     let mut p = shared.published.lock().expect("published poisoned");
     *p = Published {

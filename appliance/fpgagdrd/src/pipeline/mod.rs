@@ -26,7 +26,7 @@ use fpgagdr_sim::{Replay, SimCard, SimConfig, SimSensor, TestPattern};
 use crate::config::{CardChoice, Config, RingMemory, SourceKind};
 use queue::FrameQueue;
 use ring::Ring;
-pub use shared::{Heartbeats, Shared, State, Thread, now_ns};
+pub use shared::{Heartbeats, PipelineNow, Shared, State, Thread, now_ns};
 
 /// Largest frame ring accepted, bytes (1 GiB): the ring is pinned memory, and an Orin
 /// shares its DRAM between CPU and GPU.
@@ -357,7 +357,9 @@ impl Supervisor {
         self.shared.clear_fault();
         // Marks before the state: the watchdog judges a running pipeline by them.
         self.shared.beats.reset(2 * capture.timeout);
+        self.shared.mark_started();
         self.shared.set_state(State::Running);
+        self.shared.next_generation();
         let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
                 .name(name.into())
@@ -381,6 +383,14 @@ impl Supervisor {
         self.info = Some(info);
     }
 
+    /// Keeps the facts of a pipeline prepared for a config saved while stopped, so the
+    /// status shows what a start would run, and starts a new generation; the prepared
+    /// pipeline itself is released (a start prepares it again).
+    pub fn adopt(&mut self, prepared: Prepared) {
+        self.info = Some(prepared.info);
+        self.shared.next_generation();
+    }
+
     /// Records that a start failed (the pipeline is left stopped-failed).
     pub fn start_failed(&mut self, why: String) {
         self.stop();
@@ -392,6 +402,7 @@ impl Supervisor {
     /// user acknowledges the failure.
     pub fn stop(&mut self) {
         let mut panicked = false;
+        let was = self.shared.state();
         if let Some(r) = self.running.take() {
             r.stop.store(true, Ordering::Relaxed);
             for t in r.threads {
@@ -405,11 +416,15 @@ impl Supervisor {
             .lock()
             .expect("published poisoned")
             .window = None;
+        self.shared.mark_stopped();
         if panicked {
             self.shared.fail("a pipeline thread panicked".into());
         } else {
             self.shared.clear_fault();
             self.shared.set_state(State::Stopped);
+            if was != State::Stopped {
+                self.shared.next_generation();
+            }
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The hand-off between the capture thread (one producer) and the inference thread
 //! (one consumer) over the N entries of the frame ring, with no lock.
+//! Next hop of a frame: `pipeline/infer.rs` takes the entry.
 //!
 //! Owns: [`FrameQueue`] and [`WhenFull`]. Each ring entry has one atomic word holding
 //! its state and the sequence number of the frame in it:

@@ -2,9 +2,10 @@
 //! stamp with.
 //!
 //! Owns: [`Shared`] (counters, published window and latest result, totals, heartbeats,
-//! state and fault), [`State`], [`Thread`], [`Heartbeats`], [`now_ns`]. Must not: start
-//! or stop anything (`mod.rs`'s `Supervisor` does). Read by `api/`, `notify.rs` and the
-//! telemetry sampler's frame counter.
+//! state, fault, generation and when the running pipeline started), [`State`],
+//! [`PipelineNow`], [`Thread`], [`Heartbeats`], [`now_ns`]. Must not: start or stop
+//! anything (`mod.rs`'s `Supervisor` does). Read by the frame board (`board/`), `api/`
+//! and `notify.rs`.
 
 use std::sync::Mutex;
 use std::sync::OnceLock;
@@ -42,7 +43,7 @@ impl State {
 }
 
 /// What the pipeline threads share with the HTTP side. Lives as long as the service.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Shared {
     /// Frame counters.
     pub counters: Counters,
@@ -54,6 +55,44 @@ pub struct Shared {
     pub beats: Heartbeats,
     state: AtomicU8,
     fault: Mutex<Option<String>>,
+    /// Changes on every start, stop, failure and config change (see
+    /// [`PipelineNow::generation`]).
+    generation: AtomicU64,
+    /// [`now_ns`] when the running pipeline started; 0 when none runs.
+    started_ns: AtomicU64,
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        // Generations of a later service run are above those of an earlier one.
+        let epoch_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        Shared {
+            counters: Counters::default(),
+            published: Mutex::default(),
+            totals: Mutex::default(),
+            beats: Heartbeats::default(),
+            state: AtomicU8::new(State::Stopped as u8),
+            fault: Mutex::new(None),
+            generation: AtomicU64::new(epoch_ms),
+            started_ns: AtomicU64::new(0),
+        }
+    }
+}
+
+/// The pipeline as one reading: its state, its generation and how long it has run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PipelineNow {
+    /// Running, stopped or failed.
+    pub state: State,
+    /// Grows by one on every start, stop, failure and config change (it starts at the
+    /// service's start time in ms, so a later service run's are larger, unless the clock
+    /// was set back): whoever shows the pipeline's facts re-reads them when it changes.
+    pub generation: u64,
+    /// How long the running pipeline has run; `None` unless running.
+    pub running: Option<Duration>,
 }
 
 /// A pipeline thread, as [`Heartbeats`] names it.
@@ -154,6 +193,36 @@ impl Shared {
     pub fn fail(&self, why: String) {
         tracing::error!("pipeline failed: {why}");
         *self.fault.lock().expect("fault poisoned") = Some(why);
+        self.started_ns.store(0, Ordering::Relaxed);
         self.set_state(State::Failed);
+        self.next_generation();
+    }
+
+    /// Starts a new generation: the pipeline or its config changed.
+    pub(crate) fn next_generation(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Records that a pipeline starts running now.
+    pub(super) fn mark_started(&self) {
+        self.started_ns.store(now_ns().max(1), Ordering::Relaxed);
+    }
+
+    /// Records that no pipeline runs.
+    pub(super) fn mark_stopped(&self) {
+        self.started_ns.store(0, Ordering::Relaxed);
+    }
+
+    /// State, generation and running time, read together.
+    pub fn pipeline(&self) -> PipelineNow {
+        let generation = self.generation.load(Ordering::Acquire);
+        let state = self.state();
+        let started = self.started_ns.load(Ordering::Relaxed);
+        PipelineNow {
+            state,
+            generation,
+            running: (state == State::Running && started > 0)
+                .then(|| Duration::from_nanos(now_ns().saturating_sub(started))),
+        }
     }
 }

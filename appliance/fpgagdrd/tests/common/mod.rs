@@ -19,6 +19,10 @@ use serde_json::{Value, json};
 /// How long any wait in these tests may take before it counts as a failure. Generous:
 /// the tests run unoptimised, in parallel, on small CI machines.
 pub(crate) const PATIENCE: Duration = Duration::from_secs(30);
+/// How long a started service may take to print its dashboard address: it checks the
+/// configured model first, and `slow.onnx` alone takes ~30 s to prepare on a loaded
+/// 2-core machine. A bound against a service that never comes up, not a speed claim.
+const STARTUP_PATIENCE: Duration = Duration::from_secs(120);
 /// Pause between two polls.
 const POLL: Duration = Duration::from_millis(50);
 /// The API token every test service is started with (through `FPGAGDR_TOKEN`), unless
@@ -284,7 +288,7 @@ impl Service {
                 }
             }
         });
-        let (base, stdout_head) = match rx.recv_timeout(PATIENCE) {
+        let (base, stdout_head) = match rx.recv_timeout(STARTUP_PATIENCE) {
             Ok(got) => got,
             Err(e) => {
                 let _ = child.kill();

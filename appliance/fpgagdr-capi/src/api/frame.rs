@@ -1,0 +1,96 @@
+//! The frame wait: blocks until the card's frame trigger reports a frame in card
+//! memory. The simulated card's trigger is its sensor; the kernel module's back-end has
+//! no trigger in this version (`FPGAGDR_CAP_FRAME_TRIGGER` is clear and the wait
+//! answers rule `capability`).
+
+use crate::api::{check_out, check_ptr, no_flags, timeout, write_out};
+use crate::handles;
+use crate::rules::{Fail, call};
+use crate::types::*;
+
+fn no_trigger(card: &fpgagdr::Card) -> Fail {
+    Fail::from(fpgagdr::Error::Unsupported {
+        what: "waiting for a frame (this back-end has no frame trigger yet)",
+        card: card.status().name.clone(),
+    })
+}
+
+/// Waits at most `timeout_ns` for the next frame the card captures and writes where it
+/// is into `*frame_out` (card address, length, sequence number). Read it with
+/// `fpgagdr_read_c2h` (or the legacy read) into a pinned ring entry.
+///
+/// Returns 0; `-ETIMEDOUT` (rule `timeout`: no frame in time); `-EINVAL` (rules
+/// `timeout-nonzero`, `flags`); `-EOPNOTSUPP` (rule `capability`: the card has no frame
+/// trigger, see `FPGAGDR_CAP_FRAME_TRIGGER`); `-EFAULT`; `-EMSGSIZE`; `-EBADF`.
+/// Thread safety: any thread; waits on one card are serialised (each frame goes to
+/// exactly one waiter), and run concurrently with transfers.
+///
+/// # Safety
+/// `frame_out` is NULL or points to a writable `struct fpgagdr_frame`.
+#[allow(unsafe_code)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgagdr_wait_frame(
+    card: *const fpgagdr_card,
+    timeout_ns: u64,
+    flags: u64,
+    frame_out: *mut fpgagdr_frame,
+) -> i32 {
+    call(|| {
+        let entry = handles::card(card)?;
+        // SAFETY: the function's contract.
+        unsafe { check_out(frame_out, "fpgagdr_frame", false) }?;
+        no_flags("fpgagdr_wait_frame", flags)?;
+        if timeout_ns == 0 {
+            return Err(fpgagdr::Error::ZeroTimeout.into());
+        }
+        let trigger = entry
+            .trigger
+            .as_ref()
+            .ok_or_else(|| no_trigger(&entry.card))?;
+        let slot = trigger
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .wait_frame(timeout(timeout_ns))?;
+        let f = fpgagdr_frame {
+            struct_size_bytes: size_of::<fpgagdr_frame>() as u32,
+            reserved: 0,
+            card_addr: slot.card_addr,
+            length_bytes: slot.len,
+            sequence: slot.seq,
+        };
+        // SAFETY: checked above.
+        unsafe { write_out(frame_out, f) };
+        Ok(())
+    })
+}
+
+/// Writes the largest frame the card's trigger can report, in bytes (header
+/// included), into `*max_frame_bytes_out`: the size of one ring entry.
+///
+/// Returns 0, `-EFAULT`, `-EBADF`, `-EOPNOTSUPP` (rule `capability`: no trigger).
+/// Thread safety: any thread; waits for a running `fpgagdr_wait_frame` on the card.
+///
+/// # Safety
+/// `max_frame_bytes_out` is NULL or writable.
+#[allow(unsafe_code)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgagdr_get_max_frame_bytes(
+    card: *const fpgagdr_card,
+    max_frame_bytes_out: *mut u64,
+) -> i32 {
+    call(|| {
+        let entry = handles::card(card)?;
+        check_ptr(max_frame_bytes_out, "max_frame_bytes_out")?;
+        let trigger = entry
+            .trigger
+            .as_ref()
+            .ok_or_else(|| no_trigger(&entry.card))?;
+        let n = trigger
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .max_frame_len() as u64;
+        // SAFETY: checked non-NULL; writable by the function's contract.
+        unsafe { max_frame_bytes_out.write_unaligned(n) };
+        Ok(())
+    })
+}

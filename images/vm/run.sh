@@ -1,0 +1,617 @@
+#!/usr/bin/env bash
+# The OTA reboot suite: the virtual appliance (images/vm/build.sh) in QEMU (OVMF, NVMe,
+# software emulation), updated over its REST API from the host, through real reboots.
+# Boot control is the layer's own: RAUC's custom backend (rauc-nvbootctrl-backend.sh)
+# drives nvbootctrl's test double, whose state is the GRUB environment that grub.cfg (the
+# Jetson UEFI's rootfs A/B policy: retry count, unbootable slots skipped) acts on at every
+# boot; fpgagdrd and fpgagdr-mark-good.service judge the new slot.
+#
+#   images/vm/run.sh [SCENARIO[,SCENARIO...]...]   (as root; default: the CI set)
+#
+# Scenarios (docs/ota.md, "Through real reboots"), each on a new machine:
+#   update     one appliance's life, the three proofs below in turn on one machine:
+#   powercut   QEMU killed while RAUC writes the other slot -> the next boot is the
+#              running slot, intact; the same bundle then installs
+#   good       a good bundle -> reboot -> the new slot boots, is healthy, marked good and
+#              confirmed to the firmware; config, API token and machine id carried over
+#   broken     a bundle whose service is unhealthy -> reboot -> health fails -> marked
+#              bad, not confirmed -> the next boot is the old slot, still good; no loop
+#   noab       a device whose firmware has rootfs A/B off -> left alone, no reboot loop
+#   factory    a factory boot (no update installed) with the service unhealthy -> neither
+#              slot marked bad, the boot confirmed, no reboot
+# CI runs update, and noab then factory beside it (FPGAGDR_VM_SCENARIOS overrides).
+#
+# Each scenario boots its own qcow2 overlay of the built disk with its own copy of OVMF's
+# variable store. Per scenario the serial console, the guest's console shell transcript
+# and a summary land in images/vm/.cache/runs/<scenario>/ (kept; shown on failure).
+# Prints one line per scenario with its duration and boots.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$here/lib.sh"
+cd "$root"
+
+cache=${FPGAGDR_VM_CACHE:-$here/.cache}
+ovmf_code=/usr/share/OVMF/OVMF_CODE_4M.fd
+ovmf_vars=/usr/share/OVMF/OVMF_VARS_4M.fd
+# Seconds, generous for a shared 2-core machine without KVM (one boot: ~40 s there).
+boot_timeout=${FPGAGDR_VM_BOOT_TIMEOUT:-300}
+slot_mib=448
+install_timeout=300
+settle_s=20
+
+# Each argument is a lane: scenarios joined by commas run one after another on their
+# machines; lanes run side by side (CI: update next to noab then factory, two machines
+# on CI's two cores: the emulated CPUs of one keep running while the other waits on a
+# health timeout, an upload or a settle).
+if (($# > 0)); then
+	lanes=("$@")
+else
+	read -r -a lanes <<<"${FPGAGDR_VM_SCENARIOS:-update noab,factory}"
+fi
+for l in "${lanes[@]}"; do
+	IFS=, read -r -a lane <<<"$l"
+	for s in "${lane[@]}"; do
+		case $s in update | good | broken | powercut | noab | factory) ;; *) die "unknown scenario '$s'" ;; esac
+	done
+done
+
+shellcheck "$here"/*.sh
+shellcheck -s sh "$here/nvbootctrl-grubenv-test-double"
+app=$("$here/build.sh")
+if [ ! -r "$ovmf_code" ] || [ ! -r "$ovmf_vars" ]; then die "OVMF (package ovmf) is missing"; fi
+
+# --- one VM ---------------------------------------------------------------------------
+# Globals of the scenario in progress: run (its folder), qemu_pid, api_port, mc_port, MC
+# (the console connection), token.
+qemu_pid=""
+MC=""
+
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# vm_new NAME DISK: a fresh overlay of DISK and a fresh UEFI variable store.
+vm_new() {
+	run=$cache/runs/$1
+	rm -rf "$run"
+	mkdir -p "$run"
+	qemu-img create -q -f qcow2 -b "$app/$2" -F qcow2 "$run/disk.qcow2"
+	cp "$ovmf_vars" "$run/vars.fd"
+	: >"$run/serial.log"
+	: >"$run/console.log"
+	token=""
+}
+
+# vm_start: powers the machine on (the disk and variables as they are).
+vm_start() {
+	api_port=$(free_port)
+	mc_port=$(free_port)
+	qemu-system-x86_64 -name fpgagdr-vm -machine q35 -accel tcg -cpu max -smp 2 -m 1536 \
+		-nodefaults -no-user-config -display none \
+		-drive "if=pflash,format=raw,unit=0,readonly=on,file=$ovmf_code" \
+		-drive "if=pflash,format=raw,unit=1,file=$run/vars.fd" \
+		-drive "if=none,id=disk,format=qcow2,file=$run/disk.qcow2" \
+		-device nvme,drive=disk,serial=fpgagdr-vm \
+		-netdev "user,id=net,hostfwd=tcp:127.0.0.1:$api_port-:8080" \
+		-device virtio-net-pci,netdev=net \
+		-chardev "file,id=con,path=$run/serial.log,append=on" -serial chardev:con \
+		-chardev "socket,id=mc,host=127.0.0.1,port=$mc_port,server=on,wait=off" -serial chardev:mc \
+		>>"$run/qemu.log" 2>&1 &
+	qemu_pid=$!
+	MC=""
+}
+
+# CPU seconds QEMU used (user + system) in this scenario, for the summary.
+cpu_s=0
+qemu_cpu() {
+	local f
+	read -r -a f <"/proc/$qemu_pid/stat" 2>/dev/null || return 0
+	cpu_s=$((cpu_s + (f[13] + f[14]) / $(getconf CLK_TCK)))
+}
+
+# vm_kill: pulls the plug (SIGKILL: nothing in the guest gets to run).
+vm_kill() {
+	if [ -n "$MC" ]; then exec {MC}>&-; fi
+	MC=""
+	if [ -n "$qemu_pid" ]; then
+		qemu_cpu
+		kill -KILL "$qemu_pid" 2>/dev/null || true
+		wait "$qemu_pid" 2>/dev/null || true
+	fi
+	qemu_pid=""
+}
+trap vm_kill EXIT
+
+vm_alive() { [ -n "$qemu_pid" ] && kill -0 "$qemu_pid" 2>/dev/null; }
+
+# Boots so far, from the firmware's console lines (grub.cfg prints one per boot).
+boots() { grep -c 'fpgagdr-grub: .*booting' "$run/serial.log" || true; }
+# The slot of boot N.
+boot_slot() {
+	grep -a 'fpgagdr-grub: .*booting' "$run/serial.log" | sed -n "${1}p" |
+		sed -n 's/.*booting \(rootfs \)\{0,1\}slot \([AB]\).*/\2/p'
+}
+
+api() { # api PATH: GET, prints the body
+	curl -fsS --max-time 20 "http://127.0.0.1:$api_port$1"
+}
+
+# wait_firmware N SLOT [SECONDS]: waits for the firmware to start boot N (at most
+# SECONDS, default boot_timeout); checks it boots SLOT.
+wait_firmware() {
+	local t=$SECONDS limit=${3:-$boot_timeout}
+	until (($(boots) >= $1)); do
+		vm_alive || fail "QEMU exited waiting for boot $1"
+		((SECONDS - t < limit)) || fail "no boot $1 within $limit s"
+		sleep 1
+	done
+	(($(boots) == $1)) || fail "expected boot $1, the firmware counted $(boots)"
+	expect "boot $1: slot" "$(boot_slot "$1")" "$2"
+}
+
+# wait_boot N SLOT: boot N, of SLOT, up to the API answering; connects to the console.
+wait_boot() {
+	local t=$SECONDS
+	wait_firmware "$1" "$2"
+	until api /api/v1/status >/dev/null 2>&1; do
+		vm_alive || fail "QEMU exited waiting for the API of boot $1"
+		(($(boots) == $1)) || fail "the machine rebooted before the API of boot $1 answered"
+		((SECONDS - t < boot_timeout)) || fail "boot $1 did not bring the API up within $boot_timeout s"
+		sleep 1
+	done
+	note "boot $1: API up $((SECONDS - t)) s after the wait began"
+	mc_connect
+}
+
+# --- the console shell (the admin's session) -------------------------------------------
+# mc_connect: connects to the console shell and waits until it answers (right after the
+# firmware line that is a whole boot: boot_timeout).
+mc_connect() {
+	local t=$SECONDS id line
+	until exec {MC}<>"/dev/tcp/127.0.0.1/$mc_port"; do
+		((SECONDS - t < 30)) || fail "cannot connect to the guest console"
+		sleep 1
+	done 2>/dev/null
+	while ((SECONDS - t < boot_timeout)); do
+		id="${RANDOM}${RANDOM}"
+		printf 'echo fpgagdr-vm-sync-%s\n' "$id" >&"$MC"
+		while IFS= read -r -t 3 line <&"$MC"; do
+			[[ $line == *fpgagdr-vm-sync-"$id"* ]] && return 0
+		done
+	done
+	fail "the guest console shell does not answer within $boot_timeout s"
+}
+
+# vmsh CMD: runs CMD in the guest's root shell, prints its output, returns its status.
+vmsh() {
+	[ -n "$MC" ] || fail "no console connection for: $1"
+	local id="${RANDOM}${RANDOM}" line
+	printf '%s\n' "$ $1" >>"$run/console.log"
+	printf '%s\necho "fpgagdr-vm-end-%s-$?"\n' "$1" "$id" >&"$MC"
+	while IFS= read -r -t 120 line <&"$MC"; do
+		line=${line%$'\r'}
+		case $line in
+		*fpgagdr-vm-end-"$id"-*)
+			return "${line##*-}"
+			;;
+		*fpgagdr-vm-end-*) ;;
+		*)
+			printf '%s\n' "$line" >>"$run/console.log"
+			printf '%s\n' "$line"
+			;;
+		esac
+	done
+	fail "no answer from the guest console to: $1"
+}
+
+# reboot_guest: the admin's "systemctl reboot" (the answer is not waited for).
+reboot_guest() {
+	note "systemctl reboot (console)"
+	printf '%s\n' "$ systemctl reboot" >>"$run/console.log"
+	printf 'systemctl reboot\n' >&"$MC"
+	exec {MC}>&-
+	MC=""
+}
+
+# fw KEY: a value of the boot firmware's state (the GRUB environment).
+fw() { vmsh "sed -n 's/^$1=//p' /boot/efi/EFI/BOOT/grubenv"; }
+fw_all() { vmsh "grep -v '^#' /boot/efi/EFI/BOOT/grubenv | tr '\n' ' '"; }
+
+# mark_good: waits for fpgagdr-mark-good.service to finish this boot; sets mg to its
+# ActiveState (active: done without error; failed) or "rebooting" when the machine went
+# down meanwhile (the console then stops answering, or the firmware boots again).
+mark_good() {
+	local t=$SECONDS n s line id
+	n=$(boots)
+	mg=""
+	while ((SECONDS - t < boot_timeout)); do
+		if (($(boots) > n)) || ! vm_alive; then
+			mg=rebooting
+			break
+		fi
+		id="${RANDOM}${RANDOM}"
+		s=""
+		# shellcheck disable=SC2016 # expanded by the guest's shell
+		printf 'echo "fpgagdr-vm-mg-%s-$(systemctl show -p ActiveState --value fpgagdr-mark-good.service)"\n' \
+			"$id" 1>&"$MC" || true
+		while IFS= read -r -t 5 line <&"$MC"; do
+			line=${line%$'\r'}
+			if [[ $line == *fpgagdr-vm-mg-"$id"-* ]]; then
+				s=${line##*-}
+				break
+			fi
+		done
+		case $s in
+		active | failed)
+			mg=$s
+			break
+			;;
+		esac
+		sleep 2
+	done
+	[ -n "$mg" ] || fail "fpgagdr-mark-good.service did not finish within $boot_timeout s"
+	note "mark-good: $mg ($((SECONDS - t)) s)"
+	if [ "$mg" = rebooting ]; then
+		exec {MC}>&-
+		MC=""
+	fi
+}
+
+# --- checks ---------------------------------------------------------------------------
+note() { printf '   %s %-8s %s\n' "$(date +%T)" "${scenario:-}" "$*" | tee -a "$run/summary" >&2; }
+fail() {
+	{
+		printf 'FAIL: scenario %s: %s\n' "${scenario:-?}" "$*"
+		echo "--- firmware and guest console (last 60 lines of $run/serial.log):"
+		tr -d '\r' <"$run/serial.log" | grep -av '^\s*$' | tail -n 60
+		diagnose
+		echo "--- console shell transcript: $run/console.log"
+	} >&2
+	exit 1
+}
+
+# diagnose: what the guest says about itself, when its console shell answers.
+diagnose() {
+	vm_alive || return 0
+	if [ -z "$MC" ]; then
+		exec {MC}<>"/dev/tcp/127.0.0.1/$mc_port" 2>/dev/null || return 0
+	fi
+	local id="${RANDOM}${RANDOM}" line
+	printf '%s\necho "fpgagdr-vm-end-%s"\n' \
+		'systemctl list-jobs --no-pager; systemctl --failed --no-pager; cat /run/nvbootctrl-test-double.log; journalctl -b --no-pager -n 150' \
+		"$id" >&"$MC"
+	while IFS= read -r -t 30 line <&"$MC"; do
+		[[ $line == *fpgagdr-vm-end-"$id"* ]] && break
+		printf '%s\n' "${line%$'\r'}"
+	done >"$run/guest-diagnosis.log"
+	echo "--- the guest's jobs, failed units and journal: $run/guest-diagnosis.log"
+	tail -n 40 "$run/guest-diagnosis.log"
+}
+expect() { # expect WHAT GOT WANT
+	[ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"
+	note "ok: $1 = $3"
+}
+
+ota() { api /api/v1/ota; }
+# booted_slot: the bootname of the slot RAUC says is booted, once the service found RAUC
+# (it looks every 5 s; RAUC itself starts on its first D-Bus call).
+booted_slot() {
+	local t=$SECONDS b
+	while ((SECONDS - t < 120)); do
+		b=$(ota | jq -r '[.slots[]? | select(.state == "booted") | .bootname][0] // empty') || b=""
+		if [ -n "$b" ]; then
+			echo "$b"
+			return 0
+		fi
+		sleep 3
+	done
+	echo "unknown"
+}
+slot_status() { ota | jq -r --arg s "$1" '.slots[] | select(.name == $s) | .["boot-status"] // "none"'; }
+image_version() { api /api/v1/system | jq -r '.image.version'; }
+
+# first_boot: the factory boot; reads the token the service generated and printed.
+first_boot() {
+	wait_boot 1 A
+	token=$(tr -d '\r' <"$run/serial.log" | sed -n 's/.*fpgagdrd: API token (saved to [^)]*): \([0-9a-f]*\).*/\1/p' | head -n 1)
+	[ -n "$token" ] || fail "the first boot did not print the generated API token"
+	expect "first boot image" "$(image_version)" vm-1.0
+}
+
+# authorized [TOKEN]: an authorized request that changes nothing (the config patched with
+# the value it has); prints the HTTP code: 200 with the device's token, 401 otherwise.
+# (Any real change would load the model, which takes minutes under emulation.)
+authorized() {
+	curl -sS -o /dev/null -w '%{http_code}' --max-time 30 -X PATCH \
+		-H "Authorization: Bearer ${1:-$token}" -H 'content-type: application/merge-patch+json' \
+		-d '{"ring": {"entries": 3}}' "http://127.0.0.1:$api_port/api/v1/config"
+}
+ring_entries() { api /api/v1/config | jq -r .ring.entries; }
+wrong_token=0000000000000000000000000000000000000000000000000000000000000000
+
+# upload BUNDLE, start_install, wait_install: over the API, as the dashboard does.
+# ota_install BUNDLE: all three.
+upload() {
+	local up code t=$SECONDS
+	up=$(curl -sS --max-time 600 -w '\n%{http_code}' -H "Authorization: Bearer $token" \
+		-H 'content-type: application/octet-stream' --data-binary "@$app/$1" \
+		"http://127.0.0.1:$api_port/api/v1/ota/bundles") || fail "upload of $1 failed"
+	code=${up##*$'\n'}
+	up=${up%$'\n'*}
+	[ "$code" = 201 ] || fail "upload of $1 answered $code: $up"
+	sha=$(jq -r .sha256 <<<"$up")
+	note "uploaded $1 in $((SECONDS - t)) s: version $(jq -r .version <<<"$up")"
+}
+start_install() {
+	curl -fsS -o /dev/null --max-time 60 -H "Authorization: Bearer $token" \
+		-H 'content-type: application/json' -d "{\"bundle\": \"$sha\"}" \
+		"http://127.0.0.1:$api_port/api/v1/ota/install" || fail "install of $sha refused"
+}
+wait_install() {
+	local t=$SECONDS o
+	while ((SECONDS - t < install_timeout)); do
+		o=$(ota) || o='{}'
+		if [ "$(jq -r .operation <<<"$o")" = idle ] && [ "$(jq -r '.last_result // empty' <<<"$o")" != "" ]; then
+			[ "$(jq -r .last_result.ok <<<"$o")" = true ] ||
+				fail "the installation failed: $(jq -r .last_result.error <<<"$o")"
+			note "installed in $((SECONDS - t)) s"
+			return 0
+		fi
+		sleep 2
+	done
+	fail "the installation did not finish within $install_timeout s"
+}
+ota_install() {
+	upload "$1"
+	start_install
+	wait_install
+}
+
+# settled N: after mark-good finished, no further boot for settle_s seconds (no loop).
+settled() {
+	sleep "$settle_s"
+	expect "boots after ${settle_s} s more" "$(boots)" "$1"
+}
+
+# --- steps: each acts on the machine as the one before left it -------------------------
+# State: n (boots so far), cur (the slot booted now, A or B), ver (its image version),
+# pending (the bundle installed and not yet booted), machine_id.
+other() { if [ "$1" = A ]; then echo B; else echo A; fi; }
+rauc_slot() { if [ "$1" = A ]; then echo rootfs.0; else echo rootfs.1; fi; }
+
+# boot_log N: the console of boot N (from its firmware line to the next one).
+boot_log() {
+	tr -d '\r' <"$run/serial.log" | awk -v n="$1" '/fpgagdr-grub: .*booting/ { b++ } b == n'
+}
+# confirmed N: whether nv_update_verifier (its test double) confirmed boot N.
+confirmed() {
+	if boot_log "$1" | grep -aq 'nv_update_verifier (test double): boot confirmed'; then echo yes; else echo no; fi
+}
+# wait_confirmed: waits up to 30 s for this boot's confirmation (it follows mark-good).
+wait_confirmed() {
+	local t=$SECONDS
+	until [ "$(confirmed "$n")" = yes ] || ((SECONDS - t > 30)); do sleep 1; done
+	expect "boot $n confirmed to the firmware after the health gate (nvbootctrl verify)" "$(confirmed "$n")" yes
+}
+
+# first_boot NAME DISK: a new machine from DISK, its factory boot judged.
+step_first_boot() {
+	vm_new "$1" "$2"
+	vm_start
+	n=1 cur=A ver=vm-1.0 pending=""
+	first_boot
+	mark_good
+	expect "factory boot: mark-good" "$mg" active
+	wait_confirmed
+	expect "site config (ring entries)" "$(ring_entries)" 3
+	expect "token" "$(authorized)" 200
+	machine_id=$(vmsh 'cat /etc/machine-id')
+}
+
+# The power cut: QEMU killed while RAUC writes the other slot; the next boot is the
+# running slot, intact; the same bundle then installs (left pending).
+step_powercut() {
+	local t o pct msg to
+	to=$(other "$cur")
+	upload good.raucb
+	start_install
+	t=$SECONDS
+	while :; do
+		((SECONDS - t < install_timeout)) || fail "no copy progress to cut the power in"
+		o=$(ota) || o='{}'
+		pct=$(jq -r '.progress.percent // 0' <<<"$o")
+		msg=$(jq -r '.progress.message // ""' <<<"$o")
+		[ "$(jq -r .operation <<<"$o")" = installing ] || fail "the installation ended before the power cut ($msg)"
+		# RAUC marks the target slot bad before it writes; "Copying image to rootfs.N"
+		# is the write itself.
+		if [[ $msg == *[Cc]opying* ]]; then break; fi
+		sleep 0.3
+	done
+	expect "firmware: slot $to while RAUC writes it" "$(fw "ROOTFS_STATUS_$to")" unbootable
+	note "power cut at ${pct}% ($msg), $((SECONDS - t)) s into the install"
+	vm_kill
+	vm_start
+	n=$((n + 1))
+	wait_boot "$n" "$cur"
+	expect "image after the power cut" "$(image_version)" "$ver"
+	expect "booted slot (RAUC)" "$(booted_slot)" "$cur"
+	mark_good
+	expect "mark-good" "$mg" active
+	wait_confirmed
+	expect "slot $cur (RAUC boot-status)" "$(slot_status "$(rauc_slot "$cur")")" good
+	expect "firmware: active slot" "$(fw ROOTFS_ACTIVE)" "$cur"
+	expect "firmware: slot $cur status" "$(fw "ROOTFS_STATUS_$cur")" normal
+	expect "firmware: half-written slot $to" "$(fw "ROOTFS_STATUS_$to")" unbootable
+	expect "pipeline (autostart off)" "$(api /api/v1/status | jq -r .pipeline.state)" stopped
+	expect "site config intact (ring entries)" "$(ring_entries)" 3
+	expect "token intact" "$(authorized)" 200
+	# The bundle the power cut interrupted is still in the spool; installed again (RAUC
+	# checks it again), it completes.
+	start_install
+	wait_install
+	expect "primary after the second install" "$(ota | jq -r .primary_slot)" "$(rauc_slot "$to")"
+	expect "firmware: slot $to status" "$(fw "ROOTFS_STATUS_$to")" normal
+	expect "boots" "$(boots)" "$n"
+	pending=good.raucb
+}
+
+# A good bundle -> reboot -> the new slot boots, healthy, marked good, confirmed; config,
+# token and machine id carried over.
+step_good() {
+	local size to
+	to=$(other "$cur")
+	[ "$pending" = good.raucb ] || ota_install good.raucb
+	expect "primary after install" "$(ota | jq -r .primary_slot)" "$(rauc_slot "$to")"
+	expect "firmware: active slot" "$(fw ROOTFS_ACTIVE)" "$to"
+	expect "firmware: slot $to status" "$(fw "ROOTFS_STATUS_$to")" normal
+	reboot_guest
+	n=$((n + 1))
+	wait_boot "$n" "$to"
+	cur=$to ver=vm-2.0 pending=""
+	expect "booted slot (RAUC)" "$(booted_slot)" "$cur"
+	expect "image on $cur" "$(image_version)" "$ver"
+	mark_good
+	expect "mark-good on $cur" "$mg" active
+	boot_log "$n" | grep -aq "marked slot $(rauc_slot "$cur") as good" || fail "mark-good did not mark slot $cur good"
+	note "ok: mark-good marked slot $cur good"
+	wait_confirmed
+	expect "slot $cur (RAUC boot-status)" "$(slot_status "$(rauc_slot "$cur")")" good
+	expect "slot $(other "$cur") (RAUC boot-status)" "$(slot_status "$(rauc_slot "$(other "$cur")")")" good
+	expect "firmware: slot $cur status" "$(fw "ROOTFS_STATUS_$cur")" normal
+	expect "firmware: slot $cur boot attempts (given back)" "$(fw "ROOTFS_RETRY_$cur")" 3
+	expect "site config carried (ring entries; the bundle's image: default 4)" "$(ring_entries)" 3
+	expect "token carried" "$(authorized)" 200
+	expect "a wrong token is refused" "$(authorized "$wrong_token")" 401
+	expect "machine id carried" "$(vmsh 'cat /etc/machine-id')" "$machine_id"
+	# RAUC grew the bundle's smaller image to the slot (resize=true): room for the next.
+	size=$(vmsh 'df -m --output=size / | tail -n 1' | tr -d ' ')
+	((size > slot_mib * 9 / 10)) || fail "slot $cur's file system is $size MiB, not grown to its $slot_mib MiB slot"
+	note "ok: slot $cur's file system grown to $size MiB"
+	expect "boots" "$(boots)" "$n"
+}
+
+# A bundle whose service is broken -> reboot -> health fails -> marked bad, not confirmed
+# -> the next boot is the old slot, still good; nothing loops.
+step_broken() {
+	local from=$cur to
+	to=$(other "$cur")
+	ota_install broken.raucb
+	expect "primary after install" "$(ota | jq -r .primary_slot)" "$(rauc_slot "$to")"
+	reboot_guest
+	# The new slot's service cannot start: its API never answers. mark-good gives it the
+	# health timeout, marks the slot bad and requests the reboot itself.
+	n=$((n + 1))
+	wait_firmware "$n" "$to"
+	# Boot n-1 runs up to mark-good, waits out the health timeout and shuts down: a whole
+	# boot and more before the firmware starts boot n.
+	n=$((n + 1))
+	wait_firmware "$n" "$from" $((2 * boot_timeout))
+	wait_boot "$n" "$from"
+	boot_log $((n - 1)) | grep -aq "marked slot $(rauc_slot "$to") as bad" ||
+		fail "mark-good did not mark slot $to bad"
+	note "ok: boot $((n - 1)) (slot $to): mark-good marked it bad"
+	expect "boot $((n - 1)) confirmed to the firmware" "$(confirmed $((n - 1)))" no
+	boot_log "$n" | grep -aq "fpgagdr-grub: slot $to is unbootable: skipped" ||
+		fail "the firmware did not skip slot $to as unbootable"
+	note "ok: boot $n: the firmware skipped slot $to"
+	expect "image on $from" "$(image_version)" "$ver"
+	expect "booted slot (RAUC)" "$(booted_slot)" "$from"
+	mark_good
+	expect "mark-good on $from" "$mg" active
+	wait_confirmed
+	expect "slot $from (RAUC boot-status)" "$(slot_status "$(rauc_slot "$from")")" good
+	expect "slot $to (RAUC boot-status)" "$(slot_status "$(rauc_slot "$to")")" bad
+	expect "firmware: active slot" "$(fw ROOTFS_ACTIVE)" "$from"
+	expect "firmware: slot $from status" "$(fw "ROOTFS_STATUS_$from")" normal
+	expect "firmware: slot $to status" "$(fw "ROOTFS_STATUS_$to")" unbootable
+	expect "pipeline on $from (autostart off)" "$(api /api/v1/status | jq -r .pipeline.state)" stopped
+	expect "site config on $from (ring entries)" "$(ring_entries)" 3
+	expect "token on $from" "$(authorized)" 200
+	settled "$n"
+}
+
+# --- the scenarios ----------------------------------------------------------------------
+# update: one appliance's life (one first boot for three proofs, within CI's budget).
+scenario_update() {
+	step_first_boot update base.qcow2
+	step_powercut
+	step_good
+	step_broken
+}
+scenario_good() {
+	step_first_boot good base.qcow2
+	step_good
+}
+scenario_broken() {
+	step_first_boot broken base.qcow2
+	step_broken
+}
+scenario_powercut() {
+	step_first_boot powercut base.qcow2
+	step_powercut
+}
+
+# A device whose firmware has rootfs A/B off: left alone, no reboot loop.
+scenario_noab() {
+	vm_new noab noab.qcow2
+	vm_start
+	n=1
+	first_boot
+	boot_log 1 | grep -aq 'fpgagdr-grub: rootfs A/B is not enabled' ||
+		fail "the firmware did not report rootfs A/B off"
+	mark_good
+	expect "mark-good (A/B off: left alone)" "$mg" active
+	grep -aq 'the boot is not judged' "$run/serial.log" || fail "mark-good did not leave the boot alone"
+	settled 1
+	expect "firmware: slot A status" "$(fw ROOTFS_STATUS_A)" normal
+}
+
+# A factory boot whose service fails: neither slot marked bad, the boot confirmed (the
+# factory image is in both slots), no reboot.
+scenario_factory() {
+	vm_new factory broken-factory.qcow2
+	vm_start
+	n=1
+	wait_firmware 1 A
+	mc_connect
+	mark_good
+	expect "mark-good (unhealthy factory boot: left alone)" "$mg" active
+	grep -aq 'is a factory boot' "$run/serial.log" || fail "mark-good did not leave the factory boot alone"
+	wait_confirmed
+	settled 1
+	expect "firmware: slot A status" "$(fw ROOTFS_STATUS_A)" normal
+	expect "firmware: slot B status" "$(fw ROOTFS_STATUS_B)" normal
+}
+
+# run_lane INDEX SCENARIO,...: the lane's scenarios in turn (in a subshell); one line per
+# scenario passed into $cache/runs/lane-INDEX.
+run_lane() {
+	local lane t
+	trap vm_kill EXIT
+	IFS=, read -r -a lane <<<"$2"
+	for scenario in "${lane[@]}"; do
+		say "scenario $scenario"
+		t=$SECONDS
+		cpu_s=0
+		"scenario_$scenario"
+		vm_kill
+		echo "$scenario: passed in $((SECONDS - t)) s, $(boots) boots, QEMU used $cpu_s CPU-seconds" |
+			tee -a "$cache/runs/lane-$1" >&2
+	done
+}
+
+total=$SECONDS
+mkdir -p "$cache/runs"
+pids=()
+for i in "${!lanes[@]}"; do
+	rm -f "$cache/runs/lane-$i"
+	run_lane "$i" "${lanes[$i]}" &
+	pids+=($!)
+done
+failed=0
+for p in "${pids[@]}"; do wait "$p" || failed=1; done
+((failed == 0)) || die "reboot suite failed (see FAIL above; logs in $cache/runs/)"
+say "reboot suite passed in $((SECONDS - total)) s (lanes: ${lanes[*]}):"
+cat "$cache"/runs/lane-* | sed 's/^/   /' >&2
