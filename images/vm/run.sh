@@ -496,7 +496,7 @@ step_good() {
 # A bundle whose service is broken -> reboot -> health fails -> marked bad, not confirmed
 # -> the next boot is the old slot, still good; nothing loops.
 step_broken() {
-	local from=$cur to
+	local from=$cur to log
 	to=$(other "$cur")
 	ota_install broken.raucb
 	expect "primary after install" "$(ota | jq -r .primary_slot)" "$(rauc_slot "$to")"
@@ -518,7 +518,9 @@ step_broken() {
 		"$(vmsh "mkdir -p /run/peer && mount -o ro /dev/disk/by-partlabel/$(partlabel "$to") /run/peer && awk '{ print \$NF }' /run/peer/var/lib/fpgagdr/ota/mark-good.stamp; umount /run/peer")" bad
 	expect "boot $((n - 1)) confirmed to the firmware" "$(confirmed $((n - 1)))" no
 	# (GRUB prints the skip before the line that starts boot n.)
-	{ boot_log $((n - 1)) && boot_log "$n"; } | grep -aq "fpgagdr-grub: slot $to is unbootable: skipped" ||
+	# (Read whole first: grep -q closing the pipe early fails the pipeline under pipefail.)
+	log=$(boot_log $((n - 1)) && boot_log "$n")
+	grep -aq "fpgagdr-grub: slot $to is unbootable: skipped" <<<"$log" ||
 		fail "the firmware did not skip slot $to as unbootable"
 	note "ok: boot $n: the firmware skipped slot $to"
 	expect "image on $from" "$(image_version)" "$ver"
