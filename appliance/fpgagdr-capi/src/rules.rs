@@ -12,9 +12,9 @@
 use std::cell::RefCell;
 
 use libc::{
-    E2BIG, EBADF, EBADMSG, EBUSY, ECANCELED, ECHRNG, EEXIST, EFAULT, EINTR, EINVAL, EIO, EMSGSIZE,
-    ENODEV, ENOENT, ENOMEM, ENOSPC, ENOTRECOVERABLE, ENOTTY, ENXIO, EOPNOTSUPP, EOVERFLOW, EPROTO,
-    ERANGE, ESTALE, ETIMEDOUT,
+    E2BIG, EAGAIN, EBADF, EBADMSG, EBUSY, ECANCELED, ECHRNG, EEXIST, EFAULT, EINTR, EINVAL, EIO,
+    EMSGSIZE, ENODEV, ENOENT, ENOMEM, ENOSPC, ENOTRECOVERABLE, ENOTTY, ENXIO, EOPNOTSUPP,
+    EOVERFLOW, EPROTO, ERANGE, ESTALE, ETIMEDOUT,
 };
 
 /// The rules only this C API reports (the library's are `fpgagdr::RULES`).
@@ -60,6 +60,13 @@ pub const RULE_ERRNOS: &[(&str, i32)] = &[
     ("engine", EIO),
     ("dma-mapping", EIO),
     ("timeout-range", EINVAL),
+    // The card's frame protocol (docs/card-protocol.md), as the module reports them.
+    ("card-protocol", ENXIO),
+    ("no-frame-queued", EAGAIN),
+    ("frame-event", EBADMSG),
+    ("frame-sequence", EBADMSG),
+    ("frame-slot", EBADMSG),
+    ("frame-length", EBADMSG),
     ("kernel", EIO),
     // This API's own rules.
     ("card-handle", EBADF),

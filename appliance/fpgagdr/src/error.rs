@@ -239,6 +239,12 @@ pub const RULES: &[&str] = &[
     "engine",
     "dma-mapping",
     "timeout-range",
+    "card-protocol",
+    "no-frame-queued",
+    "frame-event",
+    "frame-sequence",
+    "frame-slot",
+    "frame-length",
     "kernel",
 ];
 

@@ -411,6 +411,12 @@ static const struct {
 	{ "aborted", "needs ABORT or UNPIN during a transfer; kmod faults suite" },
 	{ "engine", "needs an engine error; kmod faults suite injects one" },
 	{ "dma-mapping", "needs the DMA API to fail; kmod faults suite" },
+	{ "card-protocol", "the kernel back-end's frame wait is not in this API version yet" },
+	{ "no-frame-queued", "the kernel back-end's frame wait is not in this API version yet" },
+	{ "frame-event", "the kernel back-end's frame wait is not in this API version yet" },
+	{ "frame-sequence", "the kernel back-end's frame wait is not in this API version yet" },
+	{ "frame-slot", "the kernel back-end's frame wait is not in this API version yet" },
+	{ "frame-length", "the kernel back-end's frame wait is not in this API version yet" },
 	{ "kernel", "an errno outside the module's table: none can be provoked" },
 	{ "internal", "a panic in libfpgagdr: a bug, not an input" },
 };
