@@ -217,15 +217,15 @@ static void fpgagdr_frames_warn(struct fpgagdr_frames *fr,
 
 	switch (ev->rule) {
 	case FPGAGDR_FRAMES_RULE_SEQUENCE:
-		dev_warn_ratelimited(fdev->dev, "%s: frame protocol broken: sequence %llu after %llu (the sequence must grow); event dropped\n",
+		dev_warn_ratelimited(fdev->dev, "%s: frame protocol broken: sequence %llu after %llu (the sequence must grow); event refused (EBADMSG)\n",
 				     fdev->name, ev->seq, fr->last_seq);
 		break;
 	case FPGAGDR_FRAMES_RULE_SLOT:
-		dev_warn_ratelimited(fdev->dev, "%s: frame protocol broken: slot %u for sequence %llu (the slot must be sequence mod %u); event dropped\n",
+		dev_warn_ratelimited(fdev->dev, "%s: frame protocol broken: slot %u for sequence %llu (the slot must be sequence mod %u); event refused (EBADMSG)\n",
 				     fdev->name, ev->slot, ev->seq, fr->slot_count);
 		break;
 	default:
-		dev_warn_ratelimited(fdev->dev, "%s: frame protocol broken: length %u of sequence %llu (a frame is 64..%u bytes, the slot size); event dropped\n",
+		dev_warn_ratelimited(fdev->dev, "%s: frame protocol broken: length %u of sequence %llu (a frame is 64..%u bytes, the slot size); event refused (EBADMSG)\n",
 				     fdev->name, ev->len, ev->seq, fr->slot_size);
 		break;
 	}

@@ -36,8 +36,6 @@ struct delayed_work {
 	int unused;
 };
 
-#define __poll_t		unsigned int
-
 #define atomic_t		struct fgk_atomic
 #define atomic64_t		struct fgk_atomic64
 #define wait_queue_head_t	struct fgk_wait
