@@ -6,7 +6,7 @@
  *
  *  - WAIT_FRAME and poll() on the control node: each open file that
  *    waited once is subscribed and gets every frame-done event in its own
- *    queue of FPGAGDR_EVENT_QUEUE_LEN (a full queue drops the newest and
+ *    queue of FPGAGDR_EVENT_QUEUE_LEN (a full queue drops the oldest and
  *    counts it); the first subscriber turns capture on (CONTROL = CAPTURE
  *    | IRQ_EN, the user interrupt unmasked), the last one off;
  *  - fpgagdrN_events_K: read() blocks, at most events_wait_ms, until user
@@ -74,7 +74,7 @@ MODULE_PARM_DESC(events_wait_ms, "Longest a read() of an fpgagdrN_events_K node 
  * @ev: the queue, a ring
  * @head: index of the oldest event
  * @count: events queued
- * @drops: events dropped since the last one queued
+ * @drops: events dropped that no queued event carries yet
  * @have_given: @last_given is meaningful
  * @last_given: sequence of the last event WAIT_FRAME returned
  * @cancel: bumped by ABORT with FPGAGDR_ABORT_WAITS
@@ -165,22 +165,33 @@ static void fpgagdr_frames_apply(struct fpgagdr_frames *fr)
 		schedule_delayed_work(&fr->poll_work, 1);
 }
 
-/* Queue @ev for @sub; a full queue drops it and counts. */
+/*
+ * Queue @ev for @sub.  A full queue drops its oldest event (whose slot the
+ * card is the first to overwrite) and counts it on the event that is the
+ * oldest now, so the reader learns of it with its next event.
+ */
 static void fpgagdr_frames_queue(struct fpgagdr_frames *fr,
 				 struct fpgagdr_frame_sub *sub,
 				 const struct fpgagdr_frame_ev *ev)
 {
 	struct fpgagdr_frame_ev *e;
+	u64 dropped;
 
 	if (sub->count == FPGAGDR_EVENT_QUEUE_LEN) {
-		sub->drops++;
+		dropped = sub->ev[sub->head].overflows + 1;
+		sub->head = (sub->head + 1) % FPGAGDR_EVENT_QUEUE_LEN;
+		sub->count--;
 		fr->queue_overflows++;
-		return;
+		if (sub->count)
+			sub->ev[sub->head].overflows += dropped;
+		else
+			sub->drops += dropped;
 	}
 	e = &sub->ev[(sub->head + sub->count) % FPGAGDR_EVENT_QUEUE_LEN];
 	*e = *ev;
-	e->overflows = sub->drops;
-	sub->drops = 0;
+	e->overflows = sub->count ? 0 : sub->drops;
+	if (!sub->count)
+		sub->drops = 0;
 	sub->count++;
 }
 
@@ -206,15 +217,15 @@ static void fpgagdr_frames_warn(struct fpgagdr_frames *fr,
 
 	switch (ev->rule) {
 	case FPGAGDR_FRAMES_RULE_SEQUENCE:
-		dev_warn_ratelimited(fdev->dev, "%s: frame protocol broken: sequence %llu after %llu (the sequence must grow); event dropped\n",
+		dev_warn_ratelimited(fdev->dev, "%s: frame protocol broken: sequence %llu after %llu (the sequence must grow); event refused (EBADMSG)\n",
 				     fdev->name, ev->seq, fr->last_seq);
 		break;
 	case FPGAGDR_FRAMES_RULE_SLOT:
-		dev_warn_ratelimited(fdev->dev, "%s: frame protocol broken: slot %u for sequence %llu (the slot must be sequence mod %u); event dropped\n",
+		dev_warn_ratelimited(fdev->dev, "%s: frame protocol broken: slot %u for sequence %llu (the slot must be sequence mod %u); event refused (EBADMSG)\n",
 				     fdev->name, ev->slot, ev->seq, fr->slot_count);
 		break;
 	default:
-		dev_warn_ratelimited(fdev->dev, "%s: frame protocol broken: length %u of sequence %llu (a frame is 64..%u bytes, the slot size); event dropped\n",
+		dev_warn_ratelimited(fdev->dev, "%s: frame protocol broken: length %u of sequence %llu (a frame is 64..%u bytes, the slot size); event refused (EBADMSG)\n",
 				     fdev->name, ev->len, ev->seq, fr->slot_size);
 		break;
 	}
@@ -605,9 +616,10 @@ int fpgagdr_frames_wait(struct fpgagdr_dev *fdev,
 		return -ENOMEM;
 	cancel = READ_ONCE(sub->cancel);
 	if (!(w->flags & FPGAGDR_WAIT_NOWAIT)) {
+		left = msecs_to_jiffies(w->timeout_ms);
 		left = wait_event_interruptible_timeout(fr->wq,
-				fpgagdr_frames_ready(fdev, sub, cancel),
-				msecs_to_jiffies(w->timeout_ms));
+							fpgagdr_frames_ready(fdev, sub, cancel),
+							left);
 		if (left < 0)
 			return -EINTR;
 	}
@@ -723,8 +735,8 @@ static int fpgagdr_frames_show(struct seq_file *m, void *unused)
 	seq_printf(m, "user_irq %u\n", fr->user_irq);
 	seq_printf(m, "polled %d\n", fr->polled);
 	seq_printf(m, "subscribers %u\n", nsubs);
-	seq_printf(m, "user_irq_enabled %#x\n", enabled);
-	seq_printf(m, "user_irq_oneshot %#x\n", oneshot);
+	seq_printf(m, "user_irq_enabled %u\n", enabled);
+	seq_printf(m, "user_irq_oneshot %u\n", oneshot);
 	seq_printf(m, "events %llu\n", ev);
 	seq_printf(m, "missed %llu\n", missed);
 	seq_printf(m, "queue_overflows %llu\n", ovf);
@@ -816,9 +828,10 @@ static ssize_t fpgagdr_events_read(struct file *file, char __user *buf,
 	if (count < sizeof(v))
 		return -EINVAL;
 	if (!(file->f_flags & O_NONBLOCK)) {
+		left = msecs_to_jiffies(READ_ONCE(fpgagdr_events_wait_ms));
 		left = wait_event_interruptible_timeout(fr->wq,
-				fpgagdr_events_ready(ef),
-				msecs_to_jiffies(READ_ONCE(fpgagdr_events_wait_ms)));
+							fpgagdr_events_ready(ef),
+							left);
 		if (left < 0)
 			return -ERESTARTSYS;
 	}
@@ -996,18 +1009,19 @@ static vm_fault_t fpgagdr_user_fault(struct vm_fault *vmf)
 	struct vm_area_struct *vma = vmf->vma;
 	struct fpgagdr_user_file *uf = vma->vm_private_data;
 	struct fpgagdr_frames *fr = &uf->fdev->frames;
-	pgprot_t prot = vma->vm_page_prot;
 	unsigned long pfn, flags;
 	vm_fault_t ret = VM_FAULT_SIGBUS;
-	bool ok;
+	bool ok, io = false;
 
 	/* removal zaps under this mutex: no insert can follow its zap */
 	mutex_lock(&fr->mmap_lock);
 	spin_lock_irqsave(&fr->lock, flags);
 	ok = fr->attached && !READ_ONCE(uf->fdev->gone);
 	spin_unlock_irqrestore(&fr->lock, flags);
-	if (ok && !fr->ops->pfn(fr->ctx, vmf->pgoff, &pfn, &prot))
-		ret = vmf_insert_pfn_prot(vma, vmf->address, pfn, prot);
+	if (ok && !fr->ops->pfn(fr->ctx, vmf->pgoff, &pfn, &io))
+		ret = vmf_insert_pfn_prot(vma, vmf->address, pfn,
+					  io ? pgprot_noncached(vma->vm_page_prot) :
+					  vma->vm_page_prot);
 	mutex_unlock(&fr->mmap_lock);
 	return ret;
 }

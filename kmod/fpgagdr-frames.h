@@ -16,7 +16,6 @@
 
 #include <linux/interrupt.h>
 #include <linux/list.h>
-#include <linux/mm_types.h>
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
@@ -42,15 +41,15 @@ struct fpgagdr_frame_sub;
  * @irq_enable: set (@on) or clear the bits @mask of the XDMA IRQ block's
  *	user interrupt enable mask (PG195: W1S 0x2008, W1C 0x200c); same
  *	context as @read
- * @pfn: the page frame and protection that mmap() of page @pgoff of the
- *	block maps; 0 or -EINVAL
+ * @pfn: the page frame that mmap() of page @pgoff of the block maps, and
+ *	whether it is I/O memory (mapped uncached); 0 or -EINVAL
  */
 struct fpgagdr_user_ops {
 	u32 (*read)(void *ctx, u32 off);
 	void (*write)(void *ctx, u32 off, u32 val);
 	void (*irq_enable)(void *ctx, u32 mask, bool on);
 	int (*pfn)(void *ctx, unsigned long pgoff, unsigned long *pfn,
-		   pgprot_t *prot);
+		   bool *io);
 };
 
 /**

@@ -124,7 +124,7 @@ static void fpgagdr_pci_user_irq_enable(void *ctx, u32 mask, bool on)
 }
 
 static int fpgagdr_pci_user_pfn(void *ctx, unsigned long pgoff,
-				unsigned long *pfn, pgprot_t *prot)
+				unsigned long *pfn, bool *io)
 {
 	struct fpgagdr_pci *fp = ctx;
 
@@ -132,7 +132,7 @@ static int fpgagdr_pci_user_pfn(void *ctx, unsigned long pgoff,
 		return -EINVAL;
 	*pfn = (pci_resource_start(fp->fdev->pdev, fp->ubar) >> PAGE_SHIFT) +
 	       pgoff;
-	*prot = pgprot_noncached(*prot);
+	*io = true;
 	return 0;
 }
 

@@ -31,9 +31,9 @@
  * until 0), sensor_burst (N: the next tick produces N frames back to back),
  * sensor_overrun (1: the next tick produces SLOT_COUNT + 1 frames, so the
  * first one's slot is overwritten), sensor_bad_crc (N: the next N frames
- * carry a wrong payload CRC), sensor_bad_event (1: the next record's
- * sequence goes backwards, 2: its slot is wrong, 3: its length passes the
- * slot); sensor_raise (K: raise user interrupt K once); sensor_frames
+ * carry a wrong payload CRC), sensor_bad_event (1: the next record the
+ * host latches has its sequence back at 0, 2: a wrong slot, 3: a length
+ * past the slot); sensor_raise (K: raise user interrupt K once); sensor_frames
  * (write one whole frame per open/close to push it), sensor_frames_clear;
  * sensor (counters).  The card's registers come from module parameters
  * test_user_bar, test_user_magic, test_user_version, test_slot_base,
@@ -228,6 +228,34 @@ static void fpgagdr_ts_raise(struct fpgagdr_te_sensor *s)
 	s->ops->raise(s->card, fpgagdr_ts_reg(s, FPROTO_REG_USER_IRQ));
 }
 
+/*
+ * Copy the live record into the latched one; a sensor_bad_event fault
+ * breaks the first record latched after it was set.  @lock held.
+ */
+static void fpgagdr_ts_latch(struct fpgagdr_te_sensor *s)
+{
+	u32 count = max(fpgagdr_ts_reg(s, FPROTO_REG_SLOT_COUNT), 1U);
+	u64 seq = s->live_seq;
+	u32 slot = s->live_slot, len = s->live_len;
+
+	switch (atomic_xchg(&fpgagdr_ts.bad_event, FPGAGDR_TS_BAD_NONE)) {
+	case FPGAGDR_TS_BAD_SEQUENCE:
+		seq = 0;	/* back to the start: never above */
+		break;
+	case FPGAGDR_TS_BAD_SLOT:
+		slot = (slot + 1) % count;
+		break;
+	case FPGAGDR_TS_BAD_LENGTH:
+		len = fpgagdr_ts_reg(s, FPROTO_REG_SLOT_SIZE) +
+		      FPGAGDR_FRAME_HEADER_LEN;
+		break;
+	}
+	s->regs[FPROTO_REG_DONE_SEQ_LO / 4] = lower_32_bits(seq);
+	s->regs[FPROTO_REG_DONE_SEQ_HI / 4] = upper_32_bits(seq);
+	s->regs[FPROTO_REG_DONE_SLOT / 4] = slot;
+	s->regs[FPROTO_REG_DONE_LENGTH / 4] = len;
+}
+
 static u32 fpgagdr_ts_read(void *ctx, u32 off)
 {
 	struct fpgagdr_te_sensor *s = ctx;
@@ -238,11 +266,8 @@ static u32 fpgagdr_ts_read(void *ctx, u32 off)
 	switch (off) {
 	case FPROTO_REG_DONE_SEQ_LO:
 		/* the latch: the rest of the record is this record */
-		s->regs[FPROTO_REG_DONE_SEQ_LO / 4] = lower_32_bits(s->live_seq);
-		s->regs[FPROTO_REG_DONE_SEQ_HI / 4] = upper_32_bits(s->live_seq);
-		s->regs[FPROTO_REG_DONE_SLOT / 4] = s->live_slot;
-		s->regs[FPROTO_REG_DONE_LENGTH / 4] = s->live_len;
-		v = lower_32_bits(s->live_seq);
+		fpgagdr_ts_latch(s);
+		v = s->regs[FPROTO_REG_DONE_SEQ_LO / 4];
 		break;
 	case FPROTO_REG_HOST_ACK:
 		v = 0;		/* write-only */
@@ -310,7 +335,7 @@ static void fpgagdr_ts_irq_enable(void *ctx, u32 mask, bool on)
 }
 
 static int fpgagdr_ts_pfn(void *ctx, unsigned long pgoff, unsigned long *pfn,
-			  pgprot_t *prot)
+			  bool *io)
 {
 	struct fpgagdr_te_sensor *s = ctx;
 
@@ -427,7 +452,7 @@ static void fpgagdr_ts_produce(struct fpgagdr_te_sensor *s)
 	u32 size = fpgagdr_ts_reg(s, FPROTO_REG_SLOT_SIZE);
 	u64 base = (u64)fpgagdr_ts_reg(s, FPROTO_REG_SLOT_BASE_HI) << 32 |
 		   fpgagdr_ts_reg(s, FPROTO_REG_SLOT_BASE_LO);
-	u32 room = min(size, FPGAGDR_TS_FRAME_MAX), len, slot, crc, bad;
+	u32 room = min(size, FPGAGDR_TS_FRAME_MAX), len, slot, crc;
 	bool raise = false;
 	unsigned long flags;
 	u64 seq = s->seq;
@@ -445,19 +470,12 @@ static void fpgagdr_ts_produce(struct fpgagdr_te_sensor *s)
 	}
 	if (s->ops->write_card(s->card, base + (u64)slot * size, s->buf, len))
 		return;
-	bad = atomic_xchg(&fpgagdr_ts.bad_event, FPGAGDR_TS_BAD_NONE);
 
 	spin_lock_irqsave(&s->lock, flags);
 	s->seq = seq + 1;
 	s->live_seq = seq;
 	s->live_slot = slot;
 	s->live_len = len;
-	if (bad == FPGAGDR_TS_BAD_SEQUENCE)
-		s->live_seq = seq ? seq - 1 : 0;
-	else if (bad == FPGAGDR_TS_BAD_SLOT)
-		s->live_slot = (slot + 1) % count;
-	else if (bad == FPGAGDR_TS_BAD_LENGTH)
-		s->live_len = size + FPGAGDR_FRAME_HEADER_LEN;
 	if (s->pending) {
 		s->coalesced++;
 	} else {

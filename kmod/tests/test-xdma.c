@@ -53,6 +53,18 @@ void fpgagdr_engine_complete(struct fpgagdr_engine *eng)
 	completes[eng->dir][eng->index]++;
 }
 
+/* fpgagdr-frames.c as the XDMA interrupt handler sees it: what it was given */
+static int frames_calls;
+static u32 frames_pending;
+
+irqreturn_t fpgagdr_frames_irq(struct fpgagdr_dev *d, u32 pending)
+{
+	CHECK(d == &fdev);
+	frames_calls++;
+	frames_pending = pending;
+	return pending ? IRQ_HANDLED : IRQ_NONE;
+}
+
 static int irq(int n, void *data)
 {
 	return fpgagdr_xdma_irq(n, data);
@@ -310,6 +322,67 @@ static void test_interrupts(void)
 	buf_free(&b);
 }
 
+/*
+ * User interrupts (PG195 IRQ block): setup routes all 16 to vector 0 and
+ * masks them; W1S/W1C set and clear only the named bits; a request that
+ * meets its enable bit interrupts and reaches fpgagdr-frames.c with the
+ * request bits; a masked request does not interrupt; a card that reads
+ * all ones is not ours; teardown masks them again.
+ */
+static void test_user_interrupts(void)
+{
+	u32 i;
+
+	CHECK_EQ(setup(&cfg_default, true), 0);
+	for (i = 0; i < XDMA_IRQ_USER_VEC_REGS; i++)
+		xm_poke(XDMA_IRQ_USER_VEC(i), 0x1f1f1f1f);
+	iowrite32(0xffff, xm_regs() + XDMA_IRQ_USER_INT_EN);
+	fpgagdr_xdma_irq_setup(&xd);
+	CHECK_EQ(xm_peek(XDMA_IRQ_USER_INT_EN), 0);
+	for (i = 0; i < XDMA_IRQ_USER_VEC_REGS; i++)
+		CHECK_EQ(xm_peek(XDMA_IRQ_USER_VEC(i)), 0);
+	frames_calls = 0;
+	xm_set_irq(irq, &xd);
+
+	fpgagdr_xdma_user_irq_enable(&xd, BIT(3) | BIT(5), true);
+	CHECK_EQ(xm_peek(XDMA_IRQ_USER_INT_EN), BIT(3) | BIT(5));
+	fpgagdr_xdma_user_irq_enable(&xd, BIT(3), false);
+	CHECK_EQ(xm_peek(XDMA_IRQ_USER_INT_EN), BIT(5));
+	/* only the 16 user interrupts exist */
+	fpgagdr_xdma_user_irq_enable(&xd, BIT(20), true);
+	CHECK_EQ(xm_peek(XDMA_IRQ_USER_INT_EN), BIT(5));
+	CHECK_EQ(frames_calls, 0);
+
+	/* usr_irq_req[5], enabled: the interrupt, handed on */
+	xm_user_request(BIT(5), true);
+	CHECK_EQ(frames_calls, 1);
+	CHECK_EQ(frames_pending, BIT(5));
+	CHECK_EQ(ioread32(xm_regs() + XDMA_IRQ_USER_INT_PENDING), BIT(5));
+	/* a masked request interrupts nobody ... */
+	xm_user_request(BIT(3), true);
+	CHECK_EQ(frames_calls, 1);
+	CHECK_EQ(ioread32(xm_regs() + XDMA_IRQ_USER_INT_PENDING), BIT(5));
+	/* ... until it is unmasked, and the handler sees both requests */
+	fpgagdr_xdma_user_irq_enable(&xd, BIT(3), true);
+	CHECK_EQ(frames_calls, 2);
+	CHECK_EQ(frames_pending, BIT(3) | BIT(5));
+	/* no channel was completed by a user interrupt */
+	for (i = 0; i < XDMA_MAX_CHANNELS; i++)
+		CHECK_EQ(completes[C2H][i] + completes[H2C][i], 0);
+	xm_user_request(BIT(3) | BIT(5), false);
+	/* nothing requested, nothing pending: not ours (shared INTx) */
+	CHECK_EQ(fpgagdr_xdma_irq(0, &xd), IRQ_NONE);
+	/* a card gone from the bus reads all ones: not ours, not handed on */
+	xm_fault.pending_all_ones = true;
+	i = frames_calls;
+	CHECK_EQ(fpgagdr_xdma_irq(0, &xd), IRQ_NONE);
+	CHECK_EQ(frames_calls, i);
+	xm_fault.pending_all_ones = false;
+	fpgagdr_xdma_irq_teardown(&xd);
+	CHECK_EQ(xm_peek(XDMA_IRQ_USER_INT_EN), 0);
+	xm_set_irq(NULL, NULL);
+}
+
 /* A run stopped half-way leaves nothing that the next run could misread. */
 static void test_abort_then_next_run(void)
 {
@@ -418,6 +491,7 @@ int main(void)
 	RUN(test_stale_run_stopped_at_probe);
 	RUN(test_poll_mode_round_trip);
 	RUN(test_interrupts);
+	RUN(test_user_interrupts);
 	RUN(test_abort_then_next_run);
 	RUN(test_stop_is_bounded);
 	RUN(test_errors_reported);

@@ -13,7 +13,6 @@
 
 #define XM_REGS		(XDMA_REG_SPACE_LEN / 4)
 /* PG195 IRQ block registers the driver does not use */
-#define XM_USER_INT_EN_W1S	0x2008
 #define XM_CHAN_INT_REQUEST	0x2044
 #define XM_MAX_HOST	256
 #define XM_DIR_C2H	0
@@ -57,7 +56,7 @@ static struct xm_chan xm_chan[2][XDMA_MAX_CHANNELS];
 static struct xm_host xm_host[XM_MAX_HOST];
 static u32 xm_nhost;
 static unsigned char *xm_card_mem;
-static u32 xm_chan_en, xm_chan_req, xm_user_en;
+static u32 xm_chan_en, xm_chan_req, xm_user_en, xm_user_req;
 static int (*xm_irq_fn)(int irq, void *data);
 static void *xm_irq_data;
 
@@ -82,6 +81,7 @@ void xm_init(const struct xm_cfg *cfg)
 	xm_user_en = 0;
 	xm_sleeps = 0;
 	xm_irq_fn = NULL;
+	xm_user_req = 0;
 	if (!xm_card_mem)
 		xm_card_mem = malloc(XM_CARD_SIZE);
 	memset(xm_card_mem, 0, XM_CARD_SIZE);
@@ -130,6 +130,8 @@ u32 xm_peek(u32 off)
 		return c->completed;
 	if (off == XDMA_IRQ_CHAN_INT_EN)
 		return xm_chan_en;
+	if (off == XDMA_IRQ_USER_INT_EN)
+		return xm_user_en;
 	return xm_reg[off / 4];
 }
 
@@ -218,6 +220,8 @@ static u32 xm_read_chan(struct xm_chan *c, u32 off, u32 reg)
 	}
 }
 
+static void xm_user_set_en(u32 val);
+
 u32 ioread32(const void __iomem *addr)
 {
 	u32 off = (u32)((const u32 *)addr - xm_reg) * 4, reg;
@@ -232,6 +236,12 @@ u32 ioread32(const void __iomem *addr)
 		return xm_chan_req;
 	case XDMA_IRQ_CHAN_INT_PENDING:
 		return xm_fault.pending_all_ones ? ~0U : xm_chan_req & xm_chan_en;
+	case XDMA_IRQ_USER_INT_EN:
+		return xm_user_en;
+	case XDMA_IRQ_USER_INT_REQ:
+		return xm_fault.pending_all_ones ? ~0U : xm_user_req;
+	case XDMA_IRQ_USER_INT_PENDING:
+		return xm_fault.pending_all_ones ? ~0U : xm_user_req & xm_user_en;
 	default:
 		return xm_reg[off / 4];
 	}
@@ -254,12 +264,47 @@ void iowrite32(u32 val, void __iomem *addr)
 		xm_chan_en |= val;
 	else if (off == XDMA_IRQ_CHAN_INT_EN_W1C)
 		xm_chan_en &= ~val;
+	else if (off == XDMA_IRQ_USER_INT_EN)
+		xm_user_set_en(val);
 	else if (off == XDMA_IRQ_USER_INT_EN_W1C)
-		xm_user_en &= ~val;
-	else if (off == XM_USER_INT_EN_W1S)
-		xm_user_en |= val;
+		xm_user_set_en(xm_user_en & ~val);
+	else if (off == XDMA_IRQ_USER_INT_EN_W1S)
+		xm_user_set_en(xm_user_en | val);
+	else if (off >= XDMA_IRQ_USER_VEC(0) &&
+		 off < XDMA_IRQ_USER_VEC(XDMA_IRQ_USER_VEC_REGS))
+		xm_reg[off / 4] = val & 0x1f1f1f1f;	/* 5 bits per byte */
 	else
 		xm_reg[off / 4] = val;
+}
+
+/*
+ * A user interrupt goes out when a request meets its enable bit (PG195:
+ * usr_irq_req of a masked interrupt waits until it is unmasked).
+ */
+static void xm_user_fire(u32 before)
+{
+	if ((xm_user_req & xm_user_en & ~before) && xm_irq_fn)
+		xm_irq_fn(0, xm_irq_data);
+}
+
+static void xm_user_set_en(u32 val)
+{
+	u32 before = xm_user_req & xm_user_en;
+
+	/* 16 user interrupts: the other bits do not exist */
+	xm_user_en = val & 0xffff;
+	xm_user_fire(before);
+}
+
+void xm_user_request(u32 bits, bool on)
+{
+	u32 before = xm_user_req & xm_user_en;
+
+	if (on)
+		xm_user_req |= bits & 0xffff;
+	else
+		xm_user_req &= ~bits;
+	xm_user_fire(before);
 }
 
 /* The model's clock: it moves only when the driver sleeps. */

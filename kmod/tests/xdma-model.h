@@ -5,7 +5,9 @@
  * iowrite32() of the engine code land here and have the side effects the
  * hardware has: RUN starts an engine (BUSY), clearing it stops one,
  * STATUS_RC clears the status on read, the W1S/W1C registers set and
- * clear, the channel interrupt pending register is request AND enable.
+ * clear, the channel and user interrupt pending registers are request AND
+ * enable, and a user interrupt request (xm_user_request()) that meets its
+ * enable bit raises the interrupt.
  * An engine executes its chain when the test calls xm_step(), through
  * fpgagdr_walk_chain(), the same walker as the kernel's software card.
  */
@@ -61,5 +63,6 @@ void xm_host_map(u64 bus, void *ptr, u64 len);
 unsigned char *xm_card(void);
 int xm_step(u32 dir, u32 ch);
 void xm_set_irq(int (*fn)(int irq, void *data), void *data);
+void xm_user_request(u32 bits, bool on);
 
 #endif /* FPGAGDR_XDMA_MODEL_H */

@@ -63,8 +63,8 @@ pub const FPGAGDR_PIN_MAX_BYTES: u64 = 64 << 30;
 /// Number of live pins one open file of the control node may hold.
 pub const FPGAGDR_MAX_PINS_PER_FILE: u32 = 4096;
 
-/// Frame-done events one open file's queue holds; further events are dropped and
-/// counted (`overflows` of [`fpgagdr_wait_frame`], `queue_overflows` of
+/// Frame-done events one open file's queue holds; a full queue drops its oldest event
+/// and counts it (`overflows` of [`fpgagdr_wait_frame`], `queue_overflows` of
 /// [`fpgagdr_frame_info`]).
 pub const FPGAGDR_EVENT_QUEUE_LEN: u32 = 64;
 
@@ -318,7 +318,7 @@ pub struct fpgagdr_abort {
 ///
 /// A file subscribes with its first WAIT_FRAME (or `poll()`); from then on each
 /// frame-done interrupt queues one event for it, at most [`FPGAGDR_EVENT_QUEUE_LEN`]
-/// (further events are dropped and counted in `overflows`). While any file is subscribed
+/// (a full queue drops its oldest event and counts it in `overflows`). While any file is subscribed
 /// the module asks the card to capture (docs/card-protocol.md, `CONTROL.CAPTURE`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -345,7 +345,8 @@ pub struct fpgagdr_wait_frame {
     /// and this one (the sequence gap; 0 for the first event after subscribing),
     /// `overflows` included.
     pub missed: u64,
-    /// \[out\] Of `missed`, the events this file's full queue dropped.
+    /// \[out\] Of `missed`, the events this file's full queue dropped (it drops its
+    /// oldest).
     pub overflows: u64,
     /// \[out\] Events still queued for this file after this one.
     pub queued: u64,

@@ -3,8 +3,10 @@
  * fgtest: the guest tests of the fpgagdr module (issue 5).
  *
  *   fgtest SUITE          functional, host, nvp2p, faults, badioctl,
- *                         removal, stress; exit status 0 when every test
- *                         passed
+ *                         removal, stress, frames; exit status 0 when
+ *                         every test passed
+ *   fgtest badcard STATE  the card's user register block breaks the frame
+ *                         protocol rule STATE (enum fpgagdr_frames_state)
  *   fgtest pinhold        pin host (and GPU) buffers, transfer, exit with
  *                         them pinned (the load/unload loop's load)
  *   fgtest hang           pin, start a transfer the software card never
@@ -199,6 +201,7 @@ int main(int argc, char **argv)
 		{ "badioctl", suite_badioctl },
 		{ "removal", suite_removal },
 		{ "stress", suite_stress },
+		{ "frames", suite_frames },
 		{ "pinhold", cmd_pinhold },
 		{ "hang", cmd_hang },
 	};
@@ -209,10 +212,13 @@ int main(int argc, char **argv)
 		t_dev = getenv("FPGAGDR_DEVICE");
 	if (argc >= 2 && !strncmp(argv[1], "slab", 4))
 		return cmd_slabsites(argc, argv);
+	if (argc >= 2 && !strcmp(argv[1], "badcard"))
+		return cmd_badcard(argc, argv);
 	for (i = 0; argc == 2 && i < ARRAY_SIZE(suites); i++)
 		if (!strcmp(argv[1], suites[i].name))
 			return suites[i].fn();
 	fprintf(stderr, "usage: fgtest SUITE|pinhold|slabsites MOD|slabrange START LEN\n"
-		"  SUITE: functional, host, nvp2p, faults, badioctl, removal, stress\n");
+		"  SUITE: functional, host, nvp2p, faults, badioctl, removal, stress, frames\n"
+		"  badcard STATE: the card breaks a frame protocol rule\n");
 	return 2;
 }

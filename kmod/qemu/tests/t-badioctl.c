@@ -116,7 +116,7 @@ static void test_pin_rules(void)
 				  .flags = 1 };
 	CHECK_ERR(pin_args(fd, &p), EINVAL);
 	p = (struct fpgagdr_pin){ .addr = a, .length = 4096, .dmabuf_fd = -1,
-				  .pad0 = 1 };
+				  .method = 1 };
 	CHECK_ERR(pin_args(fd, &p), EINVAL);
 	p = (struct fpgagdr_pin){ .addr = a, .length = 4096, .dmabuf_fd = -1,
 				  .handle = 5 };

@@ -57,7 +57,7 @@ static void test_status(void)
 		CHECK(s.gpu_page_size == 4096, "gpu page %u", s.gpu_page_size);
 	}
 	CHECK(!s.pad0 && !s.flags, "pad/flags not zero");
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < (int)ARRAY_SIZE(s.reserved); i++)
 		CHECK(!s.reserved[i], "reserved[%d] not zero", i);
 	close(fd);
 }

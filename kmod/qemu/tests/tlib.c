@@ -48,6 +48,7 @@ const char *t_errname(int err)
 		{ EALREADY, "EALREADY" }, { ETIMEDOUT, "ETIMEDOUT" },
 		{ ESTALE, "ESTALE" }, { ECANCELED, "ECANCELED" },
 		{ EEXIST, "EEXIST" }, { EAGAIN, "EAGAIN" },
+		{ ENXIO, "ENXIO" }, { EBADMSG, "EBADMSG" },
 	};
 	size_t i;
 

@@ -136,6 +136,8 @@ int suite_faults(void);
 int suite_badioctl(void);
 int suite_removal(void);
 int suite_stress(void);
+int suite_frames(void);
+int cmd_badcard(int argc, char **argv);
 int cmd_hang(void);
 int cmd_pinhold(void);
 int cmd_slabsites(int argc, char **argv);

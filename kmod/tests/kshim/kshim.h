@@ -32,6 +32,10 @@ struct fgk_wait {
 	int unused;
 };
 
+struct delayed_work {
+	int unused;
+};
+
 #define atomic_t		struct fgk_atomic
 #define atomic64_t		struct fgk_atomic64
 #define wait_queue_head_t	struct fgk_wait

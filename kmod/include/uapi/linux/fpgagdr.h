@@ -137,7 +137,7 @@
 #define FPGAGDR_PIN_MAX_BYTES		(64ULL << 30)
 /* Live pins one open file may hold. */
 #define FPGAGDR_MAX_PINS_PER_FILE	4096
-/* Frame-done events one open file's queue holds; more are counted, dropped. */
+/* Frame-done events one open file's queue holds; then the oldest is dropped. */
 #define FPGAGDR_EVENT_QUEUE_LEN		64
 /* Most frame slots a card may declare. */
 #define FPGAGDR_MAX_SLOTS		1024
@@ -461,11 +461,12 @@ struct fpgagdr_frame_info {
  *	was given before and this one (sequence gap; 0 for the first event
  *	since the file subscribed), including @overflows
  * @overflows: [out] of @missed, events this file's full queue dropped
+ *	(a full queue drops its oldest event)
  * @queued: [out] events still queued for this file after this one
  *
  * A file subscribes to frame-done events with its first WAIT_FRAME (or
  * poll()); from then on every event is queued for it, at most
- * FPGAGDR_EVENT_QUEUE_LEN (then the newest are dropped and counted).
+ * FPGAGDR_EVENT_QUEUE_LEN (then the oldest is dropped and counted).
  * WAIT_FRAME takes the oldest queued event, waiting at most @timeout_ms
  * for one.  While any file is subscribed the module sets the card's
  * CAPTURE bit; poll() on the control node reports EPOLLIN while an

@@ -1,0 +1,889 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Frame capture (issue 15) against the real module and the software
+ * card's TEST-ONLY sensor: FRAME_INFO, WAIT_FRAME, poll(), ABORT of waits,
+ * the event queue and its overflow, the frame-done rules, every frame's
+ * header and CRCs after a real C2H DMA of its slot, captured + overrun +
+ * missed = produced, stalls, the event and user register nodes as Xilinx's
+ * tools use them, capture off when nobody listens, kill -9 with a wait
+ * outstanding, and removal waking waiters.  "fgtest badcard STATE" checks
+ * a card whose registers break a rule (loaded with test_* parameters).
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tlib.h"
+
+#define DBG_FRAMES	"/sys/kernel/debug/fpgagdr/fpgagdr0/frames"
+#define EVENTS_WAIT	"/sys/module/fpgagdr/parameters/events_wait_ms"
+/* The software card's defaults (fpgagdr-testeng-sensor.c) */
+#define SLOT_BASE	(256ULL << 20)
+#define SLOT_SIZE	(1024U * 1024)
+#define SLOTS		8
+#define FRAME_LEN	(64 + 64 * 48)
+
+/* CRC-32 (IEEE), as docs/frames.md uses it */
+static __u32 crc32(const void *p, size_t n)
+{
+	static __u32 table[256];
+	const unsigned char *b = p;
+	__u32 c = ~0U;
+	int i, k;
+
+	if (!table[1])
+		for (i = 0; i < 256; i++) {
+			c = i;
+			for (k = 0; k < 8; k++)
+				c = c & 1 ? 0xedb88320U ^ (c >> 1) : c >> 1;
+			table[i] = c;
+		}
+	c = ~0U;
+	while (n--)
+		c = table[(c ^ *b++) & 0xff] ^ (c >> 8);
+	return ~c;
+}
+
+static __u32 le32(const unsigned char *p)
+{
+	return p[0] | p[1] << 8 | p[2] << 16 | (__u32)p[3] << 24;
+}
+
+static __u64 le64(const unsigned char *p)
+{
+	return le32(p) | (__u64)le32(p + 4) << 32;
+}
+
+static void sensor(const char *knob, long long v)
+{
+	char path[128], val[32];
+
+	snprintf(path, sizeof(path), DBG_TE "sensor_%s", knob);
+	snprintf(val, sizeof(val), "%lld", v);
+	CHECK_OK(t_dbg_write(path, val));
+}
+
+/* A value of the sensor's counter line ("fpgagdr0 produced N ..."). */
+static long long sensor_stat(const char *key)
+{
+	char buf[1024], *p;
+
+	if (t_read_file(DBG_TE "sensor", buf, sizeof(buf)))
+		return -1;
+	p = strstr(buf, key);
+	return p ? strtoll(p + strlen(key) + 1, NULL, 0) : -1;
+}
+
+static int frame_info(int fd, struct fpgagdr_frame_info *fi)
+{
+	memset(fi, 0, sizeof(*fi));
+	fi->abi_version = FPGAGDR_ABI_VERSION;
+	return ioctl(fd, FPGAGDR_IOC_FRAME_INFO, fi) ? -errno : 0;
+}
+
+static int wait_frame(int fd, __u32 timeout_ms, __u32 flags,
+		      struct fpgagdr_wait_frame *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->abi_version = FPGAGDR_ABI_VERSION;
+	w->timeout_ms = timeout_ms;
+	w->flags = flags;
+	return ioctl(fd, FPGAGDR_IOC_WAIT_FRAME, w) ? -errno : 0;
+}
+
+static int abort_waits(int fd, __u32 dir, __u32 ch, __u32 flags)
+{
+	struct fpgagdr_abort a = { .abi_version = FPGAGDR_ABI_VERSION,
+				   .direction = dir, .channel = ch,
+				   .flags = flags };
+
+	return ioctl(fd, FPGAGDR_IOC_ABORT, &a) ? -errno : 0;
+}
+
+/**
+ * struct cap - a capture: the control node, a slot-sized pinned buffer
+ * @fd: control node
+ * @h: pin of @buf
+ * @buf: one slot
+ * @gran: transfer length granularity
+ */
+struct cap {
+	int fd;
+	__u32 h;
+	unsigned char *buf;
+	__u32 gran;
+};
+
+static void cap_open(struct cap *c)
+{
+	struct fpgagdr_status st;
+
+	c->fd = t_open();
+	c->buf = t_alloc(SLOT_SIZE);
+	CHECK_OK(t_status(c->fd, &st));
+	c->gran = st.len_granularity ? st.len_granularity : 1;
+	CHECK_OK(t_pin(c->fd, FPGAGDR_MEM_HOST, (unsigned long)c->buf,
+		       SLOT_SIZE, &c->h));
+}
+
+static void cap_close(struct cap *c)
+{
+	close(c->fd);
+	t_free(c->buf, SLOT_SIZE);
+}
+
+enum { FRAME_OK, FRAME_OVERRUN, FRAME_BROKEN, FRAME_BAD_CRC };
+
+/*
+ * DMA the event's slot (C2H) and check the frame in it: header magic and
+ * CRC, geometry against the length, payload CRC, the sequence in the
+ * header and, for the test pattern, in the first payload bytes.  A later
+ * sequence is an overrun: the card overwrote the slot first.
+ */
+static int cap_read(struct cap *c, const struct fpgagdr_wait_frame *w)
+{
+	__u64 len = (w->length + c->gran - 1) / c->gran * c->gran;
+	int ret;
+
+	memset(c->buf, 0xee, SLOT_SIZE);
+	ret = t_xfer(c->fd, FPGAGDR_DIR_C2H, 0, c->h, 0,
+		     SLOT_BASE + (__u64)w->slot * SLOT_SIZE, len, 5000);
+	if (ret)
+		t_fail(__FILE__, __LINE__, "DMA of slot %u: %s", w->slot,
+		       t_errname(-ret));
+	return ret;
+}
+
+static int cap_check(struct cap *c, const struct fpgagdr_wait_frame *w)
+{
+	unsigned char *h = c->buf;
+	__u64 seq;
+
+	if (cap_read(c, w))
+		return FRAME_BROKEN;
+	if (memcmp(h, "FGDRFRM1", 8) || le32(h + 60) != crc32(h, 60) ||
+	    (h[10] | h[11] << 8) != 64 || 64 + le32(h + 28) != w->length)
+		return FRAME_BROKEN;
+	seq = le64(h + 32);
+	if (le32(h + 48) != crc32(h + 64, le32(h + 28)))
+		return FRAME_BAD_CRC;
+	if (seq > w->sequence && (seq - w->sequence) % SLOTS == 0)
+		return FRAME_OVERRUN;
+	if (seq != w->sequence)
+		return FRAME_BROKEN;
+	/* the test pattern carries its sequence in the payload, too */
+	return le64(h + 64) == seq ? FRAME_OK : FRAME_BROKEN;
+}
+
+/* CONTROL while someone listens: CAPTURE, and IRQ_EN unless polled */
+static int capture_on(void)
+{
+	return t_dbg(DBG_FRAMES, "polled") == 1 ? 1 : 3;
+}
+
+static void sensor_defaults(void)
+{
+	sensor("fps", 50);
+	sensor("stall", 0);
+	sensor("width", 64);
+	sensor("height", 48);
+	sensor("format", 1);
+	sensor("bad_crc", 0);
+	sensor("bad_event", 0);
+	CHECK_OK(t_dbg_write(DBG_TE "sensor_frames_clear", "1"));
+}
+
+/* The card's geometry and state as the module read them at bind. */
+static void test_frame_info(void)
+{
+	struct fpgagdr_frame_info fi;
+	int fd = t_open();
+
+	CHECK_OK(frame_info(fd, &fi));
+	CHECK(fi.state == FPGAGDR_FRAMES_OK, "state %u", fi.state);
+	CHECK(fi.proto_version == 0x10000, "version %#x", fi.proto_version);
+	CHECK(fi.slot_count == SLOTS && fi.slot_size == SLOT_SIZE &&
+	      fi.slot_base == SLOT_BASE && fi.user_irq == 0,
+	      "geometry %u x %u at %#llx irq %u", fi.slot_count, fi.slot_size,
+	      (unsigned long long)fi.slot_base, fi.user_irq);
+	/* the rules every ioctl shares */
+	memset(&fi, 0, sizeof(fi));
+	fi.abi_version = 2;
+	CHECK(ioctl(fd, FPGAGDR_IOC_FRAME_INFO, &fi) && errno == EPROTO &&
+	      fi.abi_version == FPGAGDR_ABI_VERSION, "old ABI not EPROTO");
+	memset(&fi, 0, sizeof(fi));
+	fi.abi_version = FPGAGDR_ABI_VERSION;
+	fi.events = 1;
+	CHECK(ioctl(fd, FPGAGDR_IOC_FRAME_INFO, &fi) && errno == EINVAL,
+	      "[out] field set on input: not EINVAL");
+	close(fd);
+}
+
+/* GET_STATUS's link and PIN's method (the rest of the ABI bump). */
+static void test_link_and_pin_method(void)
+{
+	unsigned char *buf = t_alloc(64 * KIB);
+	struct fpgagdr_status st;
+	struct fpgagdr_pin p;
+	int fd = t_open();
+
+	CHECK_OK(t_status(fd, &st));
+	/* edu is conventional PCI in QEMU: no link to report, all zero */
+	CHECK(st.link_gen <= 6, "link generation %u", st.link_gen);
+	CHECK(!st.link_gen == !st.link_width && !st.link_gen ==
+	      !st.link_max_payload && !st.link_gen == !st.link_max_read_req,
+	      "link gen %u width %u mps %u mrrs %u: all or nothing",
+	      st.link_gen, st.link_width, st.link_max_payload,
+	      st.link_max_read_req);
+	CHECK(!st.link_max_payload ||
+	      (st.link_max_payload >= 128 && st.link_max_payload <= 4096 &&
+	       !(st.link_max_payload & (st.link_max_payload - 1))),
+	      "max payload %u", st.link_max_payload);
+	memset(&p, 0, sizeof(p));
+	p.abi_version = FPGAGDR_ABI_VERSION;
+	p.kind = FPGAGDR_MEM_HOST;
+	p.addr = (unsigned long)buf;
+	p.length = 64 * KIB;
+	p.dmabuf_fd = -1;
+	p.method = FPGAGDR_PIN_METHOD_HOST;
+	CHECK(ioctl(fd, FPGAGDR_IOC_PIN, &p) && errno == EINVAL,
+	      "method set on input: not EINVAL");
+	p.method = 0;
+	CHECK(ioctl(fd, FPGAGDR_IOC_PIN, &p) == 0, "PIN: %s", strerror(errno));
+	CHECK(p.method == FPGAGDR_PIN_METHOD_HOST, "method %u", p.method);
+	close(fd);
+	t_free(buf, 64 * KIB);
+}
+
+/*
+ * Frames flow: every event's sequence grows, its slot is sequence mod N,
+ * its arrival time is CLOCK_MONOTONIC and grows; every frame DMA'd from
+ * its slot has a valid header and CRC and the event's sequence (or a
+ * later one: an overrun); and captured + overrun + missed equals the
+ * sequences the card produced, exactly.
+ */
+static void test_frames_flow(void)
+{
+	struct fpgagdr_wait_frame w;
+	long long captured = 0, overrun = 0, missed = 0, n = 0;
+	__u64 first = 0, prev = 0, prev_ns = 0;
+	double end;
+	struct cap c;
+	int ret, kind;
+
+	sensor_defaults();
+	cap_open(&c);
+	end = t_now() + 2;
+	while (t_now() < end) {
+		ret = wait_frame(c.fd, 2000, 0, &w);
+		if (ret) {
+			t_fail(__FILE__, __LINE__, "WAIT_FRAME: %s", t_errname(-ret));
+			break;
+		}
+		if (!n++) {
+			first = w.sequence;
+			CHECK(w.missed == 0, "first event missed %llu",
+			      (unsigned long long)w.missed);
+		} else {
+			CHECK(w.sequence > prev, "sequence %llu after %llu",
+			      (unsigned long long)w.sequence,
+			      (unsigned long long)prev);
+			CHECK(w.missed == w.sequence - prev - 1,
+			      "missed %llu, gap %llu", (unsigned long long)w.missed,
+			      (unsigned long long)(w.sequence - prev - 1));
+			CHECK(w.arrival_ns > prev_ns, "arrival did not grow");
+		}
+		CHECK(w.slot == w.sequence % SLOTS, "slot %u of sequence %llu",
+		      w.slot, (unsigned long long)w.sequence);
+		CHECK(w.length == FRAME_LEN, "length %u", w.length);
+		CHECK(w.arrival_ns <= (__u64)(t_now() * 1e9) + 1000,
+		      "arrival in the future");
+		CHECK(w.overflows <= w.missed, "overflows %llu > missed",
+		      (unsigned long long)w.overflows);
+		missed += w.missed;
+		kind = cap_check(&c, &w);
+		CHECK(kind == FRAME_OK || kind == FRAME_OVERRUN,
+		      "frame %llu in slot %u is broken (%d)",
+		      (unsigned long long)w.sequence, w.slot, kind);
+		captured += kind == FRAME_OK;
+		overrun += kind == FRAME_OVERRUN;
+		prev = w.sequence;
+		prev_ns = w.arrival_ns;
+	}
+	printf("    %lld events, %lld captured, %lld overrun, %lld missed, sequences %llu..%llu\n",
+	       n, captured, overrun, missed, (unsigned long long)first,
+	       (unsigned long long)prev);
+	CHECK(n >= 10, "only %lld events in 2 s at 50 fps", n);
+	CHECK(captured + overrun + missed == (long long)(prev - first + 1),
+	      "captured %lld + overrun %lld + missed %lld != produced %llu",
+	      captured, overrun, missed, (unsigned long long)(prev - first + 1));
+	CHECK(sensor_stat("control") == capture_on(),
+	      "CONTROL %lld while waiting, want %d", sensor_stat("control"),
+	      capture_on());
+	cap_close(&c);
+	/* nobody listens: capture off, interrupt masked */
+	CHECK(sensor_stat("control") == 0, "CONTROL %lld after close",
+	      sensor_stat("control"));
+	CHECK(t_dbg(DBG_FRAMES, "subscribers") == 0, "subscribers left");
+}
+
+/*
+ * A slot read after the card rewrote it holds a later frame: counted as
+ * an overrun, and the frame itself is whole.
+ */
+static void test_overrun(void)
+{
+	struct fpgagdr_wait_frame w, later;
+	long long produced;
+	struct cap c;
+	double end;
+
+	sensor_defaults();
+	cap_open(&c);
+	CHECK_OK(wait_frame(c.fd, 2000, 0, &w));
+	/* do not read the slot until the card went once round its slots */
+	end = t_now() + 5;
+	do {
+		CHECK_OK(wait_frame(c.fd, 2000, 0, &later));
+	} while (later.sequence < w.sequence + SLOTS && t_now() < end);
+	CHECK(cap_check(&c, &w) == FRAME_OVERRUN,
+	      "slot %u read after %llu more frames: no overrun",
+	      w.slot, (unsigned long long)(later.sequence - w.sequence));
+	/* the sensor's overrun fault: SLOT_COUNT + 1 frames in one tick */
+	produced = sensor_stat("produced");
+	sensor("overrun", 1);
+	end = t_now() + 3;
+	while (sensor_stat("produced") < produced + SLOTS + 1 && t_now() < end)
+		usleep(10000);
+	CHECK(sensor_stat("produced") >= produced + SLOTS + 1,
+	      "overrun fault produced %lld frames",
+	      sensor_stat("produced") - produced);
+	cap_close(&c);
+}
+
+/* Each file's queue holds 64 events; more are dropped and counted. */
+static void test_queue_overflow(void)
+{
+	struct fpgagdr_frame_info a, b;
+	struct fpgagdr_wait_frame w;
+	__u64 prev, overflows = 0, missed = 0, n = 0;
+	struct cap c;
+	int ret;
+
+	sensor_defaults();
+	sensor("fps", 100);
+	cap_open(&c);
+	CHECK_OK(frame_info(c.fd, &a));
+	CHECK_OK(wait_frame(c.fd, 2000, 0, &w));
+	prev = w.sequence;
+	/* do not wait while more than a queue's worth of events arrive */
+	while (t_dbg(DBG_FRAMES, "events") - (long long)a.events <
+	       FPGAGDR_EVENT_QUEUE_LEN + 20)
+		usleep(20000);
+	while (!(ret = wait_frame(c.fd, 1, FPGAGDR_WAIT_NOWAIT, &w))) {
+		n++;
+		overflows += w.overflows;
+		missed += w.missed;
+		CHECK(w.missed == w.sequence - prev - 1, "missed %llu, gap %llu",
+		      (unsigned long long)w.missed,
+		      (unsigned long long)(w.sequence - prev - 1));
+		prev = w.sequence;
+		if (n > 4 * FPGAGDR_EVENT_QUEUE_LEN)
+			break;
+	}
+	CHECK(ret == -EAGAIN, "queue drained: %s, want EAGAIN", t_errname(-ret));
+	CHECK_OK(frame_info(c.fd, &b));
+	printf("    %llu queued events read, %llu overflows, %llu missed\n",
+	       (unsigned long long)n, (unsigned long long)overflows,
+	       (unsigned long long)missed);
+	CHECK(n >= FPGAGDR_EVENT_QUEUE_LEN, "only %llu events were queued",
+	      (unsigned long long)n);
+	CHECK(overflows > 0, "no overflow reported");
+	CHECK(b.queue_overflows - a.queue_overflows >= overflows,
+	      "FRAME_INFO counts %llu overflows, WAIT_FRAME %llu",
+	      (unsigned long long)(b.queue_overflows - a.queue_overflows),
+	      (unsigned long long)overflows);
+	CHECK(missed >= overflows, "missed %llu < overflows %llu",
+	      (unsigned long long)missed, (unsigned long long)overflows);
+	cap_close(&c);
+}
+
+static void *abort_waiter(void *arg)
+{
+	struct t_bg *b = arg;
+	struct fpgagdr_wait_frame w;
+
+	b->ret = wait_frame(b->fd, 20000, 0, &w);
+	return NULL;
+}
+
+/*
+ * A stall: waits end at their bound (ETIMEDOUT), NOWAIT says EAGAIN,
+ * poll() sees nothing, ABORT with FPGAGDR_ABORT_WAITS wakes a waiter
+ * (ECANCELED); when the sensor resumes, frames flow again by themselves.
+ */
+static void test_stall_timeout_abort(void)
+{
+	struct fpgagdr_wait_frame w;
+	struct t_bg b = { 0 };
+	struct pollfd pfd;
+	double t0;
+	int fd = t_open(), ret;
+
+	sensor_defaults();
+	CHECK_OK(wait_frame(fd, 2000, 0, &w));
+	sensor("stall", 1);
+	usleep(100000);
+	while (!wait_frame(fd, 1, FPGAGDR_WAIT_NOWAIT, &w))
+		;
+	CHECK_ERR(wait_frame(fd, 1, FPGAGDR_WAIT_NOWAIT, &w), EAGAIN);
+	t0 = t_now();
+	CHECK_ERR(wait_frame(fd, 300, 0, &w), ETIMEDOUT);
+	CHECK(t_now() - t0 >= 0.25, "timed out after %.3f s, bound 0.3 s",
+	      t_now() - t0);
+	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	CHECK(poll(&pfd, 1, 200) == 0, "poll() saw an event during a stall");
+	/* bad input of the new ioctl and flag */
+	CHECK_ERR(wait_frame(fd, 0, 0, &w), EINVAL);
+	CHECK_ERR(wait_frame(fd, FPGAGDR_TIMEOUT_MAX_MS + 1, 0, &w), EINVAL);
+	CHECK_ERR(wait_frame(fd, 100, 2, &w), EINVAL);
+	CHECK_ERR(abort_waits(fd, FPGAGDR_DIR_H2C, 0, FPGAGDR_ABORT_WAITS),
+		  EINVAL);
+	CHECK_ERR(abort_waits(fd, 0, 0, 2), EINVAL);
+	/* ABORT wakes a waiter of the same file */
+	b.fd = fd;
+	pthread_create(&b.th, NULL, abort_waiter, &b);
+	usleep(200000);
+	t0 = t_now();
+	CHECK_OK(abort_waits(fd, 0, 0, FPGAGDR_ABORT_WAITS));
+	pthread_join(b.th, NULL);
+	CHECK(b.ret == -ECANCELED, "waiter: %s, want ECANCELED",
+	      t_errname(-b.ret));
+	CHECK(t_now() - t0 < 2, "ABORT took %.1f s to wake the waiter",
+	      t_now() - t0);
+	/* the sensor resumes: frames again, no intervention */
+	sensor("stall", 0);
+	ret = wait_frame(fd, 3000, 0, &w);
+	CHECK(ret == 0, "after the stall: %s", t_errname(-ret));
+	CHECK(poll(&pfd, 1, 3000) == 1 && (pfd.revents & POLLIN),
+	      "poll() did not report a frame");
+	close(fd);
+}
+
+/* A payload CRC the card got wrong is there for the reader to see. */
+static void test_bad_crc(void)
+{
+	struct fpgagdr_wait_frame w;
+	int i, bad = 0, ok = 0, kind;
+	struct cap c;
+
+	sensor_defaults();
+	sensor("fps", 20);
+	cap_open(&c);
+	CHECK_OK(wait_frame(c.fd, 2000, 0, &w));
+	sensor("bad_crc", 1);
+	for (i = 0; i < 10; i++) {
+		CHECK_OK(wait_frame(c.fd, 2000, 0, &w));
+		kind = cap_check(&c, &w);
+		bad += kind == FRAME_BAD_CRC;
+		ok += kind == FRAME_OK;
+	}
+	CHECK(bad == 1 && ok == 9, "%d frames with a bad CRC, %d good; want 1, 9",
+	      bad, ok);
+	cap_close(&c);
+}
+
+static bool dmesg_has(const char *text)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "dmesg | grep -qF '%s'", text);
+	return system(cmd) == 0;
+}
+
+/*
+ * A card that breaks the protocol at run time: each bad record is handed
+ * back with EBADMSG, counted, logged with the rule, and the next frames
+ * flow.
+ */
+static void test_bad_events(void)
+{
+	static const struct {
+		int fault;
+		const char *rule;
+	} cases[] = {
+		{ 1, "the sequence must grow" },
+		{ 2, "the slot must be sequence mod 8" },
+		{ 3, "a frame is 64..1048576 bytes, the slot size" },
+	};
+	struct fpgagdr_frame_info a, b;
+	struct fpgagdr_wait_frame w;
+	int fd = t_open(), ret, i, k, badmsg;
+
+	sensor_defaults();
+	sensor("fps", 20);
+	CHECK_OK(wait_frame(fd, 2000, 0, &w));
+	for (i = 0; i < (int)ARRAY_SIZE(cases); i++) {
+		/* what queued up meanwhile is not this case's */
+		while (!wait_frame(fd, 1, FPGAGDR_WAIT_NOWAIT, &w))
+			;
+		CHECK_OK(frame_info(fd, &a));
+		sensor("bad_event", cases[i].fault);
+		badmsg = 0;
+		/* the next record the module latches is the bad one */
+		for (k = 0; k < 4 && !badmsg; k++) {
+			ret = wait_frame(fd, 2000, 0, &w);
+			if (ret == -EBADMSG) {
+				badmsg++;
+				if (cases[i].fault == 3)
+					CHECK(w.length > SLOT_SIZE, "length %u", w.length);
+				if (cases[i].fault == 2)
+					CHECK(w.slot != w.sequence % SLOTS, "slot %u", w.slot);
+			} else {
+				CHECK(ret == 0, "%s", t_errname(-ret));
+			}
+		}
+		/* and the frames after it flow */
+		CHECK_OK(wait_frame(fd, 2000, 0, &w));
+		CHECK(badmsg == 1, "fault %d: %d EBADMSG, want 1", cases[i].fault,
+		      badmsg);
+		CHECK_OK(frame_info(fd, &b));
+		CHECK(b.protocol_errors == a.protocol_errors + 1,
+		      "protocol_errors %llu -> %llu",
+		      (unsigned long long)a.protocol_errors,
+		      (unsigned long long)b.protocol_errors);
+		CHECK(dmesg_has(cases[i].rule), "kernel log does not say \"%s\"",
+		      cases[i].rule);
+	}
+	close(fd);
+}
+
+/* Frames pushed through debugfs come out of the slots byte for byte. */
+static void test_pushed_frames(void)
+{
+	unsigned char *f = malloc(64 + 3 * 40 * 30);
+	struct fpgagdr_wait_frame w;
+	size_t plen = 3 * 40 * 30, i;
+	struct cap c;
+	int fd, k;
+
+	memset(f, 0, 64);
+	memcpy(f, "FGDRFRM1", 8);
+	f[8] = 1;
+	f[10] = 64;
+	f[12] = 2;			/* rgb8 */
+	f[16] = 40;
+	f[20] = 30;
+	f[24] = 120;
+	f[28] = plen & 0xff;
+	f[29] = plen >> 8;
+	for (i = 0; i < plen; i++)
+		f[64 + i] = (unsigned char)(i * 7 + 3);
+	*(__u32 *)(f + 48) = crc32(f + 64, plen);
+	sensor_defaults();
+	fd = open(DBG_TE "sensor_frames", O_WRONLY);
+	CHECK(fd >= 0 && write(fd, f, 64 + plen) == (ssize_t)(64 + plen),
+	      "push a frame");
+	close(fd);
+	/* a frame whose length disagrees with its header is refused */
+	fd = open(DBG_TE "sensor_frames", O_WRONLY);
+	CHECK(fd >= 0 && write(fd, f, 64 + plen - 1) == (ssize_t)(64 + plen - 1),
+	      "push a short frame");
+	close(fd);
+	CHECK(sensor_stat("push_refused") >= 1, "short frame not refused");
+	CHECK(sensor_stat("pushed") == 1, "pushed %lld", sensor_stat("pushed"));
+	cap_open(&c);
+	for (k = 0; k < 3; k++) {
+		CHECK_OK(wait_frame(c.fd, 2000, 0, &w));
+		CHECK(w.length == 64 + plen, "length %u", w.length);
+		CHECK_OK(cap_read(&c, &w));
+		CHECK(!memcmp(c.buf, "FGDRFRM1", 8) &&
+		      le32(c.buf + 60) == crc32(c.buf, 60) &&
+		      le32(c.buf + 48) == crc32(c.buf + 64, plen),
+		      "pushed frame's header or CRC broken");
+		CHECK(le64(c.buf + 32) == w.sequence, "sequence %llu, event %llu",
+		      (unsigned long long)le64(c.buf + 32),
+		      (unsigned long long)w.sequence);
+		CHECK(!memcmp(c.buf + 64, f + 64, plen), "payload differs");
+	}
+	cap_close(&c);
+	CHECK_OK(t_dbg_write(DBG_TE "sensor_frames_clear", "1"));
+	free(f);
+}
+
+/*
+ * fpgagdrN_events_K as Xilinx's tools read it: a 4-byte count, a bounded
+ * block; an interrupt without a known acknowledge is masked until read.
+ * events_0 (frame-done) turns capture on by itself.
+ */
+static void test_event_nodes(void)
+{
+	char path[64];
+	__u32 v = 0;
+	int fd, ret;
+	double t0;
+
+	snprintf(path, sizeof(path), "%s_events_3", t_dev);
+	if (t_dbg(DBG_FRAMES, "polled") == 1) {
+		CHECK(access(path, F_OK), "%s exists without interrupts", path);
+		printf("    (no event nodes without interrupts)\n");
+		return;
+	}
+	sensor_defaults();
+	CHECK_OK(t_dbg_write(EVENTS_WAIT, "300"));
+	fd = open(path, O_RDONLY);
+	CHECK(fd >= 0, "open %s", path);
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	CHECK(read(fd, &v, 4) < 0 && errno == EAGAIN, "nothing yet: not EAGAIN");
+	fcntl(fd, F_SETFL, 0);
+	CHECK(read(fd, &v, 2) < 0 && errno == EINVAL, "2-byte read: not EINVAL");
+	t0 = t_now();
+	CHECK(read(fd, &v, 4) < 0 && errno == ETIMEDOUT,
+	      "blocking read with no interrupt: not ETIMEDOUT");
+	/* a bound in jiffies: the first one may be partly gone */
+	CHECK(t_now() - t0 >= 0.25, "waited %.3f s of 0.3", t_now() - t0);
+	sensor("raise", 3);
+	/* masked after the first: the second raise does not reach the host */
+	usleep(50000);
+	sensor("raise", 3);
+	ret = read(fd, &v, 4);
+	CHECK(ret == 4 && v == 1, "read %d, count %u; want 4, 1", ret, v);
+	sensor("raise", 3);
+	ret = read(fd, &v, 4);
+	CHECK(ret == 4 && v == 1, "after unmask: read %d, count %u", ret, v);
+	close(fd);
+
+	snprintf(path, sizeof(path), "%s_events_0", t_dev);
+	fd = open(path, O_RDONLY);
+	CHECK(fd >= 0, "open %s", path);
+	ret = read(fd, &v, 4);
+	CHECK(ret == 4 && v >= 1, "frame-done events: read %d, count %u", ret, v);
+	CHECK(sensor_stat("control") == 3, "CONTROL %lld with events_0 open",
+	      sensor_stat("control"));
+	close(fd);
+	CHECK(sensor_stat("control") == 0, "CONTROL %lld after close",
+	      sensor_stat("control"));
+	CHECK_OK(t_dbg_write(EVENTS_WAIT, "5000"));
+}
+
+/*
+ * fpgagdrN_user as reg_rw and register scripts use it: pread/pwrite of
+ * 32-bit words and a shared mapping of the block.
+ */
+static void test_user_node(void)
+{
+	char path[64];
+	__u32 r[4], v;
+	__u32 *m;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s_user", t_dev);
+	fd = open(path, O_RDWR);
+	CHECK(fd >= 0, "open %s", path);
+	CHECK(pread(fd, r, 16, 0) == 16, "pread 16 bytes at 0");
+	CHECK(!memcmp(r, "FGDR", 4) && r[1] == 0x10000 &&
+	      r[2] == (__u32)SLOT_BASE && r[3] == 0,
+	      "registers %08x %08x %08x %08x", r[0], r[1], r[2], r[3]);
+	CHECK(pread(fd, r, 4, 2) < 0 && errno == EINVAL, "unaligned: not EINVAL");
+	CHECK(pread(fd, r, 3, 0) < 0 && errno == EINVAL, "3 bytes: not EINVAL");
+	CHECK(pread(fd, r, 4, 1 << 20) == 0, "past the end: not EOF");
+	v = 0xa5a55a5a;
+	CHECK(pwrite(fd, &v, 4, 0x100) == 4, "pwrite scratch");
+	v = 0;
+	CHECK(pread(fd, &v, 4, 0x100) == 4 && v == 0xa5a55a5a,
+	      "scratch reads %08x", v);
+	v = 0;
+	CHECK(pwrite(fd, &v, 4, 0) == 4, "pwrite MAGIC");
+	CHECK(pread(fd, &v, 4, 0) == 4 && !memcmp(&v, "FGDR", 4),
+	      "MAGIC is read-only, reads %08x", v);
+	CHECK(mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) == MAP_FAILED &&
+	      errno == EINVAL, "private mapping: not EINVAL");
+	CHECK(mmap(NULL, 8192, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED,
+	      "a mapping past the block");
+	m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
+	if (m != MAP_FAILED) {
+		CHECK(m[0] == 0x52444746, "mapped MAGIC %08x", m[0]);
+		__atomic_store_n(&m[0x104 / 4], 0x12345678, __ATOMIC_RELAXED);
+		CHECK(pread(fd, &v, 4, 0x104) == 4 && v == 0x12345678,
+		      "write through the mapping reads back %08x", v);
+		munmap(m, 4096);
+	}
+	close(fd);
+}
+
+/* kill -9 of a process with pins and a wait outstanding: all undone. */
+static void test_kill_with_wait(void)
+{
+	struct fpgagdr_wait_frame w;
+	pid_t pid;
+	int st;
+
+	sensor_defaults();
+	sensor("stall", 1);
+	pid = fork();
+	if (!pid) {
+		struct cap c;
+
+		cap_open(&c);
+		wait_frame(c.fd, 60000, 0, &w);
+		_exit(0);
+	}
+	usleep(500000);
+	CHECK(t_dbg(DBG_FRAMES, "subscribers") == 1, "subscribers %lld",
+	      t_dbg(DBG_FRAMES, "subscribers"));
+	CHECK(t_dbg(DBG_COUNTERS, "pins") == 1, "pins %lld",
+	      t_dbg(DBG_COUNTERS, "pins"));
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	CHECK(WIFSIGNALED(st), "child was not killed");
+	CHECK(t_dbg(DBG_FRAMES, "subscribers") == 0, "subscribers left");
+	CHECK(t_dbg(DBG_COUNTERS, "pins") == 0, "pins left");
+	CHECK(sensor_stat("control") == 0, "capture still on");
+	CHECK(t_dbg(DBG_FRAMES, "user_irq_enabled") == 0,
+	      "user interrupts still unmasked");
+	sensor("stall", 0);
+}
+
+static void *removal_waiter(void *arg)
+{
+	struct t_bg *b = arg;
+	struct fpgagdr_wait_frame w;
+
+	b->ret = wait_frame(b->fd, 30000, 0, &w);
+	return NULL;
+}
+
+/*
+ * Removal wakes a frame waiter (ENODEV) and an event-node reader, and a
+ * mapping of the user block is gone (SIGBUS); a rescan brings the card
+ * back with frames flowing.
+ */
+static void test_removal_wakes_waiters(void)
+{
+	struct fpgagdr_wait_frame w;
+	struct t_bg b = { 0 };
+	char bdf[32], dev[96], path[64];
+	__u32 *m;
+	pid_t pid;
+	int ufd, st, fd;
+	double t0;
+
+	if (t_pass_is("arm64")) {
+		printf("    (sysfs removal runs in the x86 passes)\n");
+		return;
+	}
+	sensor_defaults();
+	sensor("stall", 1);
+	CHECK_OK(t_card_bdf(bdf, sizeof(bdf)));
+	snprintf(dev, sizeof(dev), "/sys/bus/pci/devices/%s/remove", bdf);
+	fd = t_open();
+	b.fd = fd;
+	pthread_create(&b.th, NULL, removal_waiter, &b);
+	snprintf(path, sizeof(path), "%s_user", t_dev);
+	ufd = open(path, O_RDWR);
+	m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, ufd, 0);
+	CHECK(m != MAP_FAILED && m[0] == 0x52444746, "mapping before removal");
+	usleep(200000);
+	t0 = t_now();
+	CHECK_OK(t_dbg_write(dev, "1"));
+	pthread_join(b.th, NULL);
+	CHECK(b.ret == -ENODEV, "waiter: %s, want ENODEV", t_errname(-b.ret));
+	CHECK(t_now() - t0 < 3, "removal took %.1f s", t_now() - t0);
+	pid = fork();
+	if (!pid) {
+		(void)__atomic_load_n(m, __ATOMIC_RELAXED);
+		_exit(0);
+	}
+	waitpid(pid, &st, 0);
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGBUS,
+	      "a mapping of the removed card still reads");
+	CHECK(pread(ufd, &st, 4, 0) < 0 && errno == ENODEV,
+	      "pread of the removed card: not ENODEV");
+	munmap(m, 4096);
+	close(ufd);
+	close(fd);
+	sensor("stall", 0);
+	CHECK_OK(t_dbg_write("/sys/bus/pci/rescan", "1"));
+	CHECK(t_wait_path(t_dev, true, 10), "no %s after rescan", t_dev);
+	fd = t_open();
+	CHECK_OK(wait_frame(fd, 3000, 0, &w));
+	close(fd);
+}
+
+int suite_frames(void)
+{
+	static const struct t_case cases[] = {
+		{ "frame_info", test_frame_info },
+		{ "link_and_pin_method", test_link_and_pin_method },
+		{ "frames_flow", test_frames_flow },
+		{ "overrun", test_overrun },
+		{ "queue_overflow", test_queue_overflow },
+		{ "stall_timeout_abort", test_stall_timeout_abort },
+		{ "bad_crc", test_bad_crc },
+		{ "bad_events", test_bad_events },
+		{ "pushed_frames", test_pushed_frames },
+		{ "event_nodes", test_event_nodes },
+		{ "user_node", test_user_node },
+		{ "kill_with_wait", test_kill_with_wait },
+		{ "removal_wakes_waiters", test_removal_wakes_waiters },
+	};
+
+	return t_run("frames", cases, ARRAY_SIZE(cases));
+}
+
+/*
+ * A card whose user register block breaks a rule (module loaded with
+ * test_* parameters): FRAME_INFO names the rule, the kernel log says it,
+ * WAIT_FRAME answers ENXIO and poll() POLLERR, nothing is left subscribed
+ * or pinned, and the DMA channels still work.
+ */
+int cmd_badcard(int argc, char **argv)
+{
+	static const char * const logs[] = {
+		[FPGAGDR_FRAMES_NO_USER_BAR] = "no frame capture: no user register block",
+		[FPGAGDR_FRAMES_BAD_MAGIC] = "no frame capture: MAGIC is not",
+		[FPGAGDR_FRAMES_SLOT_TOO_SMALL] =
+			"no frame capture: SLOT_SIZE is smaller than the 64-byte",
+		[FPGAGDR_FRAMES_SLOTS_PAST_CARD] = "no frame capture: the slots wrap or pass",
+	};
+	unsigned char *buf = t_alloc(64 * KIB);
+	struct fpgagdr_frame_info fi;
+	struct fpgagdr_wait_frame w;
+	struct pollfd pfd;
+	unsigned int want;
+	char path[64];
+	int fd = t_open();
+	__u32 h;
+
+	if (argc != 3)
+		return 2;
+	want = strtoul(argv[2], NULL, 0);
+	CHECK_OK(frame_info(fd, &fi));
+	CHECK(fi.state == want, "state %u, want %u", fi.state, want);
+	CHECK(want >= ARRAY_SIZE(logs) || !logs[want] || dmesg_has(logs[want]),
+	      "kernel log does not name the rule");
+	CHECK_ERR(wait_frame(fd, 100, 0, &w), ENXIO);
+	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	CHECK(poll(&pfd, 1, 100) == 1 && (pfd.revents & POLLERR),
+	      "poll() did not say POLLERR");
+	CHECK(t_dbg(DBG_FRAMES, "subscribers") == 0, "a file subscribed");
+	snprintf(path, sizeof(path), "%s_user", t_dev);
+	CHECK((access(path, F_OK) == 0) == (want != FPGAGDR_FRAMES_NO_USER_BAR),
+	      "%s exists: %d", path, access(path, F_OK) == 0);
+	/* the channels do not care */
+	CHECK_OK(t_pin(fd, FPGAGDR_MEM_HOST, (unsigned long)buf, 64 * KIB, &h));
+	CHECK_OK(t_xfer(fd, FPGAGDR_DIR_H2C, 0, h, 0, 0, 64 * KIB, 5000));
+	CHECK_OK(t_xfer(fd, FPGAGDR_DIR_C2H, 0, h, 0, 0, 64 * KIB, 5000));
+	close(fd);
+	CHECK(t_dbg(DBG_COUNTERS, "pins") == 0, "pins left");
+	t_free(buf, 64 * KIB);
+	printf("badcard %u: %s\n", want, t_failures ? "FAIL" : "ok");
+	return t_failures ? 1 : 0;
+}
