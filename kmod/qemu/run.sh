@@ -199,6 +199,7 @@ new_root() { # new_root DIR BUSYBOX
 		[[ -e $root/bin/$applet ]] || ln -s busybox "$root/bin/$applet"
 	done
 	install -m 0755 "$qdir/init.sh" "$root/init"
+	install -m 0644 "$qdir/guest-lib.sh" "$root/lib/fpgagdr/guest-lib.sh"
 }
 
 pack() { # pack ROOT INITRD

@@ -20,31 +20,8 @@ mods=/lib/fpgagdr
 limit=${FPGAGDR_SERVICE_TIMEOUT:-1700}
 fails=0
 
-mark() { echo "FPGAGDR-QEMU: [$(cut -d' ' -f1 /proc/uptime)] $*"; }
-result() { # result PASS|FAIL NAME
-	echo "FPGAGDR-RESULT: $1 $2"
-	if [ "$1" != PASS ]; then
-		fails=$((fails + 1))
-	fi
-}
-check() { # check NAME COMMAND...
-	name=$1
-	shift
-	if "$@"; then
-		result PASS "$name"
-	else
-		result FAIL "$name"
-	fi
-}
-
-wait_dev() {
-	w=0
-	while [ ! -e /dev/fpgagdr0 ] && [ "$w" -lt 100 ]; do
-		sleep 0.1
-		w=$((w + 1))
-	done
-	[ -e /dev/fpgagdr0 ]
-}
+# shellcheck source-path=SCRIPTDIR source=guest-lib.sh
+. /lib/fpgagdr/guest-lib.sh
 
 mark "kernel $(uname -r), $(nproc) CPUs, pass service"
 if [ -s "$mods/deps.list" ]; then
