@@ -34,6 +34,7 @@ import { apiUrl } from './api.js';
  * @property {number} frames_dropped
  * @property {number} checksum_errors
  * @property {number} [transfer_errors] not in every service version
+ * @property {number} [batches_run] model runs (each on a batch of frames); not in every service version
  * @property {Partial<Record<Stage, Percentiles>>} latency_us
  * @property {{seq: number, top5: import('./api.js').Class[]} | null} latest
  * @property {import('./api.js').TelemetryPoint | null} [telemetry] latest telemetry point

@@ -34,6 +34,8 @@ pub struct Counters {
     pub frame_wait_timeouts: AtomicU64,
     /// Bytes moved by C2H into the ring.
     pub bytes_captured: AtomicU64,
+    /// Model runs; `frames_inferred / batches_run` is the mean batch size.
+    pub batches_run: AtomicU64,
 }
 
 impl Counters {
@@ -53,6 +55,7 @@ impl Counters {
             transfer_errors: r(&self.transfer_errors),
             frame_wait_timeouts: r(&self.frame_wait_timeouts),
             bytes_captured: r(&self.bytes_captured),
+            batches_run: r(&self.batches_run),
         }
     }
 }
@@ -74,6 +77,8 @@ pub struct CounterValues {
     pub frame_wait_timeouts: u64,
     /// See [`Counters::bytes_captured`].
     pub bytes_captured: u64,
+    /// See [`Counters::batches_run`].
+    pub batches_run: u64,
 }
 
 /// Stages of the frame path whose latency is measured.
@@ -86,9 +91,10 @@ pub enum Stage {
     /// Device-to-host copy, only when the ring is in GPU memory and inference runs on
     /// the CPU (a hop GPUDirect would not need; shown, never hidden).
     D2h,
-    /// Frame → input tensor.
+    /// Frame → input tensor (on the GPU: the header check, CRC and tensors of the whole
+    /// batch the frame was in).
     Preprocess,
-    /// The model.
+    /// The model run of the batch the frame was in.
     Inference,
     /// DMA submit → result ready.
     EndToEnd,

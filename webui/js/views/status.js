@@ -64,6 +64,8 @@ export class StatusView {
     this.uptime = { s: NaN, at: 0 };
     /** whether a snapshot was shown: then counters come from snapshots only */
     this.haveSnapshot = false;
+    /** frames inferred and model runs of the previous snapshot (the batch size in use) */
+    this.lastRuns = { frames: NaN, batches: NaN };
   }
 
   /**
@@ -171,6 +173,8 @@ export class StatusView {
     this.setField('source', text(pipeline.source));
     this.setField('preprocess', text(pipeline.preprocess));
     this.setField('inference', text(pipeline.inference));
+    this.setField('batch_max', pipeline.batch ? `of ${pipeline.batch.max}` : '');
+    if (!this.haveSnapshot) this.setMetric('batch', pipeline.batch ? fmt.num3(pipeline.batch.mean) : fmt.NONE);
     const err = this.el('[data-field="pipeline_error"]');
     err.hidden = !(pipeline.state === 'failed' && pipeline.error);
     err.textContent = pipeline.error ? `Pipeline failed: ${pipeline.error}` : '';
@@ -211,6 +215,7 @@ export class StatusView {
     if (withState) this.showPipelineState(s.state);
     for (const name of COUNTERS) this.showCounter(name, s[name]);
     if (fmt.isNum(s.transfer_errors)) this.showCounter('transfer_errors', s.transfer_errors);
+    this.showBatch(s);
     for (const [stage, prefix] of STAGE_METRICS) {
       const p = s.latency_us?.[stage];
       if (p) {
@@ -226,6 +231,19 @@ export class StatusView {
     }
     if (s.latest && s.latest.seq !== this.shownSeq) this.showTop5(s.latest.seq, s.latest.top5);
     this.showUptime();
+  }
+
+  /**
+   * The batch size in use: frames per model run since the previous snapshot; the
+   * last value stays while no model ran.
+   * @param {Snapshot} s
+   */
+  showBatch(s) {
+    const runs = { frames: s.frames_inferred, batches: s.batches_run ?? NaN };
+    const frames = runs.frames - this.lastRuns.frames;
+    const batches = runs.batches - this.lastRuns.batches;
+    if (batches > 0 && frames >= 0) this.setMetric('batch', fmt.num3(frames / batches));
+    this.lastRuns = runs;
   }
 
   /** @param {{fps: number, gbps: number}} rates frames/s and GB/s, NaN where unknown */

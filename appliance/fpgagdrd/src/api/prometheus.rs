@@ -63,6 +63,17 @@ pub fn render(
         "Bytes moved by C2H DMA into the frame ring.",
         c.bytes_captured,
     );
+    counter(
+        "inference_batches_total",
+        "Model runs (each on a batch of frames).",
+        c.batches_run,
+    );
+    let _ = writeln!(
+        out,
+        "# HELP fpgagdr_inference_batch_size Mean frames per model run over the last quarter second.\n# TYPE fpgagdr_inference_batch_size gauge\nfpgagdr_inference_batch_size {}\n# HELP fpgagdr_inference_max_batch Largest frames per model run of the pipeline.\n# TYPE fpgagdr_inference_max_batch gauge\nfpgagdr_inference_max_batch {}",
+        shared.batch.mean(),
+        shared.batch.max()
+    );
     let state = shared.state();
     let _ = writeln!(
         out,

@@ -107,3 +107,65 @@ pub(crate) fn run(
         }
     }
 }
+
+/// The feed of `Supervisor::start_inference_only`: fills every ring entry once from the
+/// card (a frame wait and a C2H each, as `run` does), then hands each entry the
+/// inference thread releases straight back as a new frame, bytes as they are, so the
+/// inference stage runs on a ring that is always full. Counts only the first fills as
+/// captured.
+pub(crate) fn recycle(
+    ring: Arc<Ring>,
+    mut trigger: Box<dyn FrameTrigger>,
+    params: CaptureParams,
+    shared: Arc<Shared>,
+    stop: Arc<AtomicBool>,
+) {
+    let queue = &ring.queue;
+    queue.register_producer();
+    let c = &shared.counters;
+    // Bytes of the frame in each entry; 0 = not filled yet.
+    let mut lens = vec![0u64; ring.buffers.len()];
+    let mut seq = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        shared.beats.beat(Thread::Capture);
+        let Some(claim) = queue.claim(&stop) else {
+            break;
+        };
+        let index = claim.index;
+        let t_submit = now_ns();
+        if lens[index] == 0 {
+            let filled = trigger.wait_frame(params.timeout).and_then(|slot| {
+                ring.card.read_c2h(
+                    params.channel,
+                    &ring.buffers[index],
+                    slot.card_addr,
+                    slot.len,
+                    params.timeout,
+                )
+            });
+            match filled {
+                Ok(t) => {
+                    Counters::bump(&c.frames_captured);
+                    c.bytes_captured.fetch_add(t.bytes, Ordering::Relaxed);
+                    lens[index] = t.bytes;
+                }
+                Err(e) => {
+                    queue.abandon(index);
+                    shared.fail(format!("filling the frame ring: {e}"));
+                    stop.store(true, Ordering::Relaxed);
+                    return;
+                }
+            }
+        }
+        seq += 1;
+        queue.publish(
+            index,
+            FrameMeta {
+                seq,
+                bytes: lens[index],
+                t_submit,
+                t_done: now_ns(),
+            },
+        );
+    }
+}
