@@ -130,8 +130,10 @@ describe('power, config and system pages', { timeout: 240_000, skip: !BIN && 'FP
       () => /\d/.test(document.querySelector('[data-metric="energy_per_frame"]')?.textContent ?? ''),
       null, { timeout: UI_MS },
     );
-    const mj = Number(await text(page, '[data-metric="energy_per_frame"]'));
-    const fpj = Number(await text(page, '[data-metric="frames_per_joule"]'));
+    // both read in one turn of the page: the stream may redraw them between two reads
+    const [mj, fpj] = (await page.evaluate(() => ['energy_per_frame', 'frames_per_joule']
+      .map((m) => document.querySelector(`[data-metric="${m}"]`)?.textContent ?? '')))
+      .map(Number);
     assert.ok(mj > 0 && fpj > 0, `${mj} mJ/frame, ${fpj} frames/J`);
     assert.ok(Math.abs(mj * fpj - 1000) < 20, `${mj} mJ/frame × ${fpj} frames/J should be ~1000`);
     assert.match(await text(page, '[data-metric="cpu_load"]'), /%/);
