@@ -113,10 +113,7 @@ fn frames_flow_through_the_simulated_card() {
                 "{s}"
             );
             let inference = s["pipeline"]["inference"].as_str().unwrap_or("");
-            assert!(
-                inference.starts_with("ONNX Runtime CPU provider"),
-                "{s}"
-            );
+            assert!(inference.starts_with("ONNX Runtime CPU provider"), "{s}");
             // On the CPU the chosen batch is 1 (a larger one is no faster there).
             assert_eq!(s["pipeline"]["batch"]["max"], 1, "{s}");
             assert!(inference.contains("batches of up to 1"), "{s}");

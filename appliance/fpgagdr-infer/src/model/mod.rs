@@ -696,7 +696,7 @@ fn describe<'a>(
 
 /// Frame i's top-k from row i of `logits` (`n` rows).
 fn top_k_rows(logits: &[f32], n: usize, tops: &mut [Top]) -> Result<(), ModelError> {
-    if n == 0 || logits.len() % n != 0 {
+    if n == 0 || !logits.len().is_multiple_of(n) {
         return Err(ModelError::Run(format!(
             "{} logits for {n} frames",
             logits.len()

@@ -223,9 +223,8 @@ fn register_tensorrt(builder: &mut SessionBuilder, w: &Wanted<'_>) -> Result<(),
         #[allow(unsafe_code)]
         // SAFETY: the stream is the preprocessing stream, which the `Model` holds (an
         // `Arc`) for as long as its session lives.
-        {
-            trt = unsafe { trt.with_compute_stream(stream_ptr(s)) };
-        }
+        let with_stream = unsafe { trt.with_compute_stream(stream_ptr(s)) };
+        trt = with_stream;
     }
     trt.register(builder)
         .map_err(|e| format!("the TensorRT execution provider failed to start: {e}"))
@@ -249,9 +248,8 @@ fn register_cuda(builder: &mut SessionBuilder, w: &Wanted<'_>, graph: bool) -> R
     if let Some(s) = w.stream {
         #[allow(unsafe_code)]
         // SAFETY: as in `register_tensorrt`: the model holds the stream.
-        {
-            cuda = unsafe { cuda.with_compute_stream(stream_ptr(s)) };
-        }
+        let with_stream = unsafe { cuda.with_compute_stream(stream_ptr(s)) };
+        cuda = with_stream;
     }
     cuda.register(builder)
         .map_err(|e| format!("the CUDA execution provider failed to start: {e}"))
