@@ -17,7 +17,7 @@
 //! `metrics`; `notify` → `pipeline`; `pipeline` → `config`, `metrics`.
 #![deny(missing_docs)]
 // One `unsafe` call is left, with its own allow: the inference thread's
-// `FramePrep::run` on the ring entry the queue gave it (pipeline/infer.rs).
+// `FramePrep::push` of the ring entry the queue gave it (pipeline/infer.rs).
 #![deny(unsafe_code)]
 
 pub mod api;

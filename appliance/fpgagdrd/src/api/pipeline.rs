@@ -110,6 +110,9 @@ pub struct PipelineStatus {
     pub preprocess: Option<String>,
     /// Which ONNX Runtime execution provider runs the model, and why.
     pub inference: Option<String>,
+    /// Batch size: the largest a model run takes, and the mean over the last quarter
+    /// second (null before a pipeline was prepared).
+    pub batch: Option<BatchStatus>,
     /// The frame source.
     pub source: Option<String>,
     /// The pipeline generation these facts belong to: changes on every start, stop,
@@ -117,6 +120,15 @@ pub struct PipelineStatus {
     pub generation: u64,
     /// How long this pipeline has run, s; null unless running.
     pub running_s: Option<f64>,
+}
+
+/// The batch size in use.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct BatchStatus {
+    /// Largest frames per model run (`inference.max_batch`, or the one chosen).
+    pub max: u64,
+    /// Mean frames per model run over the last quarter second (0 when idle).
+    pub mean: f64,
 }
 
 /// The status as `/status` shows it now.
@@ -194,6 +206,10 @@ pub(super) async fn status_body(s: &AppState) -> StatusBody {
             model: info.as_ref().map(|i| i.model.clone()),
             preprocess: info.as_ref().map(|i| i.preprocess.clone()),
             inference: info.as_ref().map(|i| i.inference.clone()),
+            batch: info.as_ref().map(|i| BatchStatus {
+                max: i.max_batch as u64,
+                mean: shared.batch.mean(),
+            }),
             source: info.as_ref().map(|i| i.source.clone()),
             generation: now.generation,
             running_s: now.running.map(|d| d.as_secs_f64()),

@@ -20,13 +20,13 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use fpgagdr::{Card, CardStatus, DmaMemory, FrameTrigger, MemoryKind, frame_ring_kind};
-use fpgagdr_infer::{FramePrep, Model, ModelError};
+use fpgagdr_infer::{FramePrep, Model, ModelError, ModelOptions, TensorRtOptions};
 use fpgagdr_sim::{Replay, SimCard, SimConfig, SimSensor, TestPattern};
 
 use crate::config::{CardChoice, Config, RingMemory, SourceKind};
 use queue::FrameQueue;
 use ring::Ring;
-pub use shared::{Heartbeats, PipelineNow, Shared, State, Thread, now_ns};
+pub use shared::{BatchSize, Heartbeats, PipelineNow, Shared, State, Thread, now_ns};
 
 /// Largest frame ring accepted, bytes (1 GiB): the ring is pinned memory, and an Orin
 /// shares its DRAM between CPU and GPU.
@@ -49,6 +49,8 @@ pub struct PipelineInfo {
     pub preprocess: String,
     /// Which ONNX Runtime execution provider runs the model, and why.
     pub inference: String,
+    /// Largest number of frames one model run takes.
+    pub max_batch: usize,
     /// Frame source description.
     pub source: String,
     /// Ring entries × bytes each.
@@ -168,21 +170,48 @@ fn ring_memory(
 /// Builds a pipeline from `config`: opens the card, loads the frames and the model,
 /// allocates and pins the ring. Slow (hundreds of ms: model load), never partial.
 pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, PrepareError> {
-    let model = Model::load(
-        &config.model_path(),
-        &config.labels_path(),
-        config.inference.threads,
-        config.inference.provider,
-    )
-    .map_err(|e| {
-        let field = match e {
-            ModelError::Labels { .. } => "/model/labels",
-            ModelError::Runtime { .. } => "/model",
-            ModelError::Provider(_) => "/inference/provider",
-            _ => "/model/path",
-        };
-        fail(Some(field), e)
-    })?;
+    // The ring's memory decides where preprocessing runs; a CUDA ring gets one stream
+    // that the kernels and the model share (the model reads the tensors where the
+    // kernels left them, in order, with no synchronisation in between).
+    let (kind, _, _) = ring_memory(config.ring.memory, matches!(card_choice, CardChoice::Sim))?;
+    let stream = match kind {
+        MemoryKind::CudaDevice | MemoryKind::CudaHost => fpgagdr::cuda_context()
+            .map(|ctx| ctx.new_stream())
+            .transpose()
+            .map_err(|e| {
+                fail(
+                    Some("/ring/memory"),
+                    format!("rule cuda: a CUDA stream: {e}"),
+                )
+            })?,
+        MemoryKind::Host => None,
+    };
+    let inf = &config.inference;
+    let options = ModelOptions {
+        threads: inf.threads,
+        provider: inf.provider,
+        precision: inf.precision,
+        max_batch: inf.max_batch,
+        batch_limit: (config.ring.entries / 2).max(1),
+        cuda_graph: inf.cuda_graph,
+        nhwc: None,
+        tensorrt: TensorRtOptions {
+            cache_dir: config.tensorrt_cache_dir(),
+            dla_core: inf.tensorrt.dla_core,
+        },
+        stream,
+    };
+    let model =
+        Model::load(&config.model_path(), &config.labels_path(), &options).map_err(|e| {
+            let field = match e {
+                ModelError::Labels { .. } => "/model/labels",
+                ModelError::Runtime { .. } => "/model",
+                ModelError::Provider(_) => "/inference/provider",
+                ModelError::Precision(_) => "/inference/precision",
+                _ => "/model/path",
+            };
+            fail(Some(field), e)
+        })?;
     let (card, trigger): (Card, Box<dyn FrameTrigger>) = match card_choice {
         CardChoice::Sim => {
             let sim = Arc::new(SimCard::new(SimConfig {
@@ -248,8 +277,8 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
             ),
         ));
     }
-    let simulated = status.simulated;
-    let (kind, detail, data_path) = ring_memory(config.ring.memory, simulated)?;
+    // The description follows the card as opened (a module's card may be simulated too).
+    let (_, detail, data_path) = ring_memory(config.ring.memory, status.simulated)?;
     let mut buffers = Vec::with_capacity(entries);
     for _ in 0..entries {
         let mem = DmaMemory::for_frames(entry_len, align, kind)
@@ -257,8 +286,7 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
         buffers.push(card.pin(mem).map_err(|e| fail(Some("/ring/entries"), e))?);
     }
     let memory = buffers[0].kind();
-    let (w, h) = model.input_size();
-    let (prep, preprocess) = FramePrep::new(memory, w, h, model.takes_device_input());
+    let (prep, preprocess) = FramePrep::new(memory, entry_len, &model);
     let info = PipelineInfo {
         card: status,
         memory,
@@ -267,6 +295,7 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
         model: model.name(),
         preprocess,
         inference: model.provider().to_string(),
+        max_batch: model.max_batch(),
         source: trigger.describe(),
         ring: (entries, entry_len),
         slots,
@@ -299,9 +328,19 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
         },
         infer: infer::InferParams {
             verify_checksum: config.inference.verify_checksum,
+            batch_wait: Duration::from_micros(config.inference.batch_wait_us),
         },
         info,
     })
+}
+
+/// What fills the ring.
+#[derive(Debug, Clone, Copy)]
+enum Feed {
+    /// The capture thread: the card's frames, one C2H each.
+    Capture,
+    /// Each entry filled once, then handed back as it is (the inference stage alone).
+    Recycle,
 }
 
 struct Running {
@@ -340,18 +379,40 @@ impl Supervisor {
         self.info.as_ref()
     }
 
-    /// Stops what runs (if anything) and starts `prepared`.
+    /// Stops what runs (if anything) and starts `prepared`: first the model's warm-up
+    /// (every batch size it will run, so CUDA graphs are captured while no other thread
+    /// of the service uses the GPU), then the capture and inference threads. A warm-up
+    /// that fails leaves the pipeline failed, with the reason.
     pub fn start(&mut self, prepared: Prepared) {
+        self.start_fed(prepared, Feed::Capture);
+    }
+
+    /// As [`Self::start`], but the inference stage alone is measured: each ring entry is
+    /// filled once through the card (a real C2H), then, instead of capture, a thread
+    /// hands every entry the inference thread releases straight back as a new frame,
+    /// its bytes as they are. A benchmark mode (what the inference stage does when
+    /// capture is not the limit: `benches/infer_stage.rs`); no config reaches it.
+    pub fn start_inference_only(&mut self, prepared: Prepared) {
+        self.start_fed(prepared, Feed::Recycle);
+    }
+
+    fn start_fed(&mut self, prepared: Prepared, feed: Feed) {
         self.stop();
         let Prepared {
             ring,
             trigger,
-            model,
-            prep,
+            mut model,
+            mut prep,
             capture,
             infer,
             info,
         } = prepared;
+        self.shared.batch.set_max(info.max_batch);
+        self.info = Some(info);
+        if let Err(e) = prep.warm_up(&mut model) {
+            self.shared.fail(format!("model warm-up: {e}"));
+            return;
+        }
         let ring = Arc::new(ring);
         let stop = Arc::new(AtomicBool::new(false));
         self.shared.clear_fault();
@@ -367,10 +428,16 @@ impl Supervisor {
                 .expect("spawn pipeline thread")
         };
         let (r, s, st) = (ring.clone(), self.shared.clone(), stop.clone());
-        let t_capture = spawn(
-            "fpgagdr-capture",
-            Box::new(move || capture::run(r, trigger, capture, s, st)),
-        );
+        let t_capture = match feed {
+            Feed::Capture => spawn(
+                "fpgagdr-capture",
+                Box::new(move || capture::run(r, trigger, capture, s, st)),
+            ),
+            Feed::Recycle => spawn(
+                "fpgagdr-recycle",
+                Box::new(move || capture::recycle(r, trigger, capture, s, st)),
+            ),
+        };
         let (r, s, st) = (ring, self.shared.clone(), stop.clone());
         let t_infer = spawn(
             "fpgagdr-infer",
@@ -380,7 +447,6 @@ impl Supervisor {
             stop,
             threads: vec![t_capture, t_infer],
         });
-        self.info = Some(info);
     }
 
     /// Keeps the facts of a pipeline prepared for a config saved while stopped, so the
