@@ -20,6 +20,6 @@ mod model;
 mod prep;
 mod preprocess;
 
-pub use model::{Classification, Model, ModelError, Provider, TOP_K};
+pub use model::{Classification, MAX_CLASSES, MAX_INPUT_SIDE, Model, ModelError, Provider, TOP_K};
 pub use prep::{DeviceTensor, FramePrep, GpuPrep, PrepError, Prepped, Tensor};
 pub use preprocess::{CROP_FRACTION, FrameView, MEAN, Preprocessor, SCALE};

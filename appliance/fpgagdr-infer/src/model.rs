@@ -36,6 +36,13 @@ pub enum Provider {
 
 /// Results kept per frame.
 pub const TOP_K: usize = 5;
+/// Largest input side a model may declare, pixels: its input tensor (3 × H × W float32,
+/// 192 MiB at the limit) and the preprocessing buffers are allocated from the declared
+/// size, so it is checked before anything is (issue 18: a model declaring 60000 × 60000
+/// aborted the service on allocation).
+pub const MAX_INPUT_SIDE: usize = 4096;
+/// Most classes a model may declare (ImageNet-21k has 21 843).
+pub const MAX_CLASSES: usize = 100_000;
 
 /// Why a model cannot be used. Messages name the file and the rule.
 #[derive(Debug, thiserror::Error)]
@@ -135,7 +142,8 @@ impl std::fmt::Debug for Model {
 }
 
 impl Model {
-    /// Loads `path` with its labels file (one label per line, class 0 first).
+    /// Loads `path` with its labels file (one label per line, class 0 first); reads
+    /// both whole and calls [`Model::from_memory`].
     ///
     /// `threads` bounds ONNX Runtime's intra-op threads (0 = its default); `provider`
     /// picks the execution provider.
@@ -149,19 +157,48 @@ impl Model {
         threads: usize,
         provider: Provider,
     ) -> Result<Model, ModelError> {
-        let env = environment()?;
-        let file_err = |reason: String| ModelError::File {
-            path: path.to_path_buf(),
-            reason,
-        };
         if !path.is_file() {
             let why = if path.exists() {
                 "not a regular file"
             } else {
                 "no such file"
             };
-            return Err(file_err(why.into()));
+            return Err(ModelError::File {
+                path: path.to_path_buf(),
+                reason: why.into(),
+            });
         }
+        let bytes = std::fs::read(path).map_err(|e| ModelError::File {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        let text = std::fs::read(labels).map_err(|e| ModelError::Labels {
+            path: labels.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        Model::from_memory(&bytes, path, &text, labels, threads, provider)
+    }
+
+    /// Builds the model from `bytes` (an ONNX file's contents) and `labels` (a labels
+    /// file's: one label per line, class 0 first). `path` and `labels_path` only name
+    /// the files in messages and status ([`Model::name`]); nothing is read from them.
+    /// The declared input and output sizes are checked against [`MAX_INPUT_SIDE`] and
+    /// [`MAX_CLASSES`] before anything is allocated for them.
+    ///
+    /// Errors: as [`Model::load`].
+    pub fn from_memory(
+        bytes: &[u8],
+        path: &Path,
+        labels: &[u8],
+        labels_path: &Path,
+        threads: usize,
+        provider: Provider,
+    ) -> Result<Model, ModelError> {
+        let env = environment()?;
+        let file_err = |reason: String| ModelError::File {
+            path: path.to_path_buf(),
+            reason,
+        };
         // ONNX Runtime's worker threads spin between runs by default; at a camera's
         // frame rate that burns the idle cores (and an Orin's power budget) for nothing.
         let mut builder = Session::builder(&env)
@@ -184,7 +221,7 @@ impl Model {
             },
         };
         let session = builder
-            .commit_from_file(path)
+            .commit_from_memory(bytes)
             .map_err(|e| file_err(e.to_string()))?;
         let shape_err = |reason: String| ModelError::Shape {
             path: path.to_path_buf(),
@@ -204,6 +241,15 @@ impl Model {
                     && shape[2] > 0
                     && shape[3] > 0 =>
             {
+                if shape[2] as u64 > MAX_INPUT_SIDE as u64
+                    || shape[3] as u64 > MAX_INPUT_SIDE as u64
+                {
+                    return Err(shape_err(format!(
+                        "input {} is declared {shape:?}: over the limit of {MAX_INPUT_SIDE} x \
+                         {MAX_INPUT_SIDE} pixels (nothing was allocated for it)",
+                        input.name()
+                    )));
+                }
                 (shape[3] as usize, shape[2] as usize)
             }
             other => {
@@ -220,6 +266,11 @@ impl Model {
                         && shape.len() == 2
                         && shape[1] > 0 =>
                 {
+                    if shape[1] as u64 > MAX_CLASSES as u64 {
+                        return Err(shape_err(format!(
+                            "output is declared {shape:?}: over the limit of {MAX_CLASSES} classes"
+                        )));
+                    }
                     shape[1] as usize
                 }
                 other => {
@@ -230,7 +281,7 @@ impl Model {
             },
             outs => return Err(shape_err(format!("has {} outputs, expected 1", outs.len()))),
         };
-        let labels = read_labels(labels, classes)?;
+        let labels = parse_labels(labels, labels_path, classes)?;
         let mut model = Model {
             input: input.name().to_string(),
             session,
@@ -417,12 +468,12 @@ fn top_k(logits: &[f32], top: &mut [(u32, f32); TOP_K]) {
     }
 }
 
-fn read_labels(path: &Path, classes: usize) -> Result<Vec<String>, ModelError> {
+fn parse_labels(bytes: &[u8], path: &Path, classes: usize) -> Result<Vec<String>, ModelError> {
     let err = |reason: String| ModelError::Labels {
         path: path.to_path_buf(),
         reason,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+    let text = std::str::from_utf8(bytes).map_err(|e| err(format!("not UTF-8 text: {e}")))?;
     let labels: Vec<String> = text
         .lines()
         .map(|l| l.split(',').next().unwrap_or("").trim().to_string())
@@ -454,11 +505,10 @@ mod tests {
 
     #[test]
     fn labels_must_match_the_class_count() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("l.txt");
-        std::fs::write(&p, "tench, Tinca tinca\ngoldfish\n").unwrap();
-        assert_eq!(read_labels(&p, 2).unwrap(), ["tench", "goldfish"]);
-        let e = read_labels(&p, 3).unwrap_err().to_string();
+        let p = Path::new("l.txt");
+        let text = b"tench, Tinca tinca\ngoldfish\n";
+        assert_eq!(parse_labels(text, p, 2).unwrap(), ["tench", "goldfish"]);
+        let e = parse_labels(text, p, 3).unwrap_err().to_string();
         assert!(
             e.starts_with("rule model-labels") && e.contains("2 lines"),
             "{e}"

@@ -83,10 +83,7 @@ fn main() {
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
         if k == "--changes" {
-            changes = it
-                .next()
-                .and_then(|v| v.parse().ok())
-                .expect("--changes N");
+            changes = it.next().and_then(|v| v.parse().ok()).expect("--changes N");
         }
     }
     let svc = start();

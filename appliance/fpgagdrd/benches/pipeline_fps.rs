@@ -45,7 +45,7 @@ fn main() {
         config.card.sim_link = LinkPreset::Off;
         config.ring.when_full = when_full;
         let config = config.check().expect("a valid config");
-        let prepared = prepare(&config, &CardChoice::Sim).unwrap_or_else(|e| {
+        let prepared = prepare(&config, &CardChoice::Sim, &fpgagdrd::files::Policy::in_data_dir()).unwrap_or_else(|e| {
             panic!("{e} (run appliance/scripts/fetch-deps.sh and set ORT_DYLIB_PATH / FPGAGDR_DATA_DIR)")
         });
         let shared = Arc::new(Shared::default());
