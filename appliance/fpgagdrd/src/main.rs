@@ -381,6 +381,8 @@ fn run() -> Result<(), String> {
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        // Bounded, so the unit's TasksMax holds (docs/api.md, Limits).
+        .max_blocking_threads(64)
         .thread_name("fpgagdr-http")
         .enable_all()
         .build()
