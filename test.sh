@@ -4,10 +4,13 @@
 # circles among crates or modules), the Rust unit, integration and
 # doc tests (library rules, SimCard, pipeline, the service over HTTP with the real model
 # and real frames), the dashboard in headless Chromium, and the kernel module (built
-# against Debian's kernel headers with W=1 and sparse, checkpatch --strict, the user-space
-# unit tests of its descriptor, SG and pin arithmetic, then the real module in Debian's
-# kernel under QEMU with its test-only software card, driven by C tests and by the Rust
-# library's functional suite), the OTA tests against a real RAUC, flash.sh's key
+# against Debian's kernel headers with W=1 and sparse, for x86 and cross-built for arm64,
+# no circle between its files, checkpatch --strict, the user-space unit tests of its
+# descriptor, SG and pin arithmetic, then the real module in Debian's kernel under QEMU
+# with its test-only software card, driven by C tests and by the Rust library's
+# functional suite, in four guests: x86, x86 with every mapping bounced (swiotlb=force),
+# x86 behind a virtual IOMMU, and arm64 with Debian's arm64 kernel; card removal, hot
+# unplug, AER and shutdown included), the OTA tests against a real RAUC, flash.sh's key
 # injection, the REST API against its generated OpenAPI document (schemathesis), the
 # Yocto layer's offline checks, and the dashboard's type check (tsc on its JSDoc).
 # Installs what it needs from Debian and npm when missing (needs root for apt-get).
@@ -62,7 +65,7 @@ FPGAGDR_API_CONFORMANCE=1 FPGAGDR_REQUIRE_RAUC=1 \
 say "kernel module"
 kmod/scripts/check.sh
 
-say "kernel module in a real kernel (QEMU), driven by the C tests and the Rust library"
+say "kernel module in real kernels (QEMU: x86, swiotlb, IOMMU, arm64), driven by the C tests and the Rust library"
 ktest=$(cargo test --locked -q -p fpgagdr --test kernel_functional --no-run --message-format=json |
   python3 -c 'import json, sys; print([m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable")][-1])')
 FPGAGDR_QEMU_EXTRA="$ktest" kmod/qemu/run.sh

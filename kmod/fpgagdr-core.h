@@ -1,31 +1,43 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * fpgagdr internal interfaces: the device, its engines, pinned buffers and
- * memory back-ends.  One concern per file:
+ * fpgagdr internal interfaces: the card and its engines.  One concern per
+ * file; each file uses only the files below it (scripts/check.sh fails on
+ * a circle between them):
  *
- *   fpgagdr-main.c     module init/exit, parameters, device numbers, class
- *   fpgagdr-dev.c      device lifetime, nodes, engine registration
- *   fpgagdr-engine.c   engine claim, run, bounded wait, abort (generic)
- *   fpgagdr-xdma.c     the XDMA engine: registers, interrupts, discovery
- *   fpgagdr-pci.c      the PCI driver
- *   fpgagdr-descmem.c  descriptor memory (dma_pool pages)
- *   fpgagdr-pin.c      pinned buffers, per-file handle table, transfers
+ *   fpgagdr-main.c     module init/exit
+ *   fpgagdr-pci.c      the PCI driver for XDMA cards
+ *   fpgagdr-testeng*.c the TEST-ONLY software card (test builds only)
+ *   fpgagdr-card.c     publish a card (nodes, debugfs), its removal,
+ *                      shutdown and PCIe error recovery
  *   fpgagdr-ioctl.c    the control node: ioctl decoding and checks
  *   fpgagdr-rw.c       the channel nodes: read/write to CPU memory
+ *   fpgagdr-pin.c      per-file handle table: PIN, UNPIN, TRANSFER
+ *   fpgagdr-mem.c      the table of memory back-ends
  *   fpgagdr-mem-*.c    memory back-ends (host, nvidia_p2p, dma-buf)
+ *   fpgagdr-pinned.c   a pinned buffer: lifetime, revocation, DMA sync
+ *   fpgagdr-xdma.c     the XDMA engine: registers, interrupts, discovery
+ *   fpgagdr-engine.c   engine claim, run, bounded wait, stop, abort, and
+ *                      the card's bus mastering when an engine will not
+ *                      stop
  *   fpgagdr-debugfs.c  counters and engine state in debugfs
+ *   fpgagdr-dev.c      the card object: ids, references, engines, device
+ *                      numbers, DMA resources
+ *   fpgagdr-descmem.c  descriptor memory (dma_pool pages)
  *   fpgagdr-desc.c, fpgagdr-sg.c, fpgagdr-pinmath.c: pure logic
  */
 #ifndef FPGAGDR_CORE_H
 #define FPGAGDR_CORE_H
 
 #include <linux/atomic.h>
-#include <linux/cdev.h>
 #include <linux/device.h>
 #include <linux/kref.h>
+#include <linux/ktime.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/rwsem.h>
+#include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/wait.h>
-#include <linux/xarray.h>
 #include <uapi/linux/fpgagdr.h>
 
 #include "fpgagdr-desc.h"
@@ -36,23 +48,16 @@
 /* Minors per card: control node, 4 H2C and 4 C2H channel nodes. */
 #define FPGAGDR_NODES		(1 + 2 * XDMA_MAX_CHANNELS)
 #define FPGAGDR_PIN_ALIGN	4096U
-/* Upper bound on stopping an engine or retiring a pin, in ms. */
-#define FPGAGDR_STOP_WAIT_MS	5000U
 /* Pages the channel nodes DMA per step; sizes the per-engine ring. */
 #define FPGAGDR_RW_CHUNK_PAGES	1024U
 
+struct cdev;
 struct dentry;
 struct dma_pool;
+struct pci_dev;
 struct fpgagdr_dev;
 struct fpgagdr_engine;
 struct fpgagdr_pinned;
-
-extern struct class *fpgagdr_class;
-extern dev_t fpgagdr_devt;
-extern struct dentry *fpgagdr_debugfs_root;
-extern unsigned int fpgagdr_poll_us;
-extern unsigned int fpgagdr_rw_timeout_ms;
-extern unsigned long long fpgagdr_card_size;
 
 /**
  * struct fpgagdr_desc_mem - descriptor pages owned by a pin or an engine
@@ -78,9 +83,10 @@ void fpgagdr_descmem_free(struct fpgagdr_desc_mem *dm);
  *	with the engine claimed and idle.
  * @poll: 0 when the chain completed, -EINPROGRESS while it runs, -EIO when
  *	the engine reported an error; must not sleep
- * @stop: stop the engine and clear its status, bounded in time; 0 when it
- *	is idle, -EIO when it would not stop.  Called after every run, and
- *	to abort one.
+ * @stop: clear RUN and wait, at most FPGAGDR_STOP_BUDGET_US, until the
+ *	engine is idle (it finishes the descriptor in flight first); clear
+ *	its status.  0 when it was seen idle, -EIO when it was not.  Called
+ *	after every run, and to abort one.
  * @status: raw status word, for debugfs and dev_dbg()
  *
  * The XDMA engine (fpgagdr-xdma.c) is one implementation; a test-only
@@ -100,9 +106,9 @@ struct fpgagdr_engine_ops {
 enum {
 	FPGAGDR_ENG_BUSY,	/* claimed by a transfer */
 	FPGAGDR_ENG_DONE,	/* completion signalled */
-	FPGAGDR_ENG_ABORT,	/* ABORT asked for */
-	FPGAGDR_ENG_WEDGED,	/* did not stop; stop again before use */
-	FPGAGDR_ENG_DEAD,	/* device removed; claims fail */
+	FPGAGDR_ENG_ABORT,	/* ABORT asked for by the claimer's file */
+	FPGAGDR_ENG_WEDGED,	/* not seen stopped; stop again before use */
+	FPGAGDR_ENG_DEAD,	/* card removed; claims fail */
 };
 
 /**
@@ -116,7 +122,9 @@ enum {
  * @addr_align: address alignment the engine needs, a power of 2
  * @len_gran: length granularity the engine needs, a power of 2
  * @flags: FPGAGDR_ENG_* bits, atomic bitops
- * @wq: woken on completion, abort and device removal
+ * @lock: orders @owner against FPGAGDR_ENG_ABORT
+ * @owner: the open file whose transfer holds the engine, or NULL
+ * @wq: woken on completion, abort, revocation and device removal
  * @rw: descriptor memory for the channel node's read/write, used only
  *	while the engine is claimed
  * @cdev: the channel node
@@ -132,6 +140,8 @@ struct fpgagdr_engine {
 	u32 addr_align;
 	u32 len_gran;
 	unsigned long flags;
+	spinlock_t lock;	/* owner vs ABORT */
+	const void *owner;
 	wait_queue_head_t wq;
 	struct fpgagdr_desc_mem rw;
 	struct cdev *cdev;
@@ -149,6 +159,10 @@ struct fpgagdr_engine {
  * @timeouts: transfers timed out
  * @aborts: engine stops after a failed or cancelled run
  * @errors: runs the engine reported an error for
+ * @stop_failures: engines not seen stopped within the stop budget
+ * @fences: times bus mastering was turned off because an engine, or a
+ *	transfer holding a revoked pin, did not stop in time (debugfs only)
+ * @link_errors: PCIe errors reported by AER (debugfs only)
  */
 struct fpgagdr_stats {
 	atomic64_t pins;
@@ -160,20 +174,37 @@ struct fpgagdr_stats {
 	atomic64_t timeouts;
 	atomic64_t aborts;
 	atomic64_t errors;
+	atomic64_t stop_failures;
+	atomic64_t fences;
+	atomic64_t link_errors;
 };
 
 /**
  * struct fpgagdr_dev - one card (or one test-only software card)
  * @ref: references: the driver, open files, pins
- * @dev: the device that does DMA (the PCI function)
- * @id: N in /dev/fpgagdrN
+ * @pdev: the PCI function that does the DMA
+ * @dev: its struct device
+ * @id: N in /dev/fpgagdrN, reserved from fpgagdr_dev_alloc() until the
+ *	card is unpublished or freed
+ * @id_held: @id is still the card's in the registry
+ * @name: "fpgagdrN": nodes, debugfs, the interrupt, messages
  * @eng: engines by direction and channel, NULL where absent
  * @nch: channels per direction
  * @desc_pool: 4 KiB descriptor pages
  * @card_size: card address space checked by transfers, 0 = unknown
  * @caps: FPGAGDR_CAP_* bits
  * @platform: enum fpgagdr_platform
- * @gone: set once by fpgagdr_dev_unregister(); new work fails -ENODEV
+ * @gone: set once when the card is removed or shut down; new work and
+ *	work in flight end -ENODEV
+ * @link_down: a PCIe error is being recovered; work ends -EIO
+ * @fence_lock: serialises bus mastering changes
+ * @fenced: bus mastering is off because an engine was not seen stopped
+ * @dma_lock: held for reading while DMA mappings or descriptor memory of
+ *	the card are made or released, for writing when removal releases
+ *	them all
+ * @dma_gone: under @dma_lock: the card's DMA resources are released
+ * @pins_lock: protects @pins
+ * @pins: every struct fpgagdr_pinned of the card
  * @stats: counters
  * @ctl_cdev: the control node
  * @ctl: the control node's device
@@ -181,8 +212,11 @@ struct fpgagdr_stats {
  */
 struct fpgagdr_dev {
 	struct kref ref;
+	struct pci_dev *pdev;
 	struct device *dev;
 	int id;
+	bool id_held;
+	char name[16];
 	struct fpgagdr_engine *eng[2][XDMA_MAX_CHANNELS];
 	u32 nch[2];
 	struct dma_pool *desc_pool;
@@ -190,154 +224,55 @@ struct fpgagdr_dev {
 	u32 caps;
 	u32 platform;
 	bool gone;
+	bool link_down;
+	struct mutex fence_lock;	/* bus mastering */
+	bool fenced;
+	struct rw_semaphore dma_lock;
+	bool dma_gone;
+	struct mutex pins_lock;		/* pins */
+	struct list_head pins;
 	struct fpgagdr_stats stats;
 	struct cdev *ctl_cdev;
 	struct device *ctl;
 	struct dentry *dbg;
 };
 
-struct fpgagdr_dev *fpgagdr_dev_alloc(struct device *dev);
+int fpgagdr_dev_init(void);
+void fpgagdr_dev_exit(void);
+extern struct class *fpgagdr_class;
+dev_t fpgagdr_dev_devt(const struct fpgagdr_dev *fdev, u32 node);
+struct fpgagdr_dev *fpgagdr_dev_alloc(struct pci_dev *pdev);
 int fpgagdr_dev_add_engine(struct fpgagdr_dev *fdev, u32 dir, u32 index,
 			   const struct fpgagdr_engine_ops *ops, void *priv,
 			   bool use_irq, u32 addr_align, u32 len_gran);
-int fpgagdr_dev_register(struct fpgagdr_dev *fdev);
-void fpgagdr_dev_unregister(struct fpgagdr_dev *fdev);
-struct fpgagdr_dev *fpgagdr_dev_get_by_minor(unsigned int minor);
+void fpgagdr_dev_publish(struct fpgagdr_dev *fdev);
+void fpgagdr_dev_unpublish(struct fpgagdr_dev *fdev);
+void fpgagdr_dev_free_dma(struct fpgagdr_dev *fdev);
+struct fpgagdr_dev *fpgagdr_dev_get_by_minor(unsigned int minor, u32 *node);
+void fpgagdr_dev_get(struct fpgagdr_dev *fdev);
 void fpgagdr_dev_put(struct fpgagdr_dev *fdev);
 void fpgagdr_dev_wake_engines(struct fpgagdr_dev *fdev);
 struct fpgagdr_engine *fpgagdr_dev_engine(struct fpgagdr_dev *fdev, u32 dir,
 					  u32 channel);
+u32 fpgagdr_dev_node(const struct fpgagdr_engine *eng);
 
-int fpgagdr_engine_claim(struct fpgagdr_engine *eng, unsigned long deadline);
+int fpgagdr_engine_claim(struct fpgagdr_engine *eng, const void *owner,
+			 struct fpgagdr_pinned *pin, ktime_t deadline);
 void fpgagdr_engine_release(struct fpgagdr_engine *eng);
 int fpgagdr_engine_exec(struct fpgagdr_engine *eng,
 			const struct fpgagdr_chain *chain,
-			struct fpgagdr_pinned *pin, unsigned long deadline,
-			u64 *ns);
+			struct fpgagdr_pinned *pin, ktime_t deadline, u64 *ns);
 void fpgagdr_engine_complete(struct fpgagdr_engine *eng);
-int fpgagdr_engine_abort(struct fpgagdr_engine *eng);
-int fpgagdr_engine_request_abort(struct fpgagdr_engine *eng);
-void fpgagdr_engine_quiesce(struct fpgagdr_engine *eng);
+int fpgagdr_engine_request_abort(struct fpgagdr_engine *eng,
+				 const void *owner);
+bool fpgagdr_engine_hold(struct fpgagdr_engine *eng, unsigned int wait_ms);
+bool fpgagdr_engine_stop_held(struct fpgagdr_engine *eng);
+void fpgagdr_engine_fence(struct fpgagdr_dev *fdev, const char *why);
+void fpgagdr_engine_unfence_reset(struct fpgagdr_dev *fdev);
 
-/* Bits of fpgagdr_pinned.flags */
-enum {
-	FPGAGDR_PIN_BUSY,	/* a transfer owns the pin and its chain */
-	FPGAGDR_PIN_DYING,	/* unpinned or revoked: stop, start nothing */
-	FPGAGDR_PIN_REVOKED,	/* the NVIDIA free callback took the memory */
-};
-
-/**
- * struct fpgagdr_mem_ops - a memory back-end
- * @kind: enum fpgagdr_mem_kind
- * @name: for messages and debugfs
- * @page_size: granule the back-end pins in
- * @pin: pin and map the memory of @args over @span; fill @pin's segs,
- *	nsegs (covering whole pages) and head (offset of the buffer in them)
- * @unpin: undo @pin; safe against the back-end's own revocation path
- */
-struct fpgagdr_mem_ops {
-	u32 kind;
-	const char *name;
-	u32 page_size;
-	int (*pin)(struct fpgagdr_pinned *pin, const struct fpgagdr_pin *args,
-		   const struct fpgagdr_span *span);
-	void (*unpin)(struct fpgagdr_pinned *pin);
-};
-
-extern const struct fpgagdr_mem_ops fpgagdr_mem_host_ops;
-extern const struct fpgagdr_mem_ops fpgagdr_mem_dmabuf_ops;
-#ifdef FPGAGDR_WITH_NVP2P
-extern const struct fpgagdr_mem_ops fpgagdr_mem_nvp2p_ops;
-#define FPGAGDR_NVP2P_OPS	(&fpgagdr_mem_nvp2p_ops)
-bool fpgagdr_nvp2p_persistent(void);
-#else
-#define FPGAGDR_NVP2P_OPS	NULL
-static inline bool fpgagdr_nvp2p_persistent(void) { return false; }
-#endif
-
-/**
- * struct fpgagdr_pinned - one pinned, mapped buffer and its chain
- * @ref: one reference from the handle table, one per transfer using it
- * @fdev: the card whose device the memory is mapped for
- * @mem: back-end
- * @mem_priv: back-end data
- * @addr: user address or dma-buf offset the user gave
- * @len: bytes in the buffer
- * @head: offset of the buffer in the back-end's first segment
- * @segs: bus segments, clipped to exactly the buffer
- * @nsegs: entries in @segs
- * @desc: descriptor memory sized for the whole buffer
- * @key: the transfer @chain was built for
- * @chain: the last chain built, replayed when @key matches
- * @chain_valid: @chain and @key are meaningful
- * @flags: FPGAGDR_PIN_* bits
- * @wq: woken when FPGAGDR_PIN_BUSY clears
- *
- * @key, @chain and @chain_valid belong to whoever holds FPGAGDR_PIN_BUSY.
- */
-struct fpgagdr_pinned {
-	struct kref ref;
-	struct fpgagdr_dev *fdev;
-	const struct fpgagdr_mem_ops *mem;
-	void *mem_priv;
-	u64 addr;
-	u64 len;
-	u64 head;
-	struct fpgagdr_seg *segs;
-	u32 nsegs;
-	struct fpgagdr_desc_mem desc;
-	struct fpgagdr_xfer key;
-	struct fpgagdr_chain chain;
-	bool chain_valid;
-	unsigned long flags;
-	wait_queue_head_t wq;
-};
-
-/**
- * struct fpgagdr_file - an open control node
- * @fdev: the card
- * @pins: handle -> struct fpgagdr_pinned, each entry holding a reference;
- *	protected by its own xa_lock
- * @next: next handle to issue, advanced by xa_alloc_cyclic() under xa_lock
- * @wrapped: the handle counter wrapped around
- * @npins: entries in @pins
- */
-struct fpgagdr_file {
-	struct fpgagdr_dev *fdev;
-	struct xarray pins;
-	u32 next;
-	bool wrapped;
-	atomic_t npins;
-};
-
-const struct fpgagdr_mem_ops *fpgagdr_mem_ops(u32 kind);
-u32 fpgagdr_mem_kinds(void);
-void fpgagdr_file_init(struct fpgagdr_file *f, struct fpgagdr_dev *fdev);
-void fpgagdr_file_release(struct fpgagdr_file *f);
-int fpgagdr_pin(struct fpgagdr_file *f, struct fpgagdr_pin *args);
-int fpgagdr_unpin(struct fpgagdr_file *f, u32 handle);
-int fpgagdr_transfer(struct fpgagdr_file *f, struct fpgagdr_transfer *t);
-void fpgagdr_pinned_revoke(struct fpgagdr_pinned *pin);
-
-int fpgagdr_pci_register(void);
-void fpgagdr_pci_unregister(void);
-
-/*
- * A test-only software card (issue 5) plugs in here: built only with
- * FPGAGDR_TEST_ENGINE=y, it registers a card whose engines execute the
- * real descriptor chains in software.
- */
-#ifdef FPGAGDR_WITH_TEST_ENGINE
-int fpgagdr_testeng_register(void);
-void fpgagdr_testeng_unregister(void);
-#else
-static inline int fpgagdr_testeng_register(void) { return 0; }
-static inline void fpgagdr_testeng_unregister(void) { }
-#endif
-
-extern const struct file_operations fpgagdr_ctl_fops;
-extern const struct file_operations fpgagdr_chan_fops;
-
+void fpgagdr_debugfs_init(void);
+void fpgagdr_debugfs_exit(void);
+struct dentry *fpgagdr_debugfs_dir(void);
 void fpgagdr_debugfs_add(struct fpgagdr_dev *fdev);
 void fpgagdr_debugfs_remove(struct fpgagdr_dev *fdev);
 

@@ -7,6 +7,41 @@
 
 #include "fpgagdr-core.h"
 
+static struct dentry *fpgagdr_debugfs_root;
+
+/**
+ * fpgagdr_debugfs_init() - create /sys/kernel/debug/fpgagdr
+ *
+ * debugfs is optional: its failures are not errors.
+ *
+ * Context: module init.
+ */
+void fpgagdr_debugfs_init(void)
+{
+	fpgagdr_debugfs_root = debugfs_create_dir("fpgagdr", NULL);
+}
+
+/**
+ * fpgagdr_debugfs_exit() - remove /sys/kernel/debug/fpgagdr
+ *
+ * Context: module exit.
+ */
+void fpgagdr_debugfs_exit(void)
+{
+	debugfs_remove_recursive(fpgagdr_debugfs_root);
+}
+
+/**
+ * fpgagdr_debugfs_dir() - the module's debugfs directory
+ *
+ * Context: any.
+ * Return: the directory (or an error pointer debugfs accepts).
+ */
+struct dentry *fpgagdr_debugfs_dir(void)
+{
+	return fpgagdr_debugfs_root;
+}
+
 static int fpgagdr_counters_show(struct seq_file *m, void *unused)
 {
 	struct fpgagdr_dev *fdev = m->private;
@@ -22,6 +57,10 @@ static int fpgagdr_counters_show(struct seq_file *m, void *unused)
 	seq_printf(m, "timeouts %lld\n", atomic64_read(&st->timeouts));
 	seq_printf(m, "aborts %lld\n", atomic64_read(&st->aborts));
 	seq_printf(m, "errors %lld\n", atomic64_read(&st->errors));
+	seq_printf(m, "stop_failures %lld\n", atomic64_read(&st->stop_failures));
+	seq_printf(m, "fences %lld\n", atomic64_read(&st->fences));
+	seq_printf(m, "link_errors %lld\n", atomic64_read(&st->link_errors));
+	seq_printf(m, "fenced %d\n", READ_ONCE(fdev->fenced));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(fpgagdr_counters);
@@ -56,10 +95,7 @@ DEFINE_SHOW_ATTRIBUTE(fpgagdr_engines);
  */
 void fpgagdr_debugfs_add(struct fpgagdr_dev *fdev)
 {
-	char name[16];
-
-	snprintf(name, sizeof(name), "fpgagdr%d", fdev->id);
-	fdev->dbg = debugfs_create_dir(name, fpgagdr_debugfs_root);
+	fdev->dbg = debugfs_create_dir(fdev->name, fpgagdr_debugfs_root);
 	debugfs_create_file("counters", 0444, fdev->dbg, fdev,
 			    &fpgagdr_counters_fops);
 	debugfs_create_file("engines", 0444, fdev->dbg, fdev,

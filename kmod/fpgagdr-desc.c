@@ -110,7 +110,7 @@ static void fpgagdr_desc_fill(struct xdma_desc *d, u64 src, u64 dst, u64 len,
  * @segs: the buffer's segment list (clipped to the buffer)
  * @n: entries in @segs
  * @x: the transfer
- * @max_len: most bytes per descriptor, 1..FPGAGDR_DESC_MAX_LEN
+ * @max_len: most bytes per descriptor, 1..FPGAGDR_DESC_FIELD_MAX
  * @chain: where the chain's start, adjacency and size are written
  *
  * Descriptors are written in slot order.  Host-side bytes come only from
@@ -132,7 +132,7 @@ int fpgagdr_desc_build(const struct fpgagdr_desc_ring *ring,
 	struct xdma_desc *d;
 	u32 i, k = 0;
 
-	if (!max_len || max_len > FPGAGDR_DESC_MAX_LEN)
+	if (!max_len || max_len > FPGAGDR_DESC_FIELD_MAX)
 		return -EINVAL;
 	if (check_add_overflow(x->card_addr, x->len, &end))
 		return -EOVERFLOW;

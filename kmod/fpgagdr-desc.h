@@ -13,10 +13,33 @@
 /* Descriptors in one 4 KiB descriptor page. */
 #define FPGAGDR_DESC_PER_PAGE	(XDMA_DESC_BOUNDARY / XDMA_DESC_SIZE)
 /*
- * Bytes one descriptor moves at most: the largest multiple of 4 KiB the
- * 28-bit length field holds, so that split points stay page aligned.
+ * The largest multiple of 4 KiB the descriptor's 28-bit length field
+ * holds (256 MiB - 4 KiB): what the chain builder can express.
  */
-#define FPGAGDR_DESC_MAX_LEN	(XDMA_DESC_LEN - (XDMA_DESC_BOUNDARY - 1))
+#define FPGAGDR_DESC_FIELD_MAX	(XDMA_DESC_LEN - (XDMA_DESC_BOUNDARY - 1))
+/*
+ * Bytes one descriptor moves at most, 1 MiB.  An XDMA engine told to stop
+ * (RUN cleared) finishes the descriptor in flight first, so this bounds
+ * how long a stop takes: see FPGAGDR_STOP_BUDGET_US.
+ */
+#define FPGAGDR_DESC_MAX_LEN	0x100000U
+/*
+ * Payload bytes per second of the slowest link the module accepts: PCIe
+ * Gen1 x1 (2.5 GT/s, 8b/10b coding: 250 MB/s before TLP overhead).
+ */
+#define FPGAGDR_LINK_MIN_BYTES_PER_S	250000000ULL
+/* Microseconds the slowest link takes to move one longest descriptor. */
+#define FPGAGDR_DESC_DRAIN_US \
+	((u32)DIV_ROUND_UP(FPGAGDR_DESC_MAX_LEN * 1000000ULL, \
+			   FPGAGDR_LINK_MIN_BYTES_PER_S))
+/*
+ * How long an engine may take to stop before it counts as not stopped:
+ * four times the drain of the descriptor in flight at Gen1 x1 (4.2 ms),
+ * which covers TLP headers at a 128-byte max payload (~16%), the
+ * descriptor fetch and completion write-back, and the poll loop's sleeps:
+ * 16.8 ms.  docs/kernel-module.md has the arithmetic.
+ */
+#define FPGAGDR_STOP_BUDGET_US	(4 * FPGAGDR_DESC_DRAIN_US)
 
 /**
  * struct fpgagdr_desc_ring - descriptor memory preallocated for one user

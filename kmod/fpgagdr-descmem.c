@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Descriptor memory: 4 KiB pages from the card's dma_pool, allocated when a
- * pin or an engine is created so that no transfer allocates.
+ * pin or an engine is created so that no transfer allocates.  Charged to
+ * the memory cgroup of whoever makes the pin (__GFP_ACCOUNT).
  */
 #include <linux/dmapool.h>
 #include <linux/slab.h>
@@ -27,12 +28,12 @@ int fpgagdr_descmem_alloc(struct fpgagdr_desc_mem *dm, struct dma_pool *pool,
 	if (!npages || npages > U32_MAX / FPGAGDR_DESC_PER_PAGE)
 		return -E2BIG;
 	dm->pool = pool;
-	dm->page = kvcalloc(npages, sizeof(*dm->page), GFP_KERNEL);
-	dm->dma = kvcalloc(npages, sizeof(*dm->dma), GFP_KERNEL);
+	dm->page = kvcalloc(npages, sizeof(*dm->page), GFP_KERNEL_ACCOUNT);
+	dm->dma = kvcalloc(npages, sizeof(*dm->dma), GFP_KERNEL_ACCOUNT);
 	if (!dm->page || !dm->dma)
 		goto free;
 	for (i = 0; i < npages; i++) {
-		dm->page[i] = dma_pool_zalloc(pool, GFP_KERNEL, &dma);
+		dm->page[i] = dma_pool_zalloc(pool, GFP_KERNEL_ACCOUNT, &dma);
 		if (!dm->page[i])
 			goto free;
 		dm->dma[i] = dma;

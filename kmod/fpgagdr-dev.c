@@ -1,89 +1,210 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Card lifetime and nodes.  A card is created by a driver (the PCI driver,
- * or a test-only software card) with fpgagdr_dev_alloc(), given engines with
- * fpgagdr_dev_add_engine() and published with fpgagdr_dev_register().
+ * The card object.  A driver creates a card for its PCI function with
+ * fpgagdr_dev_alloc(), gives it engines with fpgagdr_dev_add_engine() and
+ * publishes it with fpgagdr_card_register() (fpgagdr-card.c).
  *
- * References: the driver holds one from alloc until after unregister; each
+ * References: the driver holds one from alloc until after removal; each
  * open file and each pin holds one.  Opens find the card through
- * fpgagdr_devs, from which unregister removes it first, so no new file can
- * reach a card that is going away.
+ * fpgagdr_devs, from which removal takes it first, so no new file can
+ * reach a card that is going away.  The card's number is reserved from
+ * alloc, so that its interrupt can be named before it is published.
+ *
+ * DMA resources (the descriptor pool, the engines' descriptor memory) are
+ * released by removal while the device is still bound (the IOMMU state of
+ * a removed device is gone), or by the last reference of a card that was
+ * never published.
  */
 #include <linux/cdev.h>
+#include <linux/dma-mapping.h>
 #include <linux/dmapool.h>
 #include <linux/fs.h>
-#include <linux/of.h>
+#include <linux/module.h>
+#include <linux/pci.h>
 #include <linux/slab.h>
 #include <linux/xarray.h>
 
+#include "compat.h"
 #include "fpgagdr-core.h"
 
-/* id -> struct fpgagdr_dev of registered cards; xa_lock protects lookups */
+static unsigned long long fpgagdr_card_size;
+module_param_named(card_size, fpgagdr_card_size, ullong, 0444);
+MODULE_PARM_DESC(card_size, "Card address space in bytes that transfers are checked against (default 0: unknown, only wrap-around is checked)");
+
+struct class *fpgagdr_class;
+static dev_t fpgagdr_devt;
+
+/*
+ * id -> struct fpgagdr_dev: NULL (reserved) from alloc until published;
+ * xa_lock protects lookups
+ */
 static DEFINE_XARRAY_ALLOC(fpgagdr_devs);
 
-static u32 fpgagdr_platform(void)
+/**
+ * fpgagdr_dev_init() - reserve the device numbers, create the class
+ *
+ * Context: module init.
+ * Return: 0 or an error of the character device or class code.
+ */
+int fpgagdr_dev_init(void)
 {
-	if (IS_ENABLED(CONFIG_ARCH_TEGRA) &&
-	    of_machine_is_compatible("nvidia,tegra234"))
-		return FPGAGDR_PLATFORM_ORIN;
-	if (fpgagdr_mem_ops(FPGAGDR_MEM_NV_P2P))
-		return FPGAGDR_PLATFORM_X86_DGPU;
-	return FPGAGDR_PLATFORM_NONE;
+	int ret;
+
+	ret = alloc_chrdev_region(&fpgagdr_devt, 0,
+				  FPGAGDR_MAX_DEVS * FPGAGDR_NODES, "fpgagdr");
+	if (ret)
+		return ret;
+	fpgagdr_class = fpgagdr_class_create("fpgagdr");
+	if (IS_ERR(fpgagdr_class)) {
+		unregister_chrdev_region(fpgagdr_devt,
+					 FPGAGDR_MAX_DEVS * FPGAGDR_NODES);
+		return PTR_ERR(fpgagdr_class);
+	}
+	return 0;
 }
 
 /**
- * fpgagdr_dev_alloc() - create a card for a DMA-capable device
- * @dev: the device the card's DMA is mapped for; a reference is taken
+ * fpgagdr_dev_exit() - undo fpgagdr_dev_init()
+ *
+ * Context: module exit, every card removed.
+ */
+void fpgagdr_dev_exit(void)
+{
+	class_destroy(fpgagdr_class);
+	unregister_chrdev_region(fpgagdr_devt, FPGAGDR_MAX_DEVS * FPGAGDR_NODES);
+}
+
+/**
+ * fpgagdr_dev_devt() - the device number of one of a card's nodes
+ * @fdev: the card
+ * @node: 0 for the control node, fpgagdr_dev_node() for a channel node
+ *
+ * Context: any.
+ * Return: the device number.
+ */
+dev_t fpgagdr_dev_devt(const struct fpgagdr_dev *fdev, u32 node)
+{
+	return MKDEV(MAJOR(fpgagdr_devt),
+		     MINOR(fpgagdr_devt) + fdev->id * FPGAGDR_NODES + node);
+}
+
+/**
+ * fpgagdr_dev_node() - the node number of an engine's channel node
+ * @eng: the engine
+ *
+ * Context: any.
+ * Return: 1..FPGAGDR_NODES - 1.
+ */
+u32 fpgagdr_dev_node(const struct fpgagdr_engine *eng)
+{
+	return 1 + eng->dir * XDMA_MAX_CHANNELS + eng->index;
+}
+
+/**
+ * fpgagdr_dev_alloc() - create a card for a PCI function
+ * @pdev: the function the card's DMA is mapped for; a reference is taken
+ *
+ * Reserves the card's number (its name is fdev->name from here on) and
+ * sets the device's maximum DMA segment size to the longest descriptor,
+ * so that the DMA API (an IOMMU merging a scatterlist) never makes a
+ * segment the card would split.
  *
  * Context: process context.
- * Return: the card with one reference, or NULL when out of memory.
+ * Return: the card with one reference, ERR_PTR(-ENOSPC) when
+ * FPGAGDR_MAX_DEVS cards exist, or ERR_PTR(-ENOMEM).
  */
-struct fpgagdr_dev *fpgagdr_dev_alloc(struct device *dev)
+struct fpgagdr_dev *fpgagdr_dev_alloc(struct pci_dev *pdev)
 {
-	struct fpgagdr_dev *fdev = kzalloc(sizeof(*fdev), GFP_KERNEL);
+	struct fpgagdr_dev *fdev;
+	u32 id;
+	int ret;
 
+	fdev = kzalloc(sizeof(*fdev), GFP_KERNEL);
 	if (!fdev)
-		return NULL;
-	fdev->desc_pool = dma_pool_create("fpgagdr-desc", dev,
+		return ERR_PTR(-ENOMEM);
+	ret = xa_alloc(&fpgagdr_devs, &id, NULL,
+		       XA_LIMIT(0, FPGAGDR_MAX_DEVS - 1), GFP_KERNEL);
+	if (ret) {
+		kfree(fdev);
+		return ERR_PTR(ret == -EBUSY ? -ENOSPC : ret);
+	}
+	fdev->id = id;
+	fdev->id_held = true;
+	snprintf(fdev->name, sizeof(fdev->name), "fpgagdr%u", id);
+	fdev->desc_pool = dma_pool_create("fpgagdr-desc", &pdev->dev,
 					  XDMA_DESC_BOUNDARY,
 					  XDMA_DESC_BOUNDARY, 0);
 	if (!fdev->desc_pool) {
+		xa_erase(&fpgagdr_devs, id);
 		kfree(fdev);
-		return NULL;
+		return ERR_PTR(-ENOMEM);
 	}
+	dma_set_max_seg_size(&pdev->dev, FPGAGDR_DESC_MAX_LEN);
 	kref_init(&fdev->ref);
-	fdev->dev = get_device(dev);
-	fdev->id = -1;
+	fdev->pdev = pci_dev_get(pdev);
+	fdev->dev = &pdev->dev;
 	fdev->card_size = fpgagdr_card_size;
-	fdev->platform = fpgagdr_platform();
+	mutex_init(&fdev->fence_lock);
+	init_rwsem(&fdev->dma_lock);
+	mutex_init(&fdev->pins_lock);
+	INIT_LIST_HEAD(&fdev->pins);
 	return fdev;
+}
+
+/**
+ * fpgagdr_dev_free_dma() - release the card's descriptor memory and pool
+ * @fdev: the card; no engine runs and no pin holds descriptor memory
+ *
+ * Context: process context, with @dma_lock held for writing (removal) or
+ * the last reference gone.
+ */
+void fpgagdr_dev_free_dma(struct fpgagdr_dev *fdev)
+{
+	u32 dir, ch;
+
+	if (fdev->dma_gone)
+		return;
+	for (dir = 0; dir < 2; dir++)
+		for (ch = 0; ch < fdev->nch[dir]; ch++)
+			fpgagdr_descmem_free(&fdev->eng[dir][ch]->rw);
+	dma_pool_destroy(fdev->desc_pool);
+	fdev->desc_pool = NULL;
+	fdev->dma_gone = true;
 }
 
 static void fpgagdr_dev_release(struct kref *ref)
 {
 	struct fpgagdr_dev *fdev = container_of(ref, struct fpgagdr_dev, ref);
-	struct fpgagdr_engine *eng;
 	u32 dir, ch;
 
-	for (dir = 0; dir < 2; dir++) {
-		for (ch = 0; ch < XDMA_MAX_CHANNELS; ch++) {
-			eng = fdev->eng[dir][ch];
-			if (!eng)
-				continue;
-			fpgagdr_descmem_free(&eng->rw);
-			kfree(eng);
-		}
-	}
-	dma_pool_destroy(fdev->desc_pool);
-	put_device(fdev->dev);
+	WARN_ON_ONCE(!list_empty(&fdev->pins));
+	fpgagdr_dev_free_dma(fdev);
+	for (dir = 0; dir < 2; dir++)
+		for (ch = 0; ch < XDMA_MAX_CHANNELS; ch++)
+			kfree(fdev->eng[dir][ch]);
+	/* a card never published still holds its number */
+	if (fdev->id_held)
+		xa_erase(&fpgagdr_devs, fdev->id);
+	pci_dev_put(fdev->pdev);
 	kfree(fdev);
+}
+
+/**
+ * fpgagdr_dev_get() - take a reference to a card
+ * @fdev: the card, referenced by the caller
+ *
+ * Context: any.
+ */
+void fpgagdr_dev_get(struct fpgagdr_dev *fdev)
+{
+	kref_get(&fdev->ref);
 }
 
 /**
  * fpgagdr_dev_put() - drop a reference to a card
  * @fdev: the card
  *
- * Context: process context; the last put frees engines and descriptor pool.
+ * Context: process context; the last put frees the card.
  */
 void fpgagdr_dev_put(struct fpgagdr_dev *fdev)
 {
@@ -91,8 +212,8 @@ void fpgagdr_dev_put(struct fpgagdr_dev *fdev)
 }
 
 /**
- * fpgagdr_dev_add_engine() - give a card an engine before registering it
- * @fdev: the card, not yet registered
+ * fpgagdr_dev_add_engine() - give a card an engine before publishing it
+ * @fdev: the card, not yet published
  * @dir: FPGAGDR_DIR_C2H or FPGAGDR_DIR_H2C
  * @index: channel number; channels of a direction are added 0, 1, ...
  * @ops: the engine implementation
@@ -101,7 +222,7 @@ void fpgagdr_dev_put(struct fpgagdr_dev *fdev)
  * @addr_align: address alignment the engine needs (power of 2)
  * @len_gran: length granularity the engine needs (power of 2)
  *
- * Context: process context, before fpgagdr_dev_register().
+ * Context: process context, before fpgagdr_card_register().
  * Return: 0, -EINVAL for a bad slot or alignment, -ENOMEM.
  */
 int fpgagdr_dev_add_engine(struct fpgagdr_dev *fdev, u32 dir, u32 index,
@@ -132,6 +253,7 @@ int fpgagdr_dev_add_engine(struct fpgagdr_dev *fdev, u32 dir, u32 index,
 	eng->use_irq = use_irq;
 	eng->addr_align = addr_align;
 	eng->len_gran = len_gran;
+	spin_lock_init(&eng->lock);
 	init_waitqueue_head(&eng->wq);
 	fdev->eng[dir][index] = eng;
 	fdev->nch[dir]++;
@@ -159,7 +281,8 @@ struct fpgagdr_engine *fpgagdr_dev_engine(struct fpgagdr_dev *fdev, u32 dir,
  * fpgagdr_dev_wake_engines() - wake every waiter on the card's engines
  * @fdev: the card
  *
- * Waiters re-check their cancel conditions (pin dying, card gone).
+ * Waiters re-check their cancel conditions (pin dying, card gone, link
+ * down).
  *
  * Context: any.
  */
@@ -172,171 +295,43 @@ void fpgagdr_dev_wake_engines(struct fpgagdr_dev *fdev)
 			wake_up_all(&fdev->eng[dir][ch]->wq);
 }
 
-static dev_t fpgagdr_node_devt(struct fpgagdr_dev *fdev, u32 node)
-{
-	return MKDEV(MAJOR(fpgagdr_devt),
-		     MINOR(fpgagdr_devt) + fdev->id * FPGAGDR_NODES + node);
-}
-
-static int fpgagdr_node_add(struct fpgagdr_dev *fdev, u32 node,
-			    const struct file_operations *fops,
-			    struct cdev **cdevp, struct device **devp,
-			    const char *name)
-{
-	dev_t devt = fpgagdr_node_devt(fdev, node);
-	struct cdev *cdev;
-	struct device *dev;
-	int ret;
-
-	cdev = cdev_alloc();
-	if (!cdev)
-		return -ENOMEM;
-	cdev->owner = THIS_MODULE;
-	cdev->ops = fops;
-	ret = cdev_add(cdev, devt, 1);
-	if (ret) {
-		kobject_put(&cdev->kobj);
-		return ret;
-	}
-	dev = device_create(fpgagdr_class, fdev->dev, devt, fdev, "%s", name);
-	if (IS_ERR(dev)) {
-		cdev_del(cdev);
-		return PTR_ERR(dev);
-	}
-	*cdevp = cdev;
-	*devp = dev;
-	return 0;
-}
-
-static void fpgagdr_node_del(struct fpgagdr_dev *fdev, u32 node,
-			     struct cdev **cdevp, struct device **devp)
-{
-	if (!*cdevp)
-		return;
-	device_destroy(fpgagdr_class, fpgagdr_node_devt(fdev, node));
-	cdev_del(*cdevp);
-	*cdevp = NULL;
-	*devp = NULL;
-}
-
-static u32 fpgagdr_engine_node(const struct fpgagdr_engine *eng)
-{
-	return 1 + eng->dir * XDMA_MAX_CHANNELS + eng->index;
-}
-
-static void fpgagdr_dev_del_nodes(struct fpgagdr_dev *fdev)
-{
-	struct fpgagdr_engine *eng;
-	u32 dir, ch;
-
-	for (dir = 0; dir < 2; dir++) {
-		for (ch = 0; ch < fdev->nch[dir]; ch++) {
-			eng = fdev->eng[dir][ch];
-			fpgagdr_node_del(fdev, fpgagdr_engine_node(eng),
-					 &eng->cdev, &eng->node);
-		}
-	}
-	fpgagdr_node_del(fdev, 0, &fdev->ctl_cdev, &fdev->ctl);
-}
-
-static int fpgagdr_dev_add_nodes(struct fpgagdr_dev *fdev)
-{
-	static const char * const dir_name[] = { "c2h", "h2c" };
-	struct fpgagdr_engine *eng;
-	char name[32];
-	u32 dir, ch;
-	int ret;
-
-	snprintf(name, sizeof(name), "fpgagdr%d", fdev->id);
-	ret = fpgagdr_node_add(fdev, 0, &fpgagdr_ctl_fops, &fdev->ctl_cdev,
-			       &fdev->ctl, name);
-	for (dir = 0; dir < 2 && !ret; dir++) {
-		for (ch = 0; ch < fdev->nch[dir] && !ret; ch++) {
-			eng = fdev->eng[dir][ch];
-			snprintf(name, sizeof(name), "fpgagdr%d_%s_%u",
-				 fdev->id, dir_name[dir], ch);
-			ret = fpgagdr_node_add(fdev, fpgagdr_engine_node(eng),
-					       &fpgagdr_chan_fops, &eng->cdev,
-					       &eng->node, name);
-		}
-	}
-	if (ret)
-		fpgagdr_dev_del_nodes(fdev);
-	return ret;
-}
-
 /**
- * fpgagdr_dev_register() - publish a card: number, nodes, debugfs
- * @fdev: the card with its engines added
+ * fpgagdr_dev_publish() - let opens find the card
+ * @fdev: the card, its nodes created
  *
  * Context: process context.
- * Return: 0, -ENOSPC when FPGAGDR_MAX_DEVS cards exist, or a node error.
  */
-int fpgagdr_dev_register(struct fpgagdr_dev *fdev)
+void fpgagdr_dev_publish(struct fpgagdr_dev *fdev)
 {
-	u32 id;
-	int ret;
-
-	ret = xa_alloc(&fpgagdr_devs, &id, NULL,
-		       XA_LIMIT(0, FPGAGDR_MAX_DEVS - 1), GFP_KERNEL);
-	if (ret)
-		return ret == -EBUSY ? -ENOSPC : ret;
-	fdev->id = id;
-
-	ret = fpgagdr_dev_add_nodes(fdev);
-	if (ret)
-		goto free_id;
-	fpgagdr_debugfs_add(fdev);
-	/* last: from here on opens can find the card */
-	xa_store(&fpgagdr_devs, id, fdev, GFP_KERNEL);
-	dev_dbg(fdev->dev, "fpgagdr%d: %u H2C, %u C2H channels\n", fdev->id,
-		fdev->nch[FPGAGDR_DIR_H2C], fdev->nch[FPGAGDR_DIR_C2H]);
-	return 0;
-
-free_id:
-	xa_erase(&fpgagdr_devs, id);
-	fdev->id = -1;
-	return ret;
+	xa_store(&fpgagdr_devs, fdev->id, fdev, GFP_KERNEL);
 }
 
 /**
- * fpgagdr_dev_unregister() - take a card away from user space and hardware
- * @fdev: a registered card
+ * fpgagdr_dev_unpublish() - no new open finds the card; its number is free
+ * @fdev: the card
  *
- * New opens fail; transfers in flight are cancelled (-ENODEV) and every
- * engine is stopped and marked dead, so that after this returns no engine
- * op runs again and the driver may unmap its registers.  Open files keep
- * the card's memory until they are closed; their pins stay mapped for the
- * device until then.
- *
- * Context: process context; sleeps up to FPGAGDR_STOP_WAIT_MS per engine.
+ * Context: process context.
  */
-void fpgagdr_dev_unregister(struct fpgagdr_dev *fdev)
+void fpgagdr_dev_unpublish(struct fpgagdr_dev *fdev)
 {
-	u32 dir, ch;
-
 	xa_erase(&fpgagdr_devs, fdev->id);
-	WRITE_ONCE(fdev->gone, true);
-	fpgagdr_dev_wake_engines(fdev);
-	fpgagdr_debugfs_remove(fdev);
-	fpgagdr_dev_del_nodes(fdev);
-	for (dir = 0; dir < 2; dir++)
-		for (ch = 0; ch < fdev->nch[dir]; ch++)
-			fpgagdr_engine_quiesce(fdev->eng[dir][ch]);
+	fdev->id_held = false;
 }
 
 /**
  * fpgagdr_dev_get_by_minor() - find the card of a node being opened
  * @minor: minor number of the node
+ * @node: set to the node's number in its card (0: the control node)
  *
  * Context: process context.
  * Return: the card with a reference taken, or NULL if it is gone.
  */
-struct fpgagdr_dev *fpgagdr_dev_get_by_minor(unsigned int minor)
+struct fpgagdr_dev *fpgagdr_dev_get_by_minor(unsigned int minor, u32 *node)
 {
 	unsigned long id = (minor - MINOR(fpgagdr_devt)) / FPGAGDR_NODES;
 	struct fpgagdr_dev *fdev;
 
+	*node = (minor - MINOR(fpgagdr_devt)) % FPGAGDR_NODES;
 	xa_lock(&fpgagdr_devs);
 	fdev = xa_load(&fpgagdr_devs, id);
 	if (fdev && !READ_ONCE(fdev->gone))

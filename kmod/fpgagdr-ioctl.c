@@ -8,21 +8,24 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
-#include "fpgagdr-core.h"
+#include "fpgagdr-card.h"
+#include "fpgagdr-pinned.h"
 
 static int fpgagdr_ctl_open(struct inode *inode, struct file *file)
 {
-	struct fpgagdr_dev *fdev = fpgagdr_dev_get_by_minor(iminor(inode));
+	struct fpgagdr_dev *fdev;
 	struct fpgagdr_file *f;
+	u32 node;
 
+	fdev = fpgagdr_dev_get_by_minor(iminor(inode), &node);
 	if (!fdev)
 		return -ENODEV;
-	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
 	if (!f) {
 		fpgagdr_dev_put(fdev);
 		return -ENOMEM;
 	}
-	fpgagdr_file_init(f, fdev);
+	fpgagdr_file_init(f, fdev, file);
 	file->private_data = f;
 	return nonseekable_open(inode, file);
 }
@@ -185,7 +188,7 @@ static long fpgagdr_ioc_abort(struct fpgagdr_file *f, void __user *uarg)
 	eng = fpgagdr_dev_engine(f->fdev, a.direction, a.channel);
 	if (!eng)
 		return -ECHRNG;
-	return fpgagdr_engine_request_abort(eng);
+	return fpgagdr_engine_request_abort(eng, f->owner);
 }
 
 static long fpgagdr_ctl_ioctl(struct file *file, unsigned int cmd,

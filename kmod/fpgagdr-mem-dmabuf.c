@@ -3,14 +3,18 @@
  * dma-buf back-end: import a dma-buf (for example CUDA memory exported
  * with cuMemGetHandleForAddressRange() by the open GPU kernel modules),
  * attach the card to it and map it once.  The attachment is static: the
- * exporter keeps the buffer in place while it is mapped.
+ * exporter keeps the buffer in place while it is mapped.  The exporter
+ * made the mapping and owns its coherency (user space brackets CPU access
+ * with DMA_BUF_IOCTL_SYNC), so transfers do not sync it.  Errors are the
+ * uapi header's: a file that is not a dma-buf is EBADF, an exporter that
+ * refuses the card EOPNOTSUPP, a failed mapping EIO (or ENOMEM).
  */
 #include <linux/dma-buf.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
 
 #include "compat.h"
-#include "fpgagdr-core.h"
+#include "fpgagdr-pinned.h"
 
 /**
  * struct fpgagdr_dmabuf - an imported, mapped dma-buf
@@ -30,7 +34,8 @@ static int fpgagdr_dmabuf_segs(struct fpgagdr_pinned *pin,
 	struct scatterlist *sg;
 	u32 i, n = 0;
 
-	pin->segs = kvmalloc_array(sgt->nents, sizeof(*pin->segs), GFP_KERNEL);
+	pin->segs = kvmalloc_array(sgt->nents, sizeof(*pin->segs),
+				   GFP_KERNEL_ACCOUNT);
 	if (!pin->segs)
 		return -ENOMEM;
 	for_each_sgtable_dma_sg(sgt, sg, i) {
@@ -50,12 +55,13 @@ static int fpgagdr_dmabuf_pin(struct fpgagdr_pinned *pin,
 	u64 end;
 	int ret;
 
-	d = kzalloc(sizeof(*d), GFP_KERNEL);
+	d = kzalloc(sizeof(*d), GFP_KERNEL_ACCOUNT);
 	if (!d)
 		return -ENOMEM;
 	d->buf = dma_buf_get(args->dmabuf_fd);
 	if (IS_ERR(d->buf)) {
-		ret = PTR_ERR(d->buf);
+		/* -EBADF: no such file; -EINVAL: not a dma-buf */
+		ret = -EBADF;
 		goto free_d;
 	}
 	if (check_add_overflow(args->addr, args->length, &end) ||
@@ -65,12 +71,12 @@ static int fpgagdr_dmabuf_pin(struct fpgagdr_pinned *pin,
 	}
 	d->attach = dma_buf_attach(d->buf, pin->fdev->dev);
 	if (IS_ERR(d->attach)) {
-		ret = PTR_ERR(d->attach);
+		ret = PTR_ERR(d->attach) == -ENOMEM ? -ENOMEM : -EOPNOTSUPP;
 		goto put_buf;
 	}
 	d->sgt = fpgagdr_dma_buf_map(d->attach, DMA_BIDIRECTIONAL);
 	if (IS_ERR(d->sgt)) {
-		ret = PTR_ERR(d->sgt);
+		ret = PTR_ERR(d->sgt) == -ENOMEM ? -ENOMEM : -EIO;
 		goto detach;
 	}
 	ret = fpgagdr_dmabuf_segs(pin, d->sgt);

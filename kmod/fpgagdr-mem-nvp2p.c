@@ -11,7 +11,11 @@
  * nvidia_p2p_get_pages_persistent(); older ones through
  * nvidia_p2p_get_pages() with a NULL callback where
  * nvidia_p2p_cap_persistent_pages says so.  MIG and vGPU refuse persistent
- * pins; those pins take a free callback.
+ * pins as not supported (-ENOTSUPP, -EOPNOTSUPP); only then does a pin take
+ * a free callback.  Any other error fails the PIN: -EINVAL, NVIDIA's
+ * answer to an address that is not CUDA device memory (host memory on the
+ * GPU path), becomes EOPNOTSUPP, as the uapi header says; -ENOMEM stays;
+ * anything else is EIO.
  *
  * The free callback, as NVIDIA's driver runs it (open kernel modules,
  * kernel-open/nvidia/nv-p2p.c, since R515; see fpgagdr-nv-p2p-compat.h):
@@ -56,8 +60,8 @@
 #include <linux/sizes.h>
 #include <linux/slab.h>
 
-#include "fpgagdr-core.h"
 #include "fpgagdr-nv-p2p.h"
+#include "fpgagdr-pinned.h"
 
 enum {
 	FPGAGDR_NV_PINNING,
@@ -133,11 +137,31 @@ static void fpgagdr_nv_free_cb(void *data)
 	}
 won:
 	set_bit(FPGAGDR_PIN_REVOKED, &nv->pin->flags);
+	/*
+	 * Bounded: FPGAGDR_REVOKE_WAIT_MS at most (the stop budget and the
+	 * waiter's wake-up); past it the card is fenced, so returning (and
+	 * NVIDIA freeing the memory) is safe either way.
+	 */
 	fpgagdr_pinned_revoke(nv->pin);
 	nvidia_p2p_free_dma_mapping(nv->map);
 	nvidia_p2p_free_page_table(nv->pt);
 	/* last touch of @nv: unpin may free it once this completes */
 	complete(&nv->cb_done);
+}
+
+/* NVIDIA's errno as the PIN errno the uapi header lists. */
+static int fpgagdr_nv_errno(int ret)
+{
+	switch (ret) {
+	case -EINVAL:		/* not CUDA device memory */
+	case -ENOTSUPP:
+	case -EOPNOTSUPP:
+		return -EOPNOTSUPP;
+	case -ENOMEM:
+		return -ENOMEM;
+	default:
+		return -EIO;
+	}
 }
 
 static int fpgagdr_nv_get_pages(struct fpgagdr_nv *nv, u64 len)
@@ -150,10 +174,13 @@ static int fpgagdr_nv_get_pages(struct fpgagdr_nv *nv, u64 len)
 			nv->persistent = true;
 			return 0;
 		}
-		/* MIG, vGPU: fall back to a free callback */
+		/* only "not supported" (MIG, vGPU) falls back to a callback */
+		if (ret != -ENOTSUPP && ret != -EOPNOTSUPP)
+			return fpgagdr_nv_errno(ret);
 	}
-	return nvidia_p2p_get_pages(0, 0, nv->va, len, &nv->pt,
-				    fpgagdr_nv_free_cb, nv);
+	ret = nvidia_p2p_get_pages(0, 0, nv->va, len, &nv->pt,
+				   fpgagdr_nv_free_cb, nv);
+	return ret ? fpgagdr_nv_errno(ret) : 0;
 }
 
 static void fpgagdr_nv_put_pages(struct fpgagdr_nv *nv)
@@ -203,20 +230,19 @@ static int fpgagdr_nvp2p_pin(struct fpgagdr_pinned *pin,
 			     const struct fpgagdr_pin *args,
 			     const struct fpgagdr_span *span)
 {
-	struct pci_dev *pdev = to_pci_dev(pin->fdev->dev);
+	struct pci_dev *pdev = pin->fdev->pdev;
 	u64 npages = (span->end - span->start) / SZ_64K;
 	struct fpgagdr_nv *nv;
 	int ret;
 
-	if (!dev_is_pci(pin->fdev->dev))
-		return -EOPNOTSUPP;
 	if (npages > U32_MAX)
 		return -EINVAL;
 	/* before get_pages: nothing may allocate while a callback waits */
-	pin->segs = kvmalloc_array(npages, sizeof(*pin->segs), GFP_KERNEL);
+	pin->segs = kvmalloc_array(npages, sizeof(*pin->segs),
+				   GFP_KERNEL_ACCOUNT);
 	if (!pin->segs)
 		return -ENOMEM;
-	nv = kzalloc(sizeof(*nv), GFP_KERNEL);
+	nv = kzalloc(sizeof(*nv), GFP_KERNEL_ACCOUNT);
 	if (!nv)
 		return -ENOMEM;
 	nv->pin = pin;
@@ -236,6 +262,7 @@ static int fpgagdr_nvp2p_pin(struct fpgagdr_pinned *pin,
 			goto revoked;
 		/* a callback from here on finds PINNING and only marks it */
 		fpgagdr_nv_put_pages(nv);
+		ret = fpgagdr_nv_errno(ret);
 		goto free_nv;
 	}
 	if (atomic_cmpxchg(&nv->state, FPGAGDR_NV_PINNING,
@@ -269,13 +296,13 @@ static void fpgagdr_nvp2p_unpin(struct fpgagdr_pinned *pin)
 	pin->mem_priv = NULL;
 	if (atomic_cmpxchg(&nv->state, FPGAGDR_NV_PINNED,
 			   FPGAGDR_NV_RELEASED) == FPGAGDR_NV_PINNED) {
-		fpgagdr_nv_release(nv, to_pci_dev(pin->fdev->dev));
+		fpgagdr_nv_release(nv, pin->fdev->pdev);
 		return;
 	}
 	/*
 	 * The callback won and may still be using @nv and the pin.  Its one
 	 * blocking step, fpgagdr_pinned_revoke(), is bounded by
-	 * FPGAGDR_STOP_WAIT_MS, so this wait is bounded too; a timeout here
+	 * FPGAGDR_REVOKE_WAIT_MS, so this wait is bounded too; a timeout here
 	 * could only trade it for a use after free.
 	 */
 	wait_for_completion(&nv->cb_done);

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The PCI driver for XDMA cards.  More device IDs can be bound at run time
- * through /sys/bus/pci/drivers/fpgagdr/new_id.
+ * through /sys/bus/pci/drivers/fpgagdr/new_id.  The card's life (removal,
+ * shutdown, AER) is fpgagdr-card.c's; this file maps the registers, wires
+ * the interrupt and calls it in the order fpgagdr-card.c describes.
  */
 #include <linux/interrupt.h>
 #include <linux/module.h>
@@ -9,6 +11,7 @@
 #include <linux/slab.h>
 
 #include "compat.h"
+#include "fpgagdr-card.h"
 #include "fpgagdr-xdma.h"
 
 static bool fpgagdr_poll_mode;
@@ -60,8 +63,8 @@ static int fpgagdr_pci_irq_init(struct pci_dev *pdev, struct fpgagdr_pci *fp)
 	if (ret < 0)
 		return ret;
 	fpgagdr_xdma_irq_setup(&fp->x);
-	ret = request_irq(pci_irq_vector(pdev, 0), fpgagdr_xdma_irq,
-			  IRQF_SHARED, "fpgagdr", &fp->x);
+	ret = fpgagdr_card_request_irq(fp->fdev, pci_irq_vector(pdev, 0),
+				       fpgagdr_xdma_irq, &fp->x);
 	if (ret) {
 		pci_free_irq_vectors(pdev);
 		return ret;
@@ -94,7 +97,6 @@ static int fpgagdr_pci_probe(struct pci_dev *pdev,
 	ret = pci_enable_device_mem(pdev);
 	if (ret)
 		goto free_fp;
-	pci_set_master(pdev);
 	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
 	if (ret)
 		ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(32));
@@ -110,10 +112,16 @@ static int fpgagdr_pci_probe(struct pci_dev *pdev,
 	ret = pci_request_region(pdev, fp->bar, "fpgagdr");
 	if (ret)
 		goto unmap;
+	/* an engine left running (kexec, an old driver) never gets the bus */
+	if (fpgagdr_xdma_stop_leftovers(fp->x.regs))
+		dev_warn(&pdev->dev, "an engine left running does not stop; bus mastering stays off\n");
+	else
+		pci_set_master(pdev);
+	pci_save_state(pdev);
 
-	fp->fdev = fpgagdr_dev_alloc(&pdev->dev);
-	if (!fp->fdev) {
-		ret = -ENOMEM;
+	fp->fdev = fpgagdr_dev_alloc(pdev);
+	if (IS_ERR(fp->fdev)) {
+		ret = PTR_ERR(fp->fdev);
 		goto release_region;
 	}
 	fp->x.fdev = fp->fdev;
@@ -125,7 +133,7 @@ static int fpgagdr_pci_probe(struct pci_dev *pdev,
 		if (ret)
 			goto put_fdev;
 	}
-	ret = fpgagdr_dev_register(fp->fdev);
+	ret = fpgagdr_card_register(fp->fdev);
 	if (ret)
 		goto irq_exit;
 	pci_set_drvdata(pdev, fp);
@@ -140,6 +148,7 @@ release_region:
 unmap:
 	pci_iounmap(pdev, fp->x.regs);
 disable:
+	pci_clear_master(pdev);
 	pci_disable_device(pdev);
 free_fp:
 	kfree(fp);
@@ -151,7 +160,7 @@ static void fpgagdr_pci_remove(struct pci_dev *pdev)
 	struct fpgagdr_pci *fp = pci_get_drvdata(pdev);
 
 	/* after this no engine op runs: safe to unmap the registers */
-	fpgagdr_dev_unregister(fp->fdev);
+	fpgagdr_card_unregister(fp->fdev);
 	fpgagdr_pci_irq_exit(pdev, fp);
 	fpgagdr_dev_put(fp->fdev);
 	pci_release_region(pdev, fp->bar);
@@ -159,6 +168,49 @@ static void fpgagdr_pci_remove(struct pci_dev *pdev)
 	pci_disable_device(pdev);
 	kfree(fp);
 }
+
+/* Reboot, kexec, power-off: no engine may run into the next kernel. */
+static void fpgagdr_pci_shutdown(struct pci_dev *pdev)
+{
+	struct fpgagdr_pci *fp = pci_get_drvdata(pdev);
+
+	if (fp)
+		fpgagdr_card_shutdown(fp->fdev);
+}
+
+static pci_ers_result_t fpgagdr_pci_error_detected(struct pci_dev *pdev,
+						   pci_channel_state_t state)
+{
+	struct fpgagdr_pci *fp = pci_get_drvdata(pdev);
+
+	return fpgagdr_card_error_detected(fp->fdev, state);
+}
+
+/* The link was reset: the function's engines are idle, its state lost. */
+static pci_ers_result_t fpgagdr_pci_slot_reset(struct pci_dev *pdev)
+{
+	struct fpgagdr_pci *fp = pci_get_drvdata(pdev);
+
+	pci_restore_state(pdev);
+	pci_save_state(pdev);
+	if (fp->irq)
+		fpgagdr_xdma_irq_setup(&fp->x);
+	fpgagdr_card_reset_done(fp->fdev);
+	return PCI_ERS_RESULT_RECOVERED;
+}
+
+static void fpgagdr_pci_resume(struct pci_dev *pdev)
+{
+	struct fpgagdr_pci *fp = pci_get_drvdata(pdev);
+
+	fpgagdr_card_resume(fp->fdev);
+}
+
+static const struct pci_error_handlers fpgagdr_pci_err = {
+	.error_detected = fpgagdr_pci_error_detected,
+	.slot_reset = fpgagdr_pci_slot_reset,
+	.resume = fpgagdr_pci_resume,
+};
 
 /*
  * Xilinx's default XDMA IDs (0x7xxx 7-series, 0x8xxx UltraScale, 0x9xxx
@@ -192,6 +244,8 @@ static struct pci_driver fpgagdr_pci_driver = {
 	.id_table = fpgagdr_pci_ids,
 	.probe = fpgagdr_pci_probe,
 	.remove = fpgagdr_pci_remove,
+	.shutdown = fpgagdr_pci_shutdown,
+	.err_handler = &fpgagdr_pci_err,
 };
 
 /**

@@ -9,15 +9,17 @@
  * fpgagdr_sg_merge() - merge bus-contiguous neighbours in place
  * @segs: segment list, in buffer order
  * @n: number of entries in @segs
+ * @max_len: longest segment a merge may make (the device's maximum DMA
+ *	segment size); longer input segments are kept as they are
  *
  * Two neighbours merge when the first ends at the bus address where the
- * second starts.  Empty segments are dropped.  A merged segment may exceed
- * the per-descriptor length limit; the descriptor builder splits it.
+ * second starts and the sum is at most @max_len.  Empty segments are
+ * dropped.  The descriptor builder still splits at its own limit.
  *
  * Context: any.
  * Return: the number of segments left at the start of @segs.
  */
-u32 fpgagdr_sg_merge(struct fpgagdr_seg *segs, u32 n)
+u32 fpgagdr_sg_merge(struct fpgagdr_seg *segs, u32 n, u64 max_len)
 {
 	u32 in, out = 0;
 	u64 end;
@@ -27,7 +29,9 @@ u32 fpgagdr_sg_merge(struct fpgagdr_seg *segs, u32 n)
 			continue;
 		if (out && !check_add_overflow(segs[out - 1].addr,
 					       segs[out - 1].len, &end) &&
-		    end == segs[in].addr) {
+		    end == segs[in].addr &&
+		    segs[out - 1].len <= max_len &&
+		    segs[in].len <= max_len - segs[out - 1].len) {
 			segs[out - 1].len += segs[in].len;
 			continue;
 		}

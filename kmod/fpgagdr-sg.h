@@ -18,7 +18,7 @@ struct fpgagdr_seg {
 	u64 len;
 };
 
-u32 fpgagdr_sg_merge(struct fpgagdr_seg *segs, u32 n);
+u32 fpgagdr_sg_merge(struct fpgagdr_seg *segs, u32 n, u64 max_len);
 int fpgagdr_sg_clip(struct fpgagdr_seg *segs, u32 n, u64 head, u64 len,
 		    u32 *out_n);
 u64 fpgagdr_sg_total(const struct fpgagdr_seg *segs, u32 n);

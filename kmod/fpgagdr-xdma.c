@@ -6,12 +6,16 @@
 #include <linux/bitfield.h>
 #include <linux/delay.h>
 #include <linux/io.h>
+#include <linux/ktime.h>
 
 #include "fpgagdr-xdma.h"
 #include "fpgagdr-xdma-regs.h"
 
-/* Stopping an engine takes microseconds; give it this long at most. */
-#define FPGAGDR_XDMA_STOP_US	10000
+/*
+ * Clearing RUN stops an engine after the descriptor in flight; the stop
+ * budget is that descriptor's drain at the slowest link (fpgagdr-desc.h).
+ */
+#define FPGAGDR_XDMA_STOP_US	FPGAGDR_STOP_BUDGET_US
 
 static struct fpgagdr_xdma_engine *fpgagdr_xe(struct fpgagdr_engine *eng)
 {
@@ -73,22 +77,35 @@ static int fpgagdr_xdma_poll(struct fpgagdr_engine *eng)
 	return 0;
 }
 
+/*
+ * Clear RUN and wait, at most the stop budget by the clock (sleeps under
+ * load take longer than asked), for BUSY to clear.
+ */
+static bool fpgagdr_xdma_halt(void __iomem *chan)
+{
+	ktime_t end;
+
+	iowrite32(0, chan + XDMA_CHAN_CONTROL);
+	end = ktime_add_us(ktime_get(), FPGAGDR_XDMA_STOP_US);
+	for (;;) {
+		if (!(ioread32(chan + XDMA_CHAN_STATUS) & XDMA_STAT_BUSY))
+			return true;
+		if (!ktime_before(ktime_get(), end))
+			return false;
+		usleep_range(10, 20);
+	}
+}
+
 static int fpgagdr_xdma_stop(struct fpgagdr_engine *eng)
 {
 	struct fpgagdr_xdma_engine *xe = fpgagdr_xe(eng);
-	u32 waited;
+	bool idle = fpgagdr_xdma_halt(xe->chan);
 
-	iowrite32(0, xe->chan + XDMA_CHAN_CONTROL);
-	for (waited = 0; waited < FPGAGDR_XDMA_STOP_US; waited += 10) {
-		if (!(ioread32(xe->chan + XDMA_CHAN_STATUS) & XDMA_STAT_BUSY))
-			break;
-		usleep_range(10, 20);
-	}
 	ioread32(xe->chan + XDMA_CHAN_STATUS_RC);
 	if (xe->x->use_irq)
 		iowrite32(BIT(xe->irq_bit),
 			  xe->x->regs + XDMA_IRQ_CHAN_INT_EN_W1C);
-	return waited < FPGAGDR_XDMA_STOP_US ? 0 : -EIO;
+	return idle ? 0 : -EIO;
 }
 
 static u32 fpgagdr_xdma_status(struct fpgagdr_engine *eng)
@@ -135,6 +152,45 @@ static bool fpgagdr_xdma_probe_engine(struct fpgagdr_xdma *x, u32 dir, u32 ch,
 }
 
 /**
+ * fpgagdr_xdma_stop_leftovers() - stop engines a previous driver left running
+ * @regs: the config BAR, XDMA_REG_SPACE_LEN bytes
+ *
+ * A kexec'd kernel, or a driver that was unloaded without stopping the
+ * card, may leave an engine running a chain into memory that now belongs
+ * to someone else.  The PCI driver calls this before it enables bus
+ * mastering, so such an engine never gets to the memory.
+ *
+ * Context: process context; sleeps up to the stop budget per engine.
+ * Return: the number of engines that did not stop.
+ */
+u32 fpgagdr_xdma_stop_leftovers(void __iomem *regs)
+{
+	static const u32 base[] = {
+		[FPGAGDR_DIR_C2H] = XDMA_CHAN_C2H_BASE,
+		[FPGAGDR_DIR_H2C] = XDMA_CHAN_H2C_BASE,
+	};
+	static const u32 target[] = {
+		[FPGAGDR_DIR_C2H] = XDMA_TARGET_C2H,
+		[FPGAGDR_DIR_H2C] = XDMA_TARGET_H2C,
+	};
+	void __iomem *chan;
+	u32 dir, ch, stuck = 0;
+
+	for (dir = 0; dir < 2; dir++) {
+		for (ch = 0; ch < XDMA_MAX_CHANNELS; ch++) {
+			chan = regs + base[dir] + ch * XDMA_CHAN_STRIDE;
+			if (!fpgagdr_xdma_id_ok(ioread32(chan + XDMA_CHAN_ID),
+						target[dir]))
+				break;
+			if (!fpgagdr_xdma_halt(chan))
+				stuck++;
+			ioread32(chan + XDMA_CHAN_STATUS_RC);
+		}
+	}
+	return stuck;
+}
+
+/**
  * fpgagdr_xdma_add_engines() - find the core's engines, add them to the card
  * @x: the core, with @regs and @fdev set
  * @use_irq: completion by interrupt rather than polling
@@ -164,8 +220,6 @@ int fpgagdr_xdma_add_engines(struct fpgagdr_xdma *x, bool use_irq)
 			align = ioread32(xe->chan + XDMA_CHAN_ALIGNMENTS);
 			addr_align = FIELD_GET(XDMA_ALIGN_ADDR, align);
 			len_gran = FIELD_GET(XDMA_ALIGN_LEN_GRANULARITY, align);
-			/* stop anything a previous driver left running */
-			iowrite32(0, xe->chan + XDMA_CHAN_CONTROL);
 			iowrite32(XDMA_CHAN_EVENTS, xe->chan + XDMA_CHAN_INT_ENABLE);
 			ret = fpgagdr_dev_add_engine(fdev, dir, ch,
 						     &fpgagdr_xdma_ops, xe,

@@ -2,14 +2,18 @@
 # Checks for kmod/: build against Debian's kernel headers with W=1 and
 # sparse (C=2) and fail on any warning, build the nvidia_p2p back-end
 # against our compat header, build the TEST-ONLY software card and the
-# nvidia_p2p test double of the QEMU tests, compile the QEMU guest tests,
-# run checkpatch.pl --strict on our C, and the shell scripts through
-# ShellCheck; then run the unit tests.  The QEMU suite itself is
+# nvidia_p2p test double of the QEMU tests, fail on a circle between the
+# module's .c files, cross-build for arm64 (the Jetson's architecture)
+# against Debian's arm64 headers with W=1 and sparse, compile the QEMU
+# guest tests, run checkpatch.pl --strict on our C, and the shell scripts
+# through ShellCheck; then run the unit tests.  The QEMU suite itself is
 # qemu/run.sh.
 #
 # As root, missing Debian packages are installed (linux-headers-amd64,
-# sparse, linux-source for checkpatch.pl).  checkpatch.pl and its data
-# files are extracted from the linux-source tarball into kmod/.cache/.
+# sparse, linux-source for checkpatch.pl, gcc-aarch64-linux-gnu).
+# checkpatch.pl and its data files are extracted from the linux-source
+# tarball into kmod/.cache/; Debian's arm64 headers are fetched there by
+# scripts/arm64-debs.sh.
 #
 # Environment: KDIR (headers to build against; default the newest
 # /usr/src/linux-headers-*-amd64), FPGAGDR_CHECK_JOBS (make -j).
@@ -28,7 +32,7 @@ fail() {
 
 ensure_packages() {
 	local missing=() pkg
-	for pkg in linux-headers-amd64 sparse linux-source; do
+	for pkg in linux-headers-amd64 sparse linux-source gcc-aarch64-linux-gnu; do
 		if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null |
 			grep -q 'install ok installed'; then
 			missing+=("$pkg")
@@ -85,7 +89,7 @@ build() {
 	local name=$1 allow=$2 log=$cache/build-$1.log
 	shift 2
 	say "build ($name): make W=1 C=2 $*"
-	make -s -C "$kmod" KDIR="$KDIR" clean >/dev/null
+	make -s -C "$kmod" KDIR="$KDIR" "$@" clean >/dev/null
 	if ! make -C "$kmod" -j"$jobs" KDIR="$KDIR" W=1 C=2 "$@" \
 		>"$log" 2>&1; then
 		cat "$log"
@@ -116,7 +120,28 @@ build nvp2p-compat 'modpost: "nvidia_p2p_[a-z_]+" .* undefined!$' \
 # 3. the QEMU tests' build: the TEST-ONLY software card, nvidia_p2p back-end
 build test-engine 'modpost: "nvidia_p2p_[a-z_]+" .* undefined!$' \
 	FPGAGDR_TEST_ENGINE=y FPGAGDR_NVP2P=compat KBUILD_MODPOST_WARN=1
+# 4. no circle between the module's files (every .c is in this build)
+say "no circle between the module's .c files (nm of the objects)"
+if ! python3 "$kmod/scripts/object-cycles.py" nm "$kmod"/fpgagdr-*.o; then
+	fail "the module's files depend on each other in a circle"
+fi
 make -s -C "$kmod" KDIR="$KDIR" clean >/dev/null
+
+# 5. arm64, the Jetson's architecture: the shipped build and the QEMU one
+abi=${KDIR##*/linux-headers-}
+abi=${abi%-amd64}
+# shellcheck source=arm64-debs.sh
+. "$kmod/scripts/arm64-debs.sh"
+if arm64_debs "$abi"; then
+	KDIR=$ARM64_KDIR build arm64 '^$' ARCH=arm64 \
+		CROSS_COMPILE=aarch64-linux-gnu- FPGAGDR_NVP2P=n
+	KDIR=$ARM64_KDIR build arm64-test-engine '^$' ARCH=arm64 \
+		CROSS_COMPILE=aarch64-linux-gnu- FPGAGDR_NVP2P=n \
+		FPGAGDR_TEST_ENGINE=y
+	make -s -C "$kmod" KDIR="$KDIR" clean >/dev/null
+else
+	fail "arm64: Debian's arm64 kernel headers could not be fetched"
+fi
 
 say "build (nvp2p test double): make W=1 C=2"
 dbl=$kmod/qemu/nvp2p
@@ -149,8 +174,8 @@ fi
 
 if command -v shellcheck >/dev/null; then
 	say "shellcheck"
-	if ! shellcheck "$kmod"/scripts/*.sh "$kmod"/tests/run.sh \
-		"$kmod"/qemu/*.sh; then
+	if ! shellcheck -x -P "$kmod/scripts" "$kmod"/scripts/*.sh \
+		"$kmod"/tests/run.sh "$kmod"/qemu/*.sh; then
 		fail "shellcheck"
 	fi
 fi

@@ -154,7 +154,10 @@ static void walk_chain(struct test_ring *t, const struct fpgagdr_chain *c,
 	CHECK_EQ(w->bytes, c->bytes);
 }
 
-/* 512 MiB in one merged segment splits into three descriptors. */
+/*
+ * 512 MiB in one merged segment, at the length field's limit: three
+ * descriptors, split points 4 KiB aligned.
+ */
 static void test_512m_one_segment_split(void)
 {
 	struct fpgagdr_seg seg = { 0x180000000ULL, SZ_512M };
@@ -164,24 +167,54 @@ static void test_512m_one_segment_split(void)
 	struct walked w;
 
 	ring_init(&t, 1);
-	CHECK_EQ(fpgagdr_desc_count(&seg, 1, 0, SZ_512M, FPGAGDR_DESC_MAX_LEN),
+	CHECK_EQ(fpgagdr_desc_count(&seg, 1, 0, SZ_512M, FPGAGDR_DESC_FIELD_MAX),
 		 3);
-	CHECK_EQ(fpgagdr_desc_build(&t.ring, &seg, 1, &x, FPGAGDR_DESC_MAX_LEN,
-				    &c), 0);
+	CHECK_EQ(fpgagdr_desc_build(&t.ring, &seg, 1, &x,
+				    FPGAGDR_DESC_FIELD_MAX, &c), 0);
 	CHECK_EQ(c.ndesc, 3);
 	CHECK_EQ(c.first, PAGE_BUS(0));
 	CHECK_EQ(c.first_adj, 2);
-	CHECK_EQ(le32_to_cpu(t.page[0][0].len), FPGAGDR_DESC_MAX_LEN);
-	CHECK_EQ(le32_to_cpu(t.page[0][1].len), FPGAGDR_DESC_MAX_LEN);
+	CHECK_EQ(le32_to_cpu(t.page[0][0].len), FPGAGDR_DESC_FIELD_MAX);
+	CHECK_EQ(le32_to_cpu(t.page[0][1].len), FPGAGDR_DESC_FIELD_MAX);
 	CHECK_EQ(le32_to_cpu(t.page[0][2].len),
-		 SZ_512M - 2ULL * FPGAGDR_DESC_MAX_LEN);
-	CHECK_EQ(FPGAGDR_DESC_MAX_LEN % SZ_4K, 0);
-	CHECK_EQ(FPGAGDR_DESC_MAX_LEN, 0x0ffff000);
+		 SZ_512M - 2ULL * FPGAGDR_DESC_FIELD_MAX);
+	CHECK_EQ(FPGAGDR_DESC_FIELD_MAX % SZ_4K, 0);
+	CHECK_EQ(FPGAGDR_DESC_FIELD_MAX, 0x0ffff000);
 	walk_chain(&t, &c, true, &w);
 	CHECK_EQ(w.host_lo, 0x180000000ULL);
 	CHECK_EQ(w.host_hi, 0x180000000ULL + SZ_512M);
 	CHECK_EQ(w.card_next, 0x40000000 + SZ_512M);
-	CHECK(w.max_len <= FPGAGDR_DESC_MAX_LEN);
+	CHECK(w.max_len <= FPGAGDR_DESC_FIELD_MAX);
+	ring_free(&t);
+}
+
+/*
+ * The module's own limit: 1 MiB per descriptor, so 512 MiB is 512
+ * descriptors, and the stop budget covers draining one at Gen1 x1.
+ */
+static void test_desc_limit_and_stop_budget(void)
+{
+	struct fpgagdr_seg seg = { 0x180000000ULL, SZ_512M };
+	struct fpgagdr_xfer x = { 0, 0x40000000, SZ_512M, false };
+	struct test_ring t;
+	struct fpgagdr_chain c;
+	struct walked w;
+
+	CHECK_EQ(FPGAGDR_DESC_MAX_LEN, 0x100000);
+	CHECK_EQ(FPGAGDR_DESC_MAX_LEN % SZ_4K, 0);
+	/* 1 MiB at 250 MB/s: 4194.304 us, rounded up */
+	CHECK_EQ(FPGAGDR_DESC_DRAIN_US, 4195);
+	CHECK(FPGAGDR_STOP_BUDGET_US >= 2 * FPGAGDR_DESC_DRAIN_US);
+	CHECK(FPGAGDR_STOP_BUDGET_US <= 20000);
+	ring_init(&t, 8);
+	CHECK_EQ(fpgagdr_desc_count(&seg, 1, 0, SZ_512M, FPGAGDR_DESC_MAX_LEN),
+		 512);
+	CHECK_EQ(fpgagdr_desc_build(&t.ring, &seg, 1, &x, FPGAGDR_DESC_MAX_LEN,
+				    &c), 0);
+	CHECK_EQ(c.ndesc, 512);
+	walk_chain(&t, &c, false, &w);
+	CHECK_EQ(w.max_len, FPGAGDR_DESC_MAX_LEN);
+	CHECK_EQ(w.card_next, 0x40000000 + SZ_512M);
 	ring_free(&t);
 }
 
@@ -330,7 +363,7 @@ static void test_rejects(void)
 				    FPGAGDR_DESC_MAX_LEN, &c), -EOVERFLOW);
 	CHECK_EQ(fpgagdr_desc_build(&t.ring, &seg, 1, &ok, 0, &c), -EINVAL);
 	CHECK_EQ(fpgagdr_desc_build(&t.ring, &seg, 1, &ok,
-				    FPGAGDR_DESC_MAX_LEN + 1, &c), -EINVAL);
+				    FPGAGDR_DESC_FIELD_MAX + 1, &c), -EINVAL);
 	ring_free(&t);
 }
 
@@ -377,6 +410,7 @@ static void test_random_subranges(void)
 int main(void)
 {
 	RUN(test_512m_one_segment_split);
+	RUN(test_desc_limit_and_stop_budget);
 	RUN(test_card_above_4g);
 	RUN(test_shared_gpu_page);
 	RUN(test_not_multiple_of_64k);

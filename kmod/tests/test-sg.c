@@ -10,6 +10,7 @@ int test_checks;
 
 #define SZ_4K	0x1000ULL
 #define SZ_64K	0x10000ULL
+#define SZ_1M	0x100000ULL
 #define SZ_512M	0x20000000ULL
 
 /* 512 MiB of bus-contiguous 4 KiB pages above 4 GiB merge into one entry. */
@@ -22,10 +23,36 @@ static void test_merge_512m_contiguous(void)
 		segs[i].addr = 0x123450000ULL + i * SZ_4K;
 		segs[i].len = SZ_4K;
 	}
-	out = fpgagdr_sg_merge(segs, n);
+	out = fpgagdr_sg_merge(segs, n, ~0ULL);
 	CHECK_EQ(out, 1);
 	CHECK_EQ(segs[0].addr, 0x123450000ULL);
 	CHECK_EQ(segs[0].len, SZ_512M);
+	free(segs);
+}
+
+/*
+ * The same run with the device's maximum segment size of 1 MiB: 512
+ * segments of exactly 1 MiB, in order; a longer input segment is kept.
+ */
+static void test_merge_respects_max_segment(void)
+{
+	u32 n = SZ_512M / SZ_4K, i, out, bad = 0;
+	struct fpgagdr_seg *segs = calloc(n + 1, sizeof(*segs));
+
+	for (i = 0; i < n; i++) {
+		segs[i].addr = 0x123450000ULL + i * SZ_4K;
+		segs[i].len = SZ_4K;
+	}
+	segs[n].addr = 0x123450000ULL + SZ_512M;
+	segs[n].len = 4 * SZ_1M;
+	out = fpgagdr_sg_merge(segs, n + 1, SZ_1M);
+	CHECK_EQ(out, 513);
+	for (i = 0; i < 512; i++)
+		if (segs[i].addr != 0x123450000ULL + i * SZ_1M ||
+		    segs[i].len != SZ_1M)
+			bad++;
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(segs[512].len, 4 * SZ_1M);
 	free(segs);
 }
 
@@ -39,7 +66,7 @@ static void test_merge_keeps_gaps(void)
 		{ 0x14000, SZ_4K },			/* merge */
 		{ 0x12000, SZ_4K },			/* backwards */
 	};
-	u32 out = fpgagdr_sg_merge(segs, 6);
+	u32 out = fpgagdr_sg_merge(segs, 6, ~0ULL);
 
 	CHECK_EQ(out, 3);
 	CHECK_EQ(segs[0].addr, 0x10000);
@@ -107,6 +134,7 @@ static void test_clip_rejects(void)
 int main(void)
 {
 	RUN(test_merge_512m_contiguous);
+	RUN(test_merge_respects_max_segment);
 	RUN(test_merge_keeps_gaps);
 	RUN(test_clip_two_buffers_one_gpu_page);
 	RUN(test_clip_not_multiple_of_64k);

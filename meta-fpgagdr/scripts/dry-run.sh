@@ -63,7 +63,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 # What the kas file builds, as kas merges it.
-# shellcheck source=meta-fpgagdr/scripts/tools-venv.sh
+# shellcheck source=tools-venv.sh source-path=SCRIPTDIR
 . "$here/tools-venv.sh"
 tools_venv "$here" >&2
 spec=$("$py" "$here/kas-layers.py" "$kas_file")

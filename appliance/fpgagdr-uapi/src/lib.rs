@@ -47,7 +47,7 @@ pub use nix::errno::Errno;
 
 /// ABI version every structure's `abi_version` must carry; the module bumps it on any
 /// incompatible change of a structure or a rule.
-pub const FPGAGDR_ABI_VERSION: u32 = 1;
+pub const FPGAGDR_ABI_VERSION: u32 = 2;
 
 /// The ioctl type byte (the "magic" of `_IOWR`).
 pub const FPGAGDR_IOC_MAGIC: u32 = 0xE7;
@@ -456,13 +456,15 @@ pub const ERRNO_TABLE: &[ErrnoRule] = &[
         errno: Errno::EBADF,
         name: "EBADF",
         ioctls: &["PIN"],
-        rule: "DMABUF: dmabuf_fd is not an open file",
+        rule: "DMABUF: dmabuf_fd is not an open dma-buf",
     },
     ErrnoRule {
         errno: Errno::EOPNOTSUPP,
         name: "EOPNOTSUPP",
         ioctls: &["PIN"],
-        rule: "the memory kind's back-end is not built in, or it refuses the memory",
+        rule: "the memory kind's back-end is not built in, or it refuses the memory \
+               (NV_P2P: not CUDA device memory, e.g. host memory; DMABUF: the exporter \
+               refuses the card)",
     },
     ErrnoRule {
         errno: Errno::E2BIG,
@@ -516,8 +518,9 @@ pub const ERRNO_TABLE: &[ErrnoRule] = &[
     ErrnoRule {
         errno: Errno::EBUSY,
         name: "EBUSY",
-        ioctls: &["TRANSFER"],
-        rule: "another transfer on the same handle is in flight",
+        ioctls: &["TRANSFER", "ABORT"],
+        rule: "TRANSFER: another transfer on the same handle is in flight; ABORT: a \
+               transfer of another open file holds the engine (it is not touched)",
     },
     ErrnoRule {
         errno: Errno::ESTALE,
@@ -535,27 +538,32 @@ pub const ERRNO_TABLE: &[ErrnoRule] = &[
     ErrnoRule {
         errno: Errno::EINTR,
         name: "EINTR",
-        ioctls: &["TRANSFER"],
-        rule: "a signal arrived while waiting; the engine was stopped; not restarted",
+        ioctls: &["TRANSFER", "PIN"],
+        rule: "TRANSFER: a signal arrived while waiting; the engine was stopped; not \
+               restarted; PIN: a fatal signal arrived while pinning",
     },
     ErrnoRule {
         errno: Errno::ECANCELED,
         name: "ECANCELED",
         ioctls: &["TRANSFER"],
-        rule: "stopped by ABORT, by UNPIN of its handle or by the NVIDIA free callback",
+        rule: "stopped, or given up while waiting for its engine, by ABORT from the same \
+               open file, by UNPIN of its handle or by the NVIDIA free callback",
     },
     ErrnoRule {
         errno: Errno::EIO,
         name: "EIO",
-        ioctls: &["TRANSFER"],
-        rule: "the engine reported an error (descriptor, read or write error, magic \
-               mismatch) or did not stop when asked to",
+        ioctls: &["TRANSFER,ABORT", "PIN"],
+        rule: "TRANSFER, ABORT: the engine reported an error (descriptor, read or write \
+               error, magic mismatch), was not seen stopped within the stop budget (the \
+               card then stops mastering the bus until it is), or a PCIe error (AER) ended \
+               the run; PIN: the back-end or the DMA API failed to pin or map the memory",
     },
     ErrnoRule {
         errno: Errno::ENODEV,
         name: "ENODEV",
         ioctls: &["any"],
-        rule: "the card was removed",
+        rule: "the card was removed (or the system is shutting down); UNPIN still \
+               answers 0",
     },
 ];
 

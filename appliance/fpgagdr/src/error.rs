@@ -174,8 +174,10 @@ pub enum Error {
     /// module lacks), `"abi-version"` (EPROTO), `"user-memory"` (EFAULT),
     /// `"argument-valid"` (EINVAL), `"file-descriptor"` (EBADF), `"pin-size"` (E2BIG;
     /// EOVERFLOW on PIN), `"handle-valid"` (EALREADY), `"pin-limit"` (ENOSPC),
-    /// `"handle-busy"` (EBUSY), `"gpu-memory-freed"` (ESTALE), `"interrupted"` (EINTR),
-    /// `"aborted"` (ECANCELED), `"engine"` (EIO or a short transfer), `"alignment"` and
+    /// `"handle-busy"` (EBUSY on TRANSFER), `"engine-busy"` (EBUSY on ABORT: another open
+    /// file's transfer), `"gpu-memory-freed"` (ESTALE), `"interrupted"` (EINTR),
+    /// `"aborted"` (ECANCELED), `"engine"` (EIO on TRANSFER or ABORT, or a short
+    /// transfer), `"dma-mapping"` (EIO on PIN), `"alignment"` and
     /// `"timeout-range"` (the module's transfer alignment and 60 s timeout limit, checked
     /// before the call with the errno the module would answer), or `"kernel"` (an errno
     /// outside the header's table).

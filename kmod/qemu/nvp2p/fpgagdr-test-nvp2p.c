@@ -7,20 +7,31 @@
  * (open kernel modules, kernel-open/nvidia/nv-p2p.c).  Never load it where
  * nvidia.ko is.
  *
- * "GPU memory" is an address space of its own: every 64 KiB-aligned
- * address is valid and is backed, on first use, by a GPU page: 64 KiB of
- * physically contiguous, zeroed kernel pages.  The addresses need not be
- * mapped in any process (like cudaMalloc() memory, which the CPU does not
- * touch either).  Through debugfs, fpgagdr-test-nvp2p/:
- *   mem      pread()/pwrite() at file offset = GPU address: what
- *            cudaMemcpy() would do
- *   free     write "ADDR LEN": cudaFree().  Every callback page table
- *            overlapping the range gets its free callback, called with the
- *            double's "API lock" held (as NVIDIA holds its RM API lock);
+ * "GPU memory" is an address space of its own, in which user space makes
+ * allocations (as cudaMalloc() does); only addresses inside an allocation
+ * are GPU memory, and nvidia_p2p_get_pages*() refuses any other address
+ * with -EINVAL, as NVIDIA's driver does (host memory on the GPU path is
+ * such an address).  An allocation is backed, on first use of each 64 KiB,
+ * by a GPU page: 64 KiB of physically contiguous, zeroed kernel pages.
+ * The addresses need not be mapped in any process (like cudaMalloc()
+ * memory, which the CPU does not touch either).  Through debugfs,
+ * fpgagdr-test-nvp2p/:
+ *   alloc    write "ADDR LEN": cudaMalloc() at GPU address ADDR (64 KiB
+ *            aligned); an overlapping allocation is refused (-EEXIST)
+ *   mem      pread()/pwrite() at file offset = GPU address, inside an
+ *            allocation: what cudaMemcpy() would do
+ *   free     write "ADDR LEN" of an allocation: cudaFree().  Every callback
+ *            page table overlapping it gets its free callback, called with
+ *            the double's "API lock" held (as NVIDIA holds its RM API lock);
  *            after the callback the double unmaps the table's remaining
  *            mappings and frees the table, as NVIDIA does.  Then the
- *            range's GPU pages are dropped (pinned ones live on until their
- *            page table is released)
+ *            allocation's GPU pages are dropped (pinned ones live on until
+ *            their page table is released).  A GPU page that is dropped
+ *            is filled with poison and kept in a quarantine of
+ *            TNV_QUARANTINE pages: a DMA into freed GPU memory damages the
+ *            poison and is reported as misuse when the stats are read
+ *   persistent_error  N: the next nvidia_p2p_get_pages_persistent() fails
+ *            with -N (an error other than "not supported": no fallback)
  *   revoke_in_get  N: the next N nvidia_p2p_get_pages() calls fire the
  *            table's callback (and free it) before they return: a cudaFree
  *            racing the pin
@@ -31,7 +42,8 @@
  *            and give it up to 200 ms: a cudaFree racing an unpin, in the
  *            order that lets the driver free the table under the unmap
  *   stats    live page tables, mappings, GPU pages, callbacks, tables the
- *            driver freed after a callback, misuse
+ *            driver freed after a callback, calls of the callback form of
+ *            get_pages, allocations, freed GPU pages found written, misuse
  * Module parameter persistent (0644, default 1):
  * nvidia_p2p_get_pages_persistent() works; 0 makes it fail -ENOTSUPP, as
  * on a MIG-enabled GPU or vGPU.
@@ -64,6 +76,9 @@
 
 #define TNV_PAGE	SZ_64K
 #define TNV_ORDER	(16 - PAGE_SHIFT)
+/* freed GPU pages kept poisoned, to catch DMA into freed GPU memory */
+#define TNV_QUARANTINE	64
+#define TNV_POISON	0xd7
 
 static int tnv_persistent = 1;
 module_param_named(persistent, tnv_persistent, int, 0644);
@@ -74,10 +89,26 @@ MODULE_PARM_DESC(persistent, "TEST DOUBLE: nvidia_p2p_get_pages_persistent() wor
  * @ref: one reference from the address space while not freed, one per
  *	page table holding it
  * @page: 64 KiB of contiguous pages
+ * @va: its GPU address
+ * @node: in tnv_quarantine once freed
  */
 struct tnv_chunk {
 	struct kref ref;
 	struct page *page;
+	u64 va;
+	struct list_head node;
+};
+
+/**
+ * struct tnv_alloc - one cudaMalloc()
+ * @va: GPU address
+ * @len: bytes
+ * @node: in tnv_allocs
+ */
+struct tnv_alloc {
+	u64 va;
+	u64 len;
+	struct list_head node;
 };
 
 /* callback tables: LIVE -> REVOKED (callback running) -> DEAD (freed) */
@@ -125,6 +156,13 @@ static DEFINE_XARRAY(tnv_mem);
 /* protects tnv_tables, every table's state and maps */
 static DEFINE_SPINLOCK(tnv_lock);
 static LIST_HEAD(tnv_tables);
+/* the allocations, under tnv_lock */
+static LIST_HEAD(tnv_allocs);
+/* freed GPU pages, poisoned, oldest first; under tnv_quarantine_lock */
+static DEFINE_SPINLOCK(tnv_quarantine_lock);
+static LIST_HEAD(tnv_quarantine);
+static unsigned int tnv_nquarantine;
+static u32 tnv_persistent_error;
 /*
  * "The RM API lock": held across free callbacks (and the frees after
  * them), and taken by put_pages and dma_map_pages, as NVIDIA's are
@@ -132,7 +170,7 @@ static LIST_HEAD(tnv_tables);
 static DEFINE_MUTEX(tnv_cb_lock);
 static atomic_t tnv_revoke_in_get, tnv_revoke_in_map, tnv_revoke_in_unmap;
 static atomic64_t tnv_ntables, tnv_nmaps, tnv_nchunks, tnv_callbacks,
-	tnv_ndead, tnv_nmisuse;
+	tnv_ndead, tnv_nmisuse, tnv_nget_cb, tnv_nallocs, tnv_nfreed_written;
 static struct workqueue_struct *tnv_wq;
 static struct dentry *tnv_dbg;
 static const u8 tnv_uuid[16] = "fpgagdr-testgpu";
@@ -142,13 +180,78 @@ static const u8 tnv_uuid[16] = "fpgagdr-testgpu";
 	WARN(1, "fpgagdr-test-nvp2p: misuse: " fmt, ##__VA_ARGS__);	\
 } while (0)
 
+/* A freed GPU page whose poison changed: something wrote freed memory. */
+static bool tnv_poison_ok(struct tnv_chunk *c)
+{
+	const u8 *p = page_address(c->page);
+	size_t i;
+
+	for (i = 0; i < TNV_PAGE; i++)
+		if (p[i] != TNV_POISON)
+			return false;
+	return true;
+}
+
+static void tnv_chunk_free(struct tnv_chunk *c)
+{
+	if (!tnv_poison_ok(c)) {
+		atomic64_inc(&tnv_nfreed_written);
+		tnv_misuse("GPU page at %#llx written after its cudaFree\n",
+			   c->va);
+	}
+	__free_pages(c->page, TNV_ORDER);
+	kfree(c);
+}
+
+/* Check every quarantined page; with @drain, free them all. */
+static void tnv_quarantine_check(bool drain)
+{
+	struct tnv_chunk *c, *tmp;
+	LIST_HEAD(out);
+
+	spin_lock(&tnv_quarantine_lock);
+	list_for_each_entry_safe(c, tmp, &tnv_quarantine, node) {
+		if (!drain && tnv_poison_ok(c))
+			continue;
+		list_move_tail(&c->node, &out);
+		tnv_nquarantine--;
+	}
+	spin_unlock(&tnv_quarantine_lock);
+	list_for_each_entry_safe(c, tmp, &out, node)
+		tnv_chunk_free(c);
+}
+
 static void tnv_chunk_release(struct kref *ref)
 {
 	struct tnv_chunk *c = container_of(ref, struct tnv_chunk, ref);
+	struct tnv_chunk *old = NULL;
 
-	__free_pages(c->page, TNV_ORDER);
-	kfree(c);
+	memset(page_address(c->page), TNV_POISON, TNV_PAGE);
 	atomic64_dec(&tnv_nchunks);
+	spin_lock(&tnv_quarantine_lock);
+	list_add_tail(&c->node, &tnv_quarantine);
+	if (++tnv_nquarantine > TNV_QUARANTINE) {
+		old = list_first_entry(&tnv_quarantine, struct tnv_chunk, node);
+		list_del(&old->node);
+		tnv_nquarantine--;
+	}
+	spin_unlock(&tnv_quarantine_lock);
+	if (old)
+		tnv_chunk_free(old);
+}
+
+/* Is [@va, @va + @len) inside one allocation? */
+static bool tnv_allocated(u64 va, u64 len)
+{
+	struct tnv_alloc *a;
+	bool ok = false;
+
+	spin_lock(&tnv_lock);
+	list_for_each_entry(a, &tnv_allocs, node)
+		if (va >= a->va && len <= a->len && va - a->va <= a->len - len)
+			ok = true;
+	spin_unlock(&tnv_lock);
+	return ok;
 }
 
 /* The GPU page at @va with a reference for the caller; NULL if none. */
@@ -167,11 +270,12 @@ static struct tnv_chunk *tnv_chunk_get(u64 va, bool create)
 	c = kzalloc(sizeof(*c), GFP_KERNEL);
 	if (!c)
 		return NULL;
-	c->page = alloc_pages(GFP_KERNEL | __GFP_ZERO, TNV_ORDER);
+	c->page = alloc_pages(GFP_KERNEL | __GFP_ZERO | __GFP_COMP, TNV_ORDER);
 	if (!c->page) {
 		kfree(c);
 		return NULL;
 	}
+	c->va = round_down(va, TNV_PAGE);
 	kref_init(&c->ref);		/* the address space's */
 	kref_get(&c->ref);		/* the caller's */
 	xa_lock(&tnv_mem);
@@ -346,6 +450,9 @@ static int tnv_get(u64 va, u64 length, struct nvidia_p2p_page_table **pt,
 	if (!pt || !length || !IS_ALIGNED(va, TNV_PAGE) ||
 	    !IS_ALIGNED(length, TNV_PAGE) || length / TNV_PAGE > U32_MAX)
 		return -EINVAL;
+	/* NVIDIA's answer to an address that is not a CUDA allocation */
+	if (!tnv_allocated(va, length))
+		return -EINVAL;
 	t = tnv_table_alloc(va, length / TNV_PAGE);
 	if (!t)
 		return -ENOMEM;
@@ -368,6 +475,7 @@ int nvidia_p2p_get_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
 	/* since CUDA 12.2 a NULL callback is refused, not persistent */
 	if (p2p_token || va_space || !free_callback || !data)
 		return -EINVAL;
+	atomic64_inc(&tnv_nget_cb);
 	ret = tnv_get(virtual_address, length, page_table, free_callback, data);
 	if (ret)
 		return ret;
@@ -390,6 +498,8 @@ int nvidia_p2p_get_pages_persistent(u64 virtual_address, u64 length,
 		return -EINVAL;
 	if (!READ_ONCE(tnv_persistent))
 		return -ENOTSUPP;	/* MIG, vGPU */
+	if (READ_ONCE(tnv_persistent_error))
+		return -(int)xchg(&tnv_persistent_error, 0);
 	return tnv_get(virtual_address, length, page_table, NULL, NULL);
 }
 EXPORT_SYMBOL(nvidia_p2p_get_pages_persistent);
@@ -643,13 +753,62 @@ int nvidia_p2p_free_page_table(struct nvidia_p2p_page_table *page_table)
 }
 EXPORT_SYMBOL(nvidia_p2p_free_page_table);
 
+/* Take the allocation [@va, @va + @len) out of the address space. */
+static int tnv_unalloc(u64 va, u64 len)
+{
+	struct tnv_alloc *a, *hit = NULL;
+
+	spin_lock(&tnv_lock);
+	list_for_each_entry(a, &tnv_allocs, node) {
+		if (a->va == va && a->len == len) {
+			hit = a;
+			list_del(&a->node);
+			break;
+		}
+	}
+	spin_unlock(&tnv_lock);
+	if (!hit)
+		return -EINVAL;
+	kfree(hit);
+	atomic64_dec(&tnv_nallocs);
+	return 0;
+}
+
+/* cudaMalloc() at @va. */
+static int tnv_alloc(u64 va, u64 len)
+{
+	struct tnv_alloc *a = kzalloc(sizeof(*a), GFP_KERNEL), *o;
+	int ret = 0;
+
+	if (!a)
+		return -ENOMEM;
+	a->va = va;
+	a->len = len;
+	spin_lock(&tnv_lock);
+	list_for_each_entry(o, &tnv_allocs, node)
+		if (o->va < va + len && va < o->va + o->len)
+			ret = -EEXIST;
+	if (!ret)
+		list_add_tail(&a->node, &tnv_allocs);
+	spin_unlock(&tnv_lock);
+	if (ret)
+		kfree(a);
+	else
+		atomic64_inc(&tnv_nallocs);
+	return ret;
+}
+
 /* cudaFree(): fire callbacks of tables overlapping, drop the pages. */
-static void tnv_free_range(u64 va, u64 len)
+static int tnv_free_range(u64 va, u64 len)
 {
 	struct tnv_table *t, *hit;
 	struct tnv_chunk *c;
 	u64 a;
+	int ret;
 
+	ret = tnv_unalloc(va, len);
+	if (ret)
+		return ret;
 	mutex_lock(&tnv_cb_lock);
 	for (;;) {
 		hit = NULL;
@@ -672,29 +831,59 @@ static void tnv_free_range(u64 va, u64 len)
 		if (c)
 			tnv_chunk_put(c);
 	}
+	return 0;
 }
 
-static ssize_t tnv_free_write(struct file *file, const char __user *ubuf,
-			      size_t count, loff_t *ppos)
+/* "ADDR LEN" in hex, 64 KiB aligned, from a debugfs write. */
+static int tnv_parse_range(const char __user *ubuf, size_t count, u64 *va,
+			   u64 *len)
 {
 	char buf[64];
-	u64 va, len;
 
 	if (count >= sizeof(buf))
 		return -EINVAL;
 	if (copy_from_user(buf, ubuf, count))
 		return -EFAULT;
 	buf[count] = 0;
-	if (sscanf(buf, "%llx %llx", &va, &len) != 2 || !len ||
-	    va + len < va)
+	if (sscanf(buf, "%llx %llx", va, len) != 2 || !*len ||
+	    *va + *len < *va || !IS_ALIGNED(*va, TNV_PAGE) ||
+	    !IS_ALIGNED(*len, TNV_PAGE))
 		return -EINVAL;
-	tnv_free_range(va, len);
-	return count;
+	return 0;
+}
+
+static ssize_t tnv_free_write(struct file *file, const char __user *ubuf,
+			      size_t count, loff_t *ppos)
+{
+	u64 va, len;
+	int ret;
+
+	ret = tnv_parse_range(ubuf, count, &va, &len);
+	if (!ret)
+		ret = tnv_free_range(va, len);
+	return ret ? ret : count;
 }
 
 static const struct file_operations tnv_free_fops = {
 	.owner = THIS_MODULE,
 	.write = tnv_free_write,
+};
+
+static ssize_t tnv_alloc_write(struct file *file, const char __user *ubuf,
+			       size_t count, loff_t *ppos)
+{
+	u64 va, len;
+	int ret;
+
+	ret = tnv_parse_range(ubuf, count, &va, &len);
+	if (!ret)
+		ret = tnv_alloc(va, len);
+	return ret ? ret : count;
+}
+
+static const struct file_operations tnv_alloc_fops = {
+	.owner = THIS_MODULE,
+	.write = tnv_alloc_write,
 };
 
 /* Copy between user space and GPU memory at @pos, @write: into GPU. */
@@ -707,6 +896,12 @@ static ssize_t tnv_mem_rw(char __user *ubuf, size_t count, loff_t *ppos,
 	void *va;
 	int ret = 0;
 
+	if (!count)
+		return 0;
+	if (!tnv_allocated(round_down(pos, TNV_PAGE),
+			   round_up(pos + count, TNV_PAGE) -
+			   round_down(pos, TNV_PAGE)))
+		return -EFAULT;	/* not GPU memory */
 	while (done < count && !ret) {
 		n = min_t(size_t, count - done, TNV_PAGE - pos % TNV_PAGE);
 		c = tnv_chunk_get(pos, write);
@@ -759,6 +954,11 @@ static int tnv_stats_show(struct seq_file *m, void *unused)
 	seq_printf(m, "gpu_pages %lld\n", atomic64_read(&tnv_nchunks));
 	seq_printf(m, "callbacks %lld\n", atomic64_read(&tnv_callbacks));
 	seq_printf(m, "freed_after_callback %lld\n", atomic64_read(&tnv_ndead));
+	seq_printf(m, "get_pages_callback %lld\n", atomic64_read(&tnv_nget_cb));
+	seq_printf(m, "allocations %lld\n", atomic64_read(&tnv_nallocs));
+	tnv_quarantine_check(false);
+	seq_printf(m, "freed_written %lld\n",
+		   atomic64_read(&tnv_nfreed_written));
 	seq_printf(m, "misuse %lld\n", atomic64_read(&tnv_nmisuse));
 	return 0;
 }
@@ -771,7 +971,10 @@ static int __init tnv_init(void)
 		return -ENOMEM;
 	tnv_dbg = debugfs_create_dir("fpgagdr-test-nvp2p", NULL);
 	debugfs_create_file("mem", 0600, tnv_dbg, NULL, &tnv_mem_fops);
+	debugfs_create_file("alloc", 0200, tnv_dbg, NULL, &tnv_alloc_fops);
 	debugfs_create_file("free", 0200, tnv_dbg, NULL, &tnv_free_fops);
+	debugfs_create_u32("persistent_error", 0600, tnv_dbg,
+			   &tnv_persistent_error);
 	debugfs_create_atomic_t("revoke_in_get", 0600, tnv_dbg,
 				&tnv_revoke_in_get);
 	debugfs_create_atomic_t("revoke_in_map", 0600, tnv_dbg,
@@ -785,6 +988,7 @@ static int __init tnv_init(void)
 
 static void __exit tnv_exit(void)
 {
+	struct tnv_alloc *a, *atmp;
 	struct tnv_table *t, *tmp;
 	struct tnv_chunk *c;
 	unsigned long idx;
@@ -806,6 +1010,11 @@ static void __exit tnv_exit(void)
 		xa_erase(&tnv_mem, idx);
 		tnv_chunk_put(c);
 	}
+	list_for_each_entry_safe(a, atmp, &tnv_allocs, node) {
+		list_del(&a->node);
+		kfree(a);
+	}
+	tnv_quarantine_check(true);
 }
 
 module_init(tnv_init);

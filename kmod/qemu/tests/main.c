@@ -2,10 +2,13 @@
 /*
  * fgtest: the guest tests of the fpgagdr module (issue 5).
  *
- *   fgtest SUITE          functional, host, nvp2p, faults, badioctl;
- *                         exit status 0 when every test passed
+ *   fgtest SUITE          functional, host, nvp2p, faults, badioctl,
+ *                         removal, stress; exit status 0 when every test
+ *                         passed
  *   fgtest pinhold        pin host (and GPU) buffers, transfer, exit with
  *                         them pinned (the load/unload loop's load)
+ *   fgtest hang           pin, start a transfer the software card never
+ *                         completes and wait in it (the shutdown check)
  *   fgtest slabsites MOD  objects live in slab caches allocated by code of
  *                         module MOD (needs slub_debug=U)
  *   fgtest slabrange A N  the same for call sites in [A, A + N), hex: a
@@ -31,6 +34,11 @@ int cmd_pinhold(void)
 			       (unsigned long)buf + i * MIB, MIB, &h));
 		CHECK_OK(t_xfer(fd, i % 2, i, h, 0, i * MIB, MIB, 5000));
 	}
+	if (t_nv_present()) {
+		/* allocated by an earlier cycle, or now */
+		i = t_nv_alloc(0x7c0000000000ULL, 2 * MIB);
+		CHECK(!i || i == -EEXIST, "GPU allocation: %s", t_errname(-i));
+	}
 	for (i = 0; i < 2 && t_nv_present(); i++, n++) {
 		CHECK_OK(t_pin(fd, FPGAGDR_MEM_NV_P2P,
 			       0x7c0000000000ULL + i * MIB, MIB, &h));
@@ -40,6 +48,19 @@ int cmd_pinhold(void)
 	      t_dbg(DBG_COUNTERS, "pins"), n);
 	/* exit with everything pinned: release() must undo it */
 	return t_failures ? 1 : 0;
+}
+
+int cmd_hang(void)
+{
+	unsigned char *buf = t_alloc(64 * KIB);
+	int fd = t_open();
+	__u32 h;
+
+	CHECK_OK(t_pin(fd, FPGAGDR_MEM_HOST, (unsigned long)buf, 64 * KIB, &h));
+	t_fault(FAULT_HANG, 1);
+	printf("hang: transfer started\n");
+	fflush(stdout);
+	return t_xfer(fd, FPGAGDR_DIR_C2H, 0, h, 0, 0, 64 * KIB, 60000) ? 1 : 0;
 }
 
 /*
@@ -176,7 +197,10 @@ int main(int argc, char **argv)
 		{ "nvp2p", suite_nvp2p },
 		{ "faults", suite_faults },
 		{ "badioctl", suite_badioctl },
+		{ "removal", suite_removal },
+		{ "stress", suite_stress },
 		{ "pinhold", cmd_pinhold },
+		{ "hang", cmd_hang },
 	};
 	size_t i;
 
@@ -189,6 +213,6 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[1], suites[i].name))
 			return suites[i].fn();
 	fprintf(stderr, "usage: fgtest SUITE|pinhold|slabsites MOD|slabrange START LEN\n"
-		"  SUITE: functional, host, nvp2p, faults, badioctl\n");
+		"  SUITE: functional, host, nvp2p, faults, badioctl, removal, stress\n");
 	return 2;
 }

@@ -63,8 +63,8 @@ static void test_wrong_abi_version(void)
 		.length = 0x1000, .dmabuf_fd = -1,
 	};
 	struct fpgagdr_unpin u = { .abi_version = 77, .handle = 1 };
-	struct fpgagdr_transfer t = { .abi_version = 2, .length = 4096,
-				      .timeout_ms = 100 };
+	struct fpgagdr_transfer t = { .abi_version = FPGAGDR_ABI_VERSION + 7,
+				      .length = 4096, .timeout_ms = 100 };
 	struct fpgagdr_abort a = { .abi_version = 0xffffffff };
 	int fd = t_open();
 
@@ -260,6 +260,35 @@ static void test_pin_limit_per_file(void)
 	still_works("after 4096 pins");
 }
 
+/*
+ * Module parameters that bound a wait refuse values past their cap, so
+ * that no wait can be made unbounded (or days long) through sysfs.
+ */
+static void test_module_parameters_capped(void)
+{
+	static const struct {
+		const char *name;
+		const char *bad[3];
+		const char *good;
+	} params[] = {
+		{ "rw_timeout_ms", { "4294967295", "60001", "-1" }, "60000" },
+		{ "poll_us", { "4294967295", "1001", "-1" }, "1000" },
+	};
+	char path[128], old[32];
+	size_t i, j;
+
+	for (i = 0; i < ARRAY_SIZE(params); i++) {
+		snprintf(path, sizeof(path), "/sys/module/fpgagdr/parameters/%s",
+			 params[i].name);
+		CHECK_OK(t_read_file(path, old, sizeof(old)));
+		for (j = 0; j < ARRAY_SIZE(params[i].bad); j++)
+			CHECK_ERR(t_dbg_write(path, params[i].bad[j]), EINVAL);
+		CHECK_OK(t_dbg_write(path, params[i].good));
+		CHECK_OK(t_dbg_write(path, old));
+	}
+	still_works("after refused module parameters");
+}
+
 int suite_badioctl(void)
 {
 	static const struct t_case cases[] = {
@@ -270,6 +299,7 @@ int suite_badioctl(void)
 		{ "transfer_rules", test_transfer_rules },
 		{ "unpin_rules", test_unpin_rules },
 		{ "pin_limit_per_file", test_pin_limit_per_file },
+		{ "module_parameters_capped", test_module_parameters_capped },
 	};
 	int fd = t_open();
 

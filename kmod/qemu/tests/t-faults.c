@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -249,6 +250,168 @@ static void test_unpin_while_transferring(void)
 	fx_close(&f);
 }
 
+/*
+ * A transfer waiting for a busy engine whose handle is unpinned gives up
+ * (ECANCELED), UNPIN returns at once, and the transfer never starts its
+ * chain into the memory UNPIN gave back.
+ */
+static void test_unpin_while_waiting_for_engine(void)
+{
+	struct t_bg hung = { .dir = FPGAGDR_DIR_C2H, .ch = 1, .len = BUF };
+	struct t_bg wait = { .dir = FPGAGDR_DIR_C2H, .ch = 1, .len = BUF,
+			     .card = 0x63000000 };
+	unsigned char *before = malloc(BUF);
+	struct fx f;
+	double dt;
+
+	fx_open(&f);
+	hung.fd = f.fd;
+	wait.fd = f.fd;
+	hung.handle = f.ha;
+	wait.handle = f.hb;
+	memset(f.b, 0x33, BUF);
+	memcpy(before, f.b, BUF);
+	t_bg_start_hung(&hung);
+	t_bg_start(&wait);
+	usleep(200 * 1000);	/* it waits for the engine */
+	dt = t_now();
+	CHECK_OK(t_unpin(f.fd, f.hb));
+	dt = t_now() - dt;
+	CHECK(dt < 1, "UNPIN of a handle waiting for its engine took %.1f s",
+	      dt);
+	CHECK_OK(t_abort(f.fd, FPGAGDR_DIR_C2H, 1));
+	CHECK_ERR(t_bg_join(&hung), ECANCELED);
+	CHECK_ERR(t_bg_join(&wait), ECANCELED);
+	t_same(f.b, before, BUF, "buffer after UNPIN returned");
+	CHECK_OK(t_pin(f.fd, FPGAGDR_MEM_HOST, (unsigned long)f.b, BUF,
+		       &f.hb));
+	fx_works(&f, 1, "after UNPIN of a waiting transfer");
+	fx_close(&f);
+	free(before);
+}
+
+/* ABORT stops the calling file's transfer, never another file's. */
+static void test_abort_only_own_file(void)
+{
+	struct t_bg b = { .dir = FPGAGDR_DIR_C2H, .ch = 2, .len = BUF };
+	int other = t_open();
+	struct fx f;
+
+	fx_open(&f);
+	b.fd = f.fd;
+	b.handle = f.hb;
+	t_bg_start_hung(&b);
+	CHECK_ERR(t_abort(other, FPGAGDR_DIR_C2H, 2), EBUSY);
+	usleep(100 * 1000);
+	CHECK(t_dbg(DBG_TE "stats", "busy") == 1,
+	      "another file's ABORT stopped the transfer");
+	CHECK_OK(t_abort(f.fd, FPGAGDR_DIR_C2H, 2));
+	CHECK_ERR(t_bg_join(&b), ECANCELED);
+	CHECK_OK(t_abort(other, FPGAGDR_DIR_C2H, 2));	/* idle engine */
+	close(other);
+	fx_works(&f, 2, "after ABORT from another file");
+	fx_close(&f);
+}
+
+/*
+ * An engine that does not stop within the stop budget (the software card
+ * keeps rewriting its descriptor for 1 s after RUN is cleared) keeps
+ * the card away from the memory: UNPIN returns, and the buffer it gave
+ * back is never written again.  The module stops the card mastering the
+ * bus until the engine is seen stopped, and counts it.
+ */
+static void test_stuck_engine_keeps_its_memory(void)
+{
+	struct t_bg b = { .dir = FPGAGDR_DIR_C2H, .ch = 3, .len = BUF,
+			  .card = 0x64000000 };
+	unsigned char *mine = malloc(BUF);
+	long long runs = t_dbg(DBG_TE "stats", "runs");
+	long long fences = t_dbg(DBG_COUNTERS, "fences");
+	long long off = t_dbg(DBG_TE "stats", "refused_master_off");
+	long long stops = t_dbg(DBG_TE "stats", "stop_timeouts");
+	struct fx f;
+	double dt;
+
+	fx_open(&f);
+	/* card data the stuck engine keeps writing into the buffer */
+	t_pattern(f.a, BUF, 4242);
+	CHECK_OK(t_xfer(f.fd, FPGAGDR_DIR_H2C, 3, f.ha, 0, b.card, BUF, 5000));
+	b.fd = f.fd;
+	b.handle = f.hb;
+	CHECK_OK(t_dbg_write(DBG_TE "stuck_ms", "1000"));
+	t_fault(FAULT_STUCK, 1);
+	t_bg_start(&b);
+	CHECK(t_wait_runs(runs + 1, 10), "the stuck run never started");
+	usleep(50 * 1000);
+	dt = t_now();
+	CHECK_OK(t_unpin(f.fd, f.hb));
+	dt = t_now() - dt;
+	CHECK(dt < 1, "UNPIN took %.1f s", dt);
+	/* the buffer is the process's again */
+	memset(f.b, 0x44, BUF);
+	memcpy(mine, f.b, BUF);
+	CHECK_ERR(t_bg_join(&b), ECANCELED);
+	usleep(1300 * 1000);	/* past stuck_ms */
+	t_same(f.b, mine, BUF, "buffer after UNPIN of a stuck engine's pin");
+	CHECK(t_dbg(DBG_TE "stats", "stop_timeouts") > stops,
+	      "the engine was not seen missing the stop budget");
+	CHECK(t_dbg(DBG_COUNTERS, "fences") > fences,
+	      "bus mastering not stopped (fences %lld)",
+	      t_dbg(DBG_COUNTERS, "fences"));
+	CHECK(t_dbg(DBG_TE "stats", "refused_master_off") > off,
+	      "the card was never refused the bus");
+	/* the ones this test caused (the module may stop it again) */
+	t_expected_stop_timeouts += t_dbg(DBG_TE "stats", "stop_timeouts") -
+				    stops;
+	stops = t_dbg(DBG_TE "stats", "stop_timeouts");
+	CHECK_OK(t_pin(f.fd, FPGAGDR_MEM_HOST, (unsigned long)f.b, BUF,
+		       &f.hb));
+	fx_works(&f, 3, "after a stuck engine stopped");
+	t_expected_stop_timeouts += t_dbg(DBG_TE "stats", "stop_timeouts") -
+				    stops;
+	fx_close(&f);
+	free(mine);
+}
+
+/*
+ * ABORT of a long run: the engine stops within the budget (no descriptor
+ * is longer than the slowest link drains in it), then the buffer is
+ * unpinned.  Through the virtual IOMMU a 32 MiB buffer is one run of bus
+ * addresses (134 ms at Gen1 x1), so this is where an uncapped descriptor
+ * would show: a stop timeout, then DMA into unmapped addresses.
+ */
+static void test_abort_during_long_run(void)
+{
+	const __u64 len = 32 * MIB;
+	unsigned char *raw = mmap(NULL, len + 2 * MIB, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long long runs = t_dbg(DBG_TE "stats", "runs");
+	struct t_bg b = { .dir = FPGAGDR_DIR_C2H, .ch = 0, .len = len,
+			  .timeout_ms = 20000 };
+	unsigned char *buf;
+	int ret;
+
+	CHECK(raw != MAP_FAILED, "mmap");
+	if (raw == MAP_FAILED)
+		return;
+	buf = (unsigned char *)(((unsigned long)raw + 2 * MIB - 1) &
+				~(2 * MIB - 1));
+	madvise(buf, len, MADV_HUGEPAGE);
+	memset(buf, 1, len);
+	b.fd = t_open();
+	CHECK_OK(t_pin(b.fd, FPGAGDR_MEM_HOST, (unsigned long)buf, len,
+		       &b.handle));
+	t_bg_start(&b);
+	CHECK(t_wait_runs(runs, 10), "the long run never started");
+	usleep(5 * 1000);
+	CHECK_OK(t_abort(b.fd, FPGAGDR_DIR_C2H, 0));
+	ret = t_bg_join(&b);
+	CHECK(ret == -ECANCELED || ret == 0, "long run: %s", t_errname(-ret));
+	close(b.fd);
+	usleep(100 * 1000);	/* an engine still running would show now */
+	munmap(raw, len + 2 * MIB);
+}
+
 static void test_busy_handle_and_engine(void)
 {
 	struct t_bg b = { .dir = FPGAGDR_DIR_C2H, .ch = 0, .len = BUF };
@@ -324,6 +487,8 @@ static void test_killed_process_releases_pins(void)
 	close(f.fd);
 	gpu = s.mem_kinds & (1U << FPGAGDR_MEM_NV_P2P);
 	npins = 4 + (gpu ? 2 : 0);
+	if (gpu)
+		CHECK_OK(t_nv_alloc(0x7f0000000000ULL, 2 * MIB));
 	CHECK(pipe(p) == 0, "pipe");
 	fflush(stdout);
 	pid = fork();
@@ -368,6 +533,12 @@ int suite_faults(void)
 		{ "abort_ioctl", test_abort_ioctl },
 		{ "unpin_while_transferring", test_unpin_while_transferring },
 		{ "busy_handle_and_engine", test_busy_handle_and_engine },
+		{ "unpin_while_waiting_for_engine",
+		  test_unpin_while_waiting_for_engine },
+		{ "abort_only_own_file", test_abort_only_own_file },
+		{ "stuck_engine_keeps_its_memory",
+		  test_stuck_engine_keeps_its_memory },
+		{ "abort_during_long_run", test_abort_during_long_run },
 		{ "killed_process_releases_pins",
 		  test_killed_process_releases_pins },
 	};

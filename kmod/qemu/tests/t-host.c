@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -174,6 +175,80 @@ static void test_pins_belong_to_their_file(void)
 	t_free(buf, len);
 }
 
+#define CGROUP		"/sys/fs/cgroup"
+#define MEMCG_PINS	64
+
+static long long memcg_current(const char *dir)
+{
+	char path[128], v[64];
+
+	snprintf(path, sizeof(path), "%s/memory.current", dir);
+	return t_read_file(path, v, sizeof(v)) ? -1 : atoll(v);
+}
+
+/* In a memory cgroup of its own: pins charge its kernel memory there. */
+static void memcg_child(const char *dir)
+{
+	unsigned char *buf[MEMCG_PINS];
+	char path[128], pid[32];
+	long long before, after;
+	int fd, i;
+	__u32 h;
+
+	t_failures = 0;
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	CHECK_OK(t_dbg_write(path, pid));
+	fd = t_open();
+	/* the buffers' pages are charged as they fault in, before the pins */
+	for (i = 0; i < MEMCG_PINS; i++)
+		buf[i] = t_alloc(MIB);
+	before = memcg_current(dir);
+	for (i = 0; i < MEMCG_PINS; i++)
+		CHECK_OK(t_pin(fd, FPGAGDR_MEM_HOST, (unsigned long)buf[i], MIB,
+			       &h));
+	after = memcg_current(dir);
+	printf("    %d pins of 1 MiB of scattered pages: memory.current %lld -> %lld\n",
+	       MEMCG_PINS, before, after);
+	/*
+	 * each pin's segment and page arrays, sg table and descriptors
+	 * are over 16 KiB for 256 scattered pages
+	 */
+	CHECK(after - before >= MEMCG_PINS * 8 * (long long)KIB,
+	      "pins charged %lld bytes to the caller's memory cgroup, want >= %lld",
+	      after - before, MEMCG_PINS * 8 * (long long)KIB);
+	close(fd);
+	_exit(t_failures ? 1 : 0);
+}
+
+/*
+ * A pin's kernel memory (segment arrays, descriptor memory, the pinned
+ * page array) is charged to the memory cgroup of the process that pins
+ * (__GFP_ACCOUNT), so a container's limit covers what it makes the
+ * module allocate.
+ */
+static void test_pins_charged_to_memcg(void)
+{
+	const char *dir = CGROUP "/fgtest";
+	int status;
+	pid_t pid;
+
+	if (access(CGROUP "/cgroup.controllers", F_OK)) {
+		CHECK(0, "no cgroup2 at %s", CGROUP);
+		return;
+	}
+	t_dbg_write(CGROUP "/cgroup.subtree_control", "+memory");
+	mkdir(dir, 0755);
+	fflush(stdout);
+	pid = fork();
+	if (!pid)
+		memcg_child(dir);
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "child status %#x", status);
+	rmdir(dir);
+}
+
 int suite_host(void)
 {
 	static const struct t_case cases[] = {
@@ -182,6 +257,7 @@ int suite_host(void)
 		{ "memlock_accounting", test_memlock_accounting },
 		{ "read_only_memory_refused", test_read_only_memory_refused },
 		{ "pins_belong_to_their_file", test_pins_belong_to_their_file },
+		{ "pins_charged_to_memcg", test_pins_charged_to_memcg },
 	};
 
 	return t_run("host", cases, ARRAY_SIZE(cases));

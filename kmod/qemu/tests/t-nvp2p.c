@@ -48,6 +48,9 @@ static void nv_all_released(void)
 	      t_dbg(DBG_NV "stats", "tables"));
 	CHECK(t_dbg(DBG_NV "stats", "mappings") == 0, "%lld mappings live",
 	      t_dbg(DBG_NV "stats", "mappings"));
+	CHECK(t_dbg(DBG_NV "stats", "freed_written") == 0,
+	      "%lld freed GPU pages were written (DMA after free)",
+	      t_dbg(DBG_NV "stats", "freed_written"));
 	CHECK(t_dbg(DBG_NV "stats", "misuse") == 0, "%lld misuses",
 	      t_dbg(DBG_NV "stats", "misuse"));
 	CHECK(t_dbg(DBG_COUNTERS, "pins") == 0, "%lld pins live",
@@ -80,6 +83,8 @@ static void test_gpu_round_trip(void)
 	int fd = t_open();
 	__u32 hb;
 
+	CHECK_OK(t_nv_alloc(a, len));
+	CHECK_OK(t_nv_alloc(b, len));
 	nv_pattern(a, len, 41, want);
 	CHECK(ioctl(fd, FPGAGDR_IOC_PIN, &p) == 0, "pin GPU memory: %s",
 	      strerror(errno));
@@ -109,6 +114,7 @@ static void test_two_4k_buffers_in_one_gpu_page(void)
 	int fd = t_open();
 
 	memset(img, 0xee, 64 * KIB);
+	CHECK_OK(t_nv_alloc(page, 64 * KIB));
 	CHECK_OK(t_nv_rw(page, img, 64 * KIB, true));
 	CHECK_OK(t_pin(fd, FPGAGDR_MEM_NV_P2P, page + 0x1000, len, &ha));
 	CHECK_OK(t_pin(fd, FPGAGDR_MEM_NV_P2P, page + 0x2000, len, &hb));
@@ -153,6 +159,7 @@ static void test_buffer_inside_pages(void)
 	int fd = t_open();
 
 	memset(img, 0x11, span);
+	CHECK_OK(t_nv_alloc(va, span));
 	CHECK_OK(t_nv_rw(va, img, span, true));
 	t_pattern(data, len, 61);
 	memcpy(host, data, len);
@@ -178,6 +185,7 @@ static void test_free_callback_then_estale(void)
 	__u32 h;
 
 	nv_callback_pins(true);
+	CHECK_OK(t_nv_alloc(va, len));
 	CHECK_OK(t_pin(fd, FPGAGDR_MEM_NV_P2P, va, len, &h));
 	CHECK_OK(t_xfer(fd, FPGAGDR_DIR_C2H, 0, h, 0, 0, len, 5000));
 	CHECK_OK(t_nv_free(va, len));
@@ -199,6 +207,7 @@ static void test_free_callback_during_transfer(void)
 
 	nv_callback_pins(true);
 	b.fd = fd;
+	CHECK_OK(t_nv_alloc(va, len));
 	CHECK_OK(t_pin(fd, FPGAGDR_MEM_NV_P2P, va, len, &b.handle));
 	t_bg_start_hung(&b);
 	t0 = t_now();
@@ -209,6 +218,7 @@ static void test_free_callback_during_transfer(void)
 		  ESTALE);
 	CHECK_OK(t_unpin(fd, b.handle));
 	/* the engine and the back-end still work */
+	CHECK_OK(t_nv_alloc(va, len));
 	CHECK_OK(t_pin(fd, FPGAGDR_MEM_NV_P2P, va, len, &b.handle));
 	CHECK_OK(t_xfer(fd, FPGAGDR_DIR_C2H, 0, b.handle, 0, 0, len, 5000));
 	close(fd);
@@ -228,6 +238,7 @@ static void test_free_callback_while_pinning(void)
 	__u32 h;
 
 	nv_callback_pins(true);
+	CHECK_OK(t_nv_alloc(va, len));
 	for (i = 0; i < ARRAY_SIZE(when); i++) {
 		long long cb = t_dbg(DBG_NV "stats", "callbacks");
 
@@ -260,6 +271,7 @@ static void test_callback_starting_under_unpin(void)
 	__u32 h;
 
 	nv_callback_pins(true);
+	CHECK_OK(t_nv_alloc(va, len));
 	CHECK_OK(t_pin(fd, FPGAGDR_MEM_NV_P2P, va, len, &h));
 	CHECK_OK(t_xfer(fd, FPGAGDR_DIR_C2H, 0, h, 0, 0, len, 5000));
 	CHECK_OK(t_dbg_write(DBG_NV "revoke_in_unmap", "1"));
@@ -323,6 +335,7 @@ static void test_unpin_races_free_callback(void)
 	nv_callback_pins(true);
 	r.fd = t_open();
 	for (i = 0; i < 40; i++) {
+		CHECK_OK(t_nv_alloc(r.va, r.len));
 		CHECK_OK(t_pin(r.fd, FPGAGDR_MEM_NV_P2P, r.va, r.len,
 			       &r.handle));
 		pthread_barrier_init(&r.bar, NULL, 2);
@@ -347,6 +360,7 @@ static void test_persistent_pages(void)
 	int fd = t_open();
 	__u32 h;
 
+	CHECK_OK(t_nv_alloc(va, len));
 	CHECK_OK(t_pin(fd, FPGAGDR_MEM_NV_P2P, va, len, &h));
 	CHECK_OK(t_nv_free(va, len));
 	CHECK(t_dbg(DBG_NV "stats", "callbacks") == cb,
@@ -368,6 +382,7 @@ static void test_refused_persistent_falls_back_to_callback(void)
 	__u32 h;
 
 	nv_callback_pins(true);
+	CHECK_OK(t_nv_alloc(va, len));
 	CHECK_OK(t_pin(fd, FPGAGDR_MEM_NV_P2P, va, len, &h));
 	CHECK_OK(t_xfer(fd, FPGAGDR_DIR_C2H, 0, h, 0, 0, len, 5000));
 	CHECK_OK(t_nv_free(va, len));
@@ -384,8 +399,10 @@ static void test_close_releases_gpu_pins(void)
 	int fd = t_open(), i;
 	__u32 h;
 
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 3; i++) {
+		CHECK_OK(t_nv_alloc(GPU_VA(10 + i), MIB));
 		CHECK_OK(t_pin(fd, FPGAGDR_MEM_NV_P2P, GPU_VA(10 + i), MIB, &h));
+	}
 	CHECK(t_dbg(DBG_NV "stats", "tables") == 3, "tables %lld",
 	      t_dbg(DBG_NV "stats", "tables"));
 	close(fd);
@@ -394,6 +411,90 @@ static void test_close_releases_gpu_pins(void)
 		CHECK_OK(t_nv_free(GPU_VA(10 + i), MIB));
 	CHECK(t_dbg(DBG_NV "stats", "gpu_pages") == 0, "%lld GPU pages left",
 	      t_dbg(DBG_NV "stats", "gpu_pages"));
+}
+
+/*
+ * Host memory given to the GPU path: NVIDIA's driver refuses an address
+ * that is not GPU memory (-EINVAL); PIN answers EOPNOTSUPP ("refused by
+ * its back-end"), and does not retry it as a callback pin.
+ */
+static void test_host_memory_refused(void)
+{
+	unsigned char *host = t_alloc(128 * KIB);
+	unsigned long a = ((unsigned long)host + 64 * KIB - 1) & ~(64 * KIB - 1);
+	long long calls = t_dbg(DBG_NV "stats", "get_pages_callback");
+	int fd = t_open();
+	__u32 h;
+
+	CHECK_ERR(t_pin(fd, FPGAGDR_MEM_NV_P2P, a, 64 * KIB, &h), EOPNOTSUPP);
+	CHECK(t_dbg(DBG_NV "stats", "get_pages_callback") == calls,
+	      "a refused persistent pin was retried with a callback");
+	close(fd);
+	nv_all_released();
+	t_free(host, 128 * KIB);
+}
+
+/*
+ * A persistent pin that fails for a reason other than "not supported"
+ * (MIG, vGPU) fails the PIN with that reason; only "not supported" falls
+ * back to a callback pin.
+ */
+static void test_persistent_error_does_not_fall_back(void)
+{
+	const __u64 va = GPU_VA(16), len = 128 * KIB;
+	long long calls = t_dbg(DBG_NV "stats", "get_pages_callback");
+	int fd = t_open();
+	__u32 h;
+
+	CHECK_OK(t_nv_alloc(va, len));
+	CHECK_OK(t_dbg_write(DBG_NV "persistent_error", "12"));	/* ENOMEM */
+	CHECK_ERR(t_pin(fd, FPGAGDR_MEM_NV_P2P, va, len, &h), ENOMEM);
+	CHECK(t_dbg(DBG_NV "stats", "get_pages_callback") == calls,
+	      "ENOMEM from the persistent pin fell back to a callback pin");
+	CHECK_OK(t_pin(fd, FPGAGDR_MEM_NV_P2P, va, len, &h));
+	CHECK_OK(t_unpin(fd, h));
+	close(fd);
+	CHECK_OK(t_nv_free(va, len));
+	nv_all_released();
+}
+
+/*
+ * cudaFree while a transfer on the pin waits for its (busy) engine: the
+ * free callback returns at once, the waiting transfer ends ECANCELED and
+ * never runs into the freed GPU memory (the double's poison stays intact).
+ */
+static void test_free_callback_while_waiting_for_engine(void)
+{
+	const __u64 va = GPU_VA(17), len = 256 * KIB;
+	unsigned char *host = t_alloc(64 * KIB);
+	struct t_bg hung = { .dir = FPGAGDR_DIR_C2H, .ch = 2, .len = 64 * KIB };
+	struct t_bg wait = { .dir = FPGAGDR_DIR_C2H, .ch = 2, .len = len };
+	int fd = t_open();
+	double dt;
+
+	nv_callback_pins(true);
+	hung.fd = fd;
+	wait.fd = fd;
+	CHECK_OK(t_pin(fd, FPGAGDR_MEM_HOST, (unsigned long)host, 64 * KIB,
+		       &hung.handle));
+	CHECK_OK(t_nv_alloc(va, len));
+	CHECK_OK(t_pin(fd, FPGAGDR_MEM_NV_P2P, va, len, &wait.handle));
+	t_bg_start_hung(&hung);
+	t_bg_start(&wait);
+	usleep(200 * 1000);	/* it waits for the engine */
+	dt = t_now();
+	CHECK_OK(t_nv_free(va, len));
+	dt = t_now() - dt;
+	CHECK(dt < 1, "the free callback took %.1f s (NVIDIA's lock held)", dt);
+	CHECK_OK(t_abort(fd, FPGAGDR_DIR_C2H, 2));
+	CHECK_ERR(t_bg_join(&hung), ECANCELED);
+	CHECK_ERR(t_bg_join(&wait), ECANCELED);
+	usleep(50 * 1000);
+	CHECK_OK(t_unpin(fd, wait.handle));
+	close(fd);
+	nv_all_released();
+	nv_callback_pins(false);
+	t_free(host, 64 * KIB);
 }
 
 int suite_nvp2p(void)
@@ -416,6 +517,11 @@ int suite_nvp2p(void)
 		{ "refused_persistent_falls_back_to_callback",
 		  test_refused_persistent_falls_back_to_callback },
 		{ "close_releases_gpu_pins", test_close_releases_gpu_pins },
+		{ "host_memory_refused", test_host_memory_refused },
+		{ "persistent_error_does_not_fall_back",
+		  test_persistent_error_does_not_fall_back },
+		{ "free_callback_while_waiting_for_engine",
+		  test_free_callback_while_waiting_for_engine },
 	};
 
 	if (!t_nv_present()) {

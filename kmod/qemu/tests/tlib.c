@@ -15,6 +15,9 @@
 
 int t_failures;
 const char *t_dev = "/dev/fpgagdr0";
+/* stop timeouts of the software card before this process's tests */
+static long long t_stop_timeouts_base;
+long long t_expected_stop_timeouts;
 
 void t_fail(const char *file, int line, const char *fmt, ...)
 {
@@ -44,6 +47,7 @@ const char *t_errname(int err)
 		{ EOVERFLOW, "EOVERFLOW" }, { EOPNOTSUPP, "EOPNOTSUPP" },
 		{ EALREADY, "EALREADY" }, { ETIMEDOUT, "ETIMEDOUT" },
 		{ ESTALE, "ESTALE" }, { ECANCELED, "ECANCELED" },
+		{ EEXIST, "EEXIST" }, { EAGAIN, "EAGAIN" },
 	};
 	size_t i;
 
@@ -61,25 +65,40 @@ double t_now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* After every test the software card must have seen no broken chain. */
+/*
+ * After every test the software card must have seen no broken chain, no
+ * access to memory not mapped for it, and no engine that missed the stop
+ * budget unless a test caused it on purpose.
+ */
 static void t_check_card(void)
 {
 	long long e = t_dbg(DBG_TE "stats", "desc_errors");
 	long long s = t_dbg(DBG_TE "stats", "stop_timeouts");
+	long long u = t_dbg(DBG_TE "stats", "refused_unmapped");
 
 	if (e < 0)
 		return;		/* not the software card */
 	CHECK(e == 0, "software card rejected %lld descriptor chains", e);
-	CHECK(s == 0, "software card had %lld stop timeouts", s);
+	CHECK(u == 0, "software card refused %lld accesses to memory not mapped for it",
+	      u);
+	CHECK(s - t_stop_timeouts_base == t_expected_stop_timeouts,
+	      "software card had %lld stop timeouts, %lld on purpose",
+	      s - t_stop_timeouts_base, t_expected_stop_timeouts);
 }
 
 int t_run(const char *suite, const struct t_case *cases, size_t n)
 {
+	const char *only = getenv("FPGAGDR_ONLY");
 	int failed = 0, before;
 	size_t i;
 	double t0;
 
+	t_stop_timeouts_base = t_dbg(DBG_TE "stats", "stop_timeouts");
+
 	for (i = 0; i < n; i++) {
+		/* FPGAGDR_ONLY=a,b runs only those tests (debugging) */
+		if (only && !strstr(only, cases[i].name))
+			continue;
 		before = t_failures;
 		t0 = t_now();
 		cases[i].fn();
@@ -300,6 +319,16 @@ bool t_nv_present(void)
 	return access(DBG_NV "mem", F_OK) == 0;
 }
 
+/* cudaMalloc() of [va, va + len) in the double. */
+int t_nv_alloc(__u64 va, __u64 len)
+{
+	char v[64];
+
+	snprintf(v, sizeof(v), "%llx %llx", (unsigned long long)va,
+		 (unsigned long long)len);
+	return t_dbg_write(DBG_NV "alloc", v);
+}
+
 /* Read or write the double's "GPU memory" at GPU address @va. */
 int t_nv_rw(__u64 va, void *buf, size_t len, bool write)
 {
@@ -360,4 +389,93 @@ int t_bg_join(struct t_bg *b)
 {
 	pthread_join(b->th, NULL);
 	return b->ret;
+}
+
+/* The guest's pass: FPGAGDR_PASS (plain, swiotlb, iommu, arm64). */
+const char *t_pass(void)
+{
+	const char *p = getenv("FPGAGDR_PASS");
+
+	return p ? p : "plain";
+}
+
+bool t_pass_is(const char *name)
+{
+	return !strcmp(t_pass(), name);
+}
+
+/* The PCI address of the card behind t_dev, from its class device. */
+int t_card_bdf(char *bdf, size_t len)
+{
+	char path[256], link[256];
+	const char *name = strrchr(t_dev, '/');
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/class/fpgagdr/%s/device",
+		 name ? name + 1 : t_dev);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return -errno;
+	link[n] = 0;
+	name = strrchr(link, '/');
+	snprintf(bdf, len, "%s", name ? name + 1 : link);
+	return 0;
+}
+
+/* Wait until @path exists (or is gone); true when it happened in time. */
+bool t_wait_path(const char *path, bool exists, double seconds)
+{
+	double end = t_now() + seconds;
+
+	do {
+		if ((access(path, F_OK) == 0) == exists)
+			return true;
+		usleep(10000);
+	} while (t_now() < end);
+	return false;
+}
+
+/*
+ * Ask the host to run a QEMU monitor command: kmod/qemu/run.sh watches the
+ * serial console for this line.  The caller waits for its effect.
+ */
+void t_host_cmd(const char *cmd)
+{
+	printf("FPGAGDR-HOST-CMD: %s\n", cmd);
+	fflush(stdout);
+}
+
+int t_read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	return 0;
+}
+
+/* A counter of /proc/vmstat, per-CPU deltas folded in; -1 when absent. */
+long long t_vmstat(const char *key)
+{
+	char line[256], name[128];
+	long long v, ret = -1;
+	FILE *f;
+
+	t_dbg_write("/proc/sys/vm/stat_refresh", "1");
+	f = fopen("/proc/vmstat", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%127s %lld", name, &v) == 2 &&
+		    !strcmp(name, key))
+			ret = v;
+	fclose(f);
+	return ret;
 }

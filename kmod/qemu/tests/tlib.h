@@ -29,10 +29,12 @@
 #define NV_PARAM_PERSISTENT "/sys/module/fpgagdr_test_nvp2p/parameters/persistent"
 
 /* Faults of the software card: debugfs testeng/fault_mode */
-enum { FAULT_NONE, FAULT_HANG, FAULT_LATE, FAULT_ERROR };
+enum { FAULT_NONE, FAULT_HANG, FAULT_LATE, FAULT_ERROR, FAULT_STUCK };
 
 extern int t_failures;
 extern const char *t_dev;
+/* software card stop timeouts the tests so far caused on purpose */
+extern long long t_expected_stop_timeouts;
 
 void t_fail(const char *file, int line, const char *fmt, ...);
 
@@ -115,14 +117,26 @@ int t_dbg_write(const char *path, const char *value);
 void t_fault(int mode, int runs);
 bool t_wait_runs(long long before, double seconds);
 bool t_nv_present(void);
+int t_nv_alloc(__u64 va, __u64 len);
 int t_nv_rw(__u64 va, void *buf, size_t len, bool write);
 int t_nv_free(__u64 va, __u64 len);
+
+const char *t_pass(void);
+bool t_pass_is(const char *name);
+int t_card_bdf(char *bdf, size_t len);
+bool t_wait_path(const char *path, bool exists, double seconds);
+void t_host_cmd(const char *cmd);
+int t_read_file(const char *path, char *buf, size_t len);
+long long t_vmstat(const char *key);
 
 int suite_functional(void);
 int suite_host(void);
 int suite_nvp2p(void);
 int suite_faults(void);
 int suite_badioctl(void);
+int suite_removal(void);
+int suite_stress(void);
+int cmd_hang(void);
 int cmd_pinhold(void);
 int cmd_slabsites(int argc, char **argv);
 

@@ -43,6 +43,26 @@ struct kref {
 	int refcount;
 };
 
+struct list_head {
+	struct list_head *next, *prev;
+};
+
+struct mutex {
+	int unused;
+};
+
+struct rw_semaphore {
+	int unused;
+};
+
+struct fgk_spinlock {
+	int unused;
+};
+
+#define spinlock_t		struct fgk_spinlock
+
+struct class;
+
 struct xarray {
 	void *unused;
 };
@@ -60,5 +80,12 @@ static inline u32 roundup_pow_of_two(u32 v)
 u32 ioread32(const void __iomem *addr);
 void iowrite32(u32 val, void __iomem *addr);
 void usleep_range(unsigned long min, unsigned long max);
+
+/* Time: the model's clock, which usleep_range() advances. */
+typedef long long s64;
+typedef s64 ktime_t;
+ktime_t ktime_get(void);
+#define ktime_add_us(t, us)	((t) + (s64)(us) * 1000)
+#define ktime_before(a, b)	((a) < (b))
 
 #endif /* FPGAGDR_KSHIM_H */

@@ -509,13 +509,22 @@ pub(crate) fn kernel_error(call: &Call<'_>, errno: Errno, path: &Path, card: &Ca
                  RLIMIT_MEMLOCK (raise it: `ulimit -l`, systemd LimitMEMLOCK=)"
             ),
         },
-        Errno::EBUSY => kernel(
-            "handle-busy",
-            format!(
-                "{what}: another transfer on handle {handle} is in flight (one transfer per \
-                 pinned buffer at a time)"
+        Errno::EBUSY => match call {
+            Call::Abort { .. } => kernel(
+                "engine-busy",
+                format!(
+                    "{what}: a transfer of another open file holds the engine; ABORT stops \
+                     only this card handle's own transfers"
+                ),
             ),
-        ),
+            _ => kernel(
+                "handle-busy",
+                format!(
+                    "{what}: another transfer on handle {handle} is in flight (one transfer \
+                     per pinned buffer at a time)"
+                ),
+            ),
+        },
         Errno::ESTALE => kernel(
             "gpu-memory-freed",
             match call {
@@ -547,25 +556,39 @@ pub(crate) fn kernel_error(call: &Call<'_>, errno: Errno, path: &Path, card: &Ca
         },
         Errno::EINTR => kernel(
             "interrupted",
-            format!(
-                "{what}: a signal arrived while waiting; the engine was stopped and the \
-                 transfer did not complete (retry it)"
-            ),
+            match call {
+                Call::Pin { .. } => format!("{what}: a fatal signal arrived while pinning"),
+                _ => format!(
+                    "{what}: a signal arrived while waiting; the engine was stopped and the \
+                     transfer did not complete (retry it)"
+                ),
+            },
         ),
         Errno::ECANCELED => kernel(
             "aborted",
             format!(
-                "{what} was stopped by ABORT, by unpinning its buffer, or because its GPU \
-                 memory was freed"
+                "{what} was stopped (or given up while waiting for its engine) by ABORT, by \
+                 unpinning its buffer, or because its GPU memory was freed"
             ),
         ),
-        Errno::EIO => kernel(
-            "engine",
-            format!(
-                "{what}: the engine reported an error (descriptor, read or write error, magic \
-                 mismatch) or would not stop; KernelCard::abort resets it"
+        Errno::EIO => match call {
+            Call::Pin { .. } => kernel(
+                "dma-mapping",
+                format!(
+                    "{what}: the back-end or the kernel's DMA API failed to pin or map the \
+                     memory (the kernel log says how)"
+                ),
             ),
-        ),
+            _ => kernel(
+                "engine",
+                format!(
+                    "{what}: the engine reported an error (descriptor, read or write error, \
+                     magic mismatch), was not seen stopped in time (the card then stops \
+                     mastering the bus until it is), or a PCIe error ended the run; \
+                     KernelCard::abort resets an engine left in an error state"
+                ),
+            ),
+        },
         Errno::ENODEV => Error::NoCard {
             path: path.to_path_buf(),
             reason: format!("the card was removed ({op} answered ENODEV)"),
@@ -663,7 +686,7 @@ mod tests {
             len_granularity: 64,
             h2c_channels: 2,
             c2h_channels: 4,
-            desc_max_bytes: (256 << 20) - 4096,
+            desc_max_bytes: 1 << 20,
             card_size: 2 << 30,
             pins: 3,
             ..fpgagdr_status::new()
@@ -707,7 +730,7 @@ mod tests {
                 interrupts: true
             }
         );
-        for part in [PATH, "ABI 1", "x86-dgpu", "4 C2H + 2 H2C", "interrupts"] {
+        for part in [PATH, "ABI 2", "x86-dgpu", "4 C2H + 2 H2C", "interrupts"] {
             assert!(st.name.contains(part), "{part:?} missing in {}", st.name);
         }
         assert_eq!(
@@ -945,12 +968,12 @@ mod tests {
             ("EALREADY", &["handle-valid"]),
             ("ENOSPC", &["pin-limit"]),
             ("ENOMEM", &["memory"]),
-            ("EBUSY", &["handle-busy"]),
+            ("EBUSY", &["handle-busy", "engine-busy"]),
             ("ESTALE", &["gpu-memory-freed", "gpu-memory-freed"]),
             ("ETIMEDOUT", &["timeout"]),
-            ("EINTR", &["interrupted"]),
+            ("EINTR", &["interrupted", "interrupted"]),
             ("ECANCELED", &["aborted"]),
-            ("EIO", &["engine"]),
+            ("EIO", &["engine", "dma-mapping"]),
             ("ENODEV", &["card-present"]),
         ]
         .into();
@@ -1074,7 +1097,7 @@ mod tests {
         let e = status_error(path, Errno::ENOTTY, 1);
         assert_eq!(e.rule(), "card-present");
         assert!(e.to_string().contains("not an fpgagdr control node"), "{e}");
-        let e = status_error(path, Errno::EPROTO, 2);
+        let e = status_error(path, Errno::EPROTO, 1);
         assert_eq!(e.rule(), "abi-version");
         let msg = e.to_string();
         assert!(msg.contains("ABI 1") && msg.contains("ABI 2"), "{msg}");

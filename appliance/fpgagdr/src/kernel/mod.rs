@@ -41,12 +41,12 @@
 //! | EALREADY | [`Error::Kernel`] (`handle-valid`), "already unpinned" |
 //! | ENOSPC | [`Error::Kernel`] (`pin-limit`) |
 //! | ENOMEM | [`Error::Alloc`] (`memory`), naming `RLIMIT_MEMLOCK` |
-//! | EBUSY | [`Error::Kernel`] (`handle-busy`) |
+//! | EBUSY | TRANSFER: [`Error::Kernel`] (`handle-busy`); ABORT: [`Error::Kernel`] (`engine-busy`) |
 //! | ESTALE | [`Error::Kernel`] (`gpu-memory-freed`) |
 //! | ETIMEDOUT | [`Error::Timeout`] |
-//! | EINTR | [`Error::Kernel`] (`interrupted`) |
+//! | EINTR | [`Error::Kernel`] (`interrupted`), TRANSFER and PIN |
 //! | ECANCELED | [`Error::Kernel`] (`aborted`) |
-//! | EIO | [`Error::Kernel`] (`engine`) |
+//! | EIO | TRANSFER, ABORT: [`Error::Kernel`] (`engine`); PIN: [`Error::Kernel`] (`dma-mapping`) |
 //! | ENODEV | [`Error::NoCard`] (`card-present`), "the card was removed" |
 //!
 //! Opening the node: ENOENT is "no such device node", EACCES/EPERM says to add the user
@@ -187,8 +187,9 @@ impl KernelCard {
         })
     }
 
-    /// Stops whatever runs on one engine (that transfer fails with rule `aborted`), or
-    /// resets an idle engine left in an error state (after rule `engine`).
+    /// Stops this card handle's transfer on one engine (that transfer fails with rule
+    /// `aborted`), or resets an idle engine left in an error state (after rule `engine`).
+    /// A transfer of another open file is not touched: rule `engine-busy`.
     ///
     /// Errors: [`Error::ChannelRange`]; the module's errors.
     pub fn abort(&self, dir: Direction, channel: u32) -> Result<()> {

@@ -30,9 +30,12 @@
  *                               length, offset or card address not a multiple
  *                               of the alignment GET_STATUS reports;
  *                               timeout_ms == 0 or > FPGAGDR_TIMEOUT_MAX_MS
- *   EBADF       PIN             DMABUF: dmabuf_fd is not an open file
+ *   EBADF       PIN             DMABUF: dmabuf_fd is not an open dma-buf
  *   EOPNOTSUPP  PIN             the memory kind's back-end is not built in
  *                               (see mem_kinds) or refuses the memory
+ *                               (NV_P2P: not CUDA device memory, e.g. host
+ *                               memory; DMABUF: the exporter refuses the
+ *                               card)
  *   E2BIG       PIN             length > FPGAGDR_PIN_MAX_BYTES
  *   EOVERFLOW   PIN             addr + length wraps
  *               TRANSFER        offset + length wraps or passes the end of
@@ -46,6 +49,8 @@
  *   ENOMEM      PIN             out of memory, or RLIMIT_MEMLOCK exceeded
  *   EBUSY       TRANSFER        another transfer on the same handle is in
  *                               flight
+ *               ABORT           a transfer of another open file holds the
+ *                               engine (it is not touched)
  *   ESTALE      TRANSFER        the GPU memory behind the handle was freed
  *                               (NVIDIA free callback); UNPIN it
  *               PIN             NV_P2P: the memory was freed while pinning
@@ -53,20 +58,39 @@
  *                               was stopped and is ready for the next one
  *   EINTR       TRANSFER        a signal arrived while waiting; the engine
  *                               was stopped (the ioctl is not restarted)
- *   ECANCELED   TRANSFER        stopped by ABORT, by UNPIN of its handle or
- *                               by the NVIDIA free callback
- *   EIO         TRANSFER        the engine reported an error (descriptor,
- *                               read or write error, magic mismatch) or did
- *                               not stop when asked to
- *   ENODEV      any             the card was removed
+ *               PIN             a fatal signal arrived while pinning
+ *   ECANCELED   TRANSFER        stopped, or given up while waiting for its
+ *                               engine, by ABORT from the same open file,
+ *                               by UNPIN of its handle or by the NVIDIA
+ *                               free callback
+ *   EIO         TRANSFER,ABORT  the engine reported an error (descriptor,
+ *                               read or write error, magic mismatch), was
+ *                               not seen stopped within the stop budget
+ *                               (the card then stops mastering the bus
+ *                               until it is), or a PCIe error (AER) ended
+ *                               the run
+ *               PIN             the back-end or the DMA API failed to pin
+ *                               or map the memory (the kernel log says how)
+ *   ENODEV      any             the card was removed (or the system is
+ *                               shutting down); UNPIN still answers 0, and
+ *                               read()/write() on channel nodes fail too
  *
  * Timeouts: a zero timeout is an error (EINVAL), never "wait forever".
  * Every wait in the module is bounded.
  *
  * Lifetime: a handle belongs to the open file that pinned it; closing the
  * file unpins every handle it still holds.  UNPIN stops a transfer that is
- * in flight on the handle (that transfer fails with ECANCELED) and returns
- * after the memory is released.
+ * in flight on the handle or waiting for its engine (that transfer fails
+ * with ECANCELED) and returns when no run can touch the memory any more,
+ * after the memory is released.  When the card is removed, every pin's
+ * memory is released at once; the handles stay until UNPIN or close.
+ *
+ * ABI version 2 (from 1): EBUSY for ABORT of another file's transfer
+ * (ABORT used to stop it), EOPNOTSUPP for host memory given as NV_P2P (was
+ * EINVAL), EIO for PIN failures of the back-end or the DMA API (were
+ * errnos outside this table), EBADF for a dmabuf_fd that is not a dma-buf
+ * (was EINVAL), ECANCELED also for a transfer waiting for its engine, and
+ * desc_max_bytes is 1 MiB (was 256 MiB - 4 KiB).
  */
 #ifndef _UAPI_LINUX_FPGAGDR_H
 #define _UAPI_LINUX_FPGAGDR_H
@@ -75,7 +99,7 @@
 #include <linux/types.h>
 
 /* Bumped on any incompatible change of a structure or of a rule. */
-#define FPGAGDR_ABI_VERSION		1
+#define FPGAGDR_ABI_VERSION		2
 
 /* ioctl type byte; free in Documentation/userspace-api/ioctl/ioctl-number.rst */
 #define FPGAGDR_IOC_MAGIC		0xE7
@@ -146,7 +170,8 @@ enum fpgagdr_dir {
  * @len_granularity: [out] TRANSFER length must be a multiple of this
  * @h2c_channels: [out] number of H2C channels (0..4)
  * @c2h_channels: [out] number of C2H channels (0..4)
- * @desc_max_bytes: [out] bytes one descriptor moves at most; longer
+ * @desc_max_bytes: [out] bytes one descriptor moves at most (1 MiB: what
+ *	the slowest PCIe link drains within the engine stop budget); longer
  *	contiguous runs are split
  * @pad0: [out] zero
  * @card_size: [out] bytes of card address space checked by TRANSFER;
@@ -269,9 +294,10 @@ struct fpgagdr_transfer {
  * @channel: [in] engine index within @direction
  * @flags: [in] must be 0
  *
- * Stops the transfer in flight on the engine, whoever started it; that
- * transfer fails with ECANCELED.  On an idle engine ABORT stops the engine
- * and clears its status, which recovers an engine left in an error state.
+ * Stops the calling open file's transfer in flight on the engine; that
+ * transfer fails with ECANCELED.  A transfer of another open file is not
+ * touched (EBUSY).  On an idle engine ABORT stops the engine and clears
+ * its status, which recovers an engine left in an error state.
  */
 struct fpgagdr_abort {
 	__u32 abi_version;
