@@ -268,9 +268,9 @@ pub async fn refusal_reason(e: &str, bundle: &str, conf: Option<&std::path::Path
     let said = String::from_utf8_lossy(&out.stderr);
     let reason = said
         .lines()
+        .rev()
         .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with("rauc-Message") && !l.starts_with("(rauc:"))
-        .last();
+        .find(|l| !l.is_empty() && !l.starts_with("rauc-Message") && !l.starts_with("(rauc:"));
     match (out.status.success(), reason) {
         (false, Some(r)) => r.chars().take(500).collect(),
         _ => format!("{e} (RAUC gave no reason; its log has it)"),

@@ -133,7 +133,9 @@ fn connect_from(from: Ipv4Addr, to: SocketAddr) -> TcpStream {
         socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
     s.bind(&SocketAddr::new(from.into(), 0).into())
         .unwrap_or_else(|e| panic!("bind {from}: {e}"));
-    s.connect_timeout(&to.into(), Duration::from_secs(10))
+    // Generous: this loop connects faster than a loaded service accepts, and SYNs
+    // dropped on a full accept queue are retried after 1, 3, 7, 15 s.
+    s.connect_timeout(&to.into(), Duration::from_secs(60))
         .unwrap_or_else(|e| panic!("connect from {from}: {e}"));
     s.into()
 }

@@ -173,8 +173,12 @@ impl Registry {
     fn sweep(&self) {
         let now = now_ns();
         let l = &self.limits;
-        let over =
-            |since: u64, limit: Duration| since != 0 && now - since > limit.as_nanos() as u64;
+        // A connection may note a time after `now` was read (it does not take the
+        // lock): saturating, so that counts as no time (it used to overflow, panic
+        // with the lock held in a debug build and wrap to "over" in a release one).
+        let over = |since: u64, limit: Duration| {
+            since != 0 && now.saturating_sub(since) > limit.as_nanos() as u64
+        };
         let mut t = self.table.lock().expect("connections poisoned");
         let due: Vec<u64> = t
             .conns
@@ -183,10 +187,14 @@ impl Registry {
                 let s = &e.state;
                 let idle = s.in_flight.load(Ordering::Acquire) == 0;
                 let head = s.head_since.load(Ordering::Relaxed);
-                (idle && head != 0 && over(head, l.header_timeout))
-                    || (idle
-                        && head == 0
-                        && over(s.idle_since.load(Ordering::Relaxed), l.idle_timeout))
+                // Between requests: a head begun is held to the header timeout, no
+                // head at all to the idle timeout.
+                let waited_out = if head != 0 {
+                    over(head, l.header_timeout)
+                } else {
+                    over(s.idle_since.load(Ordering::Relaxed), l.idle_timeout)
+                };
+                (idle && waited_out)
                     || over(s.blocked_since.load(Ordering::Relaxed), l.send_timeout)
             })
             .map(|(id, _)| *id)
