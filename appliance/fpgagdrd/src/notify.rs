@@ -106,8 +106,16 @@ impl Notifier {
     /// (`sd_watchdog_enabled(3)`), and opens the socket every notification is sent from.
     pub fn from_env() -> Self {
         let channel = std::env::var_os("NOTIFY_SOCKET").and_then(|v| {
-            let opened = notify_address(&v)
-                .and_then(|to| UnixDatagram::unbound().map(|socket| Channel { socket, to }));
+            let opened = notify_address(&v).and_then(|to| {
+                // Non-blocking: the watchdog task runs on the HTTP runtime, and a
+                // receiver that does not read (a full queue: net.unix.max_dgram_qlen
+                // is 10 by default) must cost a dropped notification, never a
+                // blocked worker thread (found by the load benchmark: the accept
+                // loop stalled behind it).
+                let socket = UnixDatagram::unbound()?;
+                socket.set_nonblocking(true)?;
+                Ok(Channel { socket, to })
+            });
             match opened {
                 Ok(c) => Some(Arc::new(c)),
                 Err(e) => {

@@ -35,9 +35,36 @@ const HEADERS: &[&str] = &[
     "location",
 ];
 
-/// Intended differences from the recording: (request name, JSON pointer into the
-/// recorded entry, why). Empty: the split changed no answer.
-const INTENDED: &[(&str, &str, &str)] = &[];
+/// Intended differences from the recording: (request name, or `*` for every request;
+/// JSON pointer into the recorded entry; why). The split changed no answer; issue 18
+/// changed these.
+const INTENDED: &[(&str, &str, &str)] = &[
+    (
+        "*",
+        "/headers/x-content-type-options",
+        "issue 18: every answer says X-Content-Type-Options: nosniff",
+    ),
+    (
+        "config-schema",
+        "/body/shape/object/$defs/object/ModelConfig/object/properties/object/labels/object/minLength",
+        "issue 18: the schema refuses the empty path the service refuses",
+    ),
+    (
+        "config-schema",
+        "/body/shape/object/$defs/object/ModelConfig/object/properties/object/path/object/minLength",
+        "issue 18: the schema refuses the empty path the service refuses",
+    ),
+    (
+        "config-schema",
+        "/body/shape/object/$defs/object/SourceConfig/object/properties/object/path/object/minLength",
+        "issue 18: the schema refuses the empty path the service refuses",
+    ),
+    (
+        "config-schema",
+        "/body/shape/object/$defs/object/SourceConfig/object/properties/object/fps/object/not",
+        "issue 18: the schema refuses a rate between 0 and 0.01, as the service does",
+    ),
+];
 
 fn fixture() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/responses.json")
@@ -505,7 +532,7 @@ fn every_endpoint_answers_as_recorded() {
         for d in found {
             let intended = INTENDED
                 .iter()
-                .any(|(n, p, _)| n == name && d.starts_with(&format!("{p}:")));
+                .any(|(n, p, _)| (*n == "*" || n == name) && d.starts_with(&format!("{p}:")));
             if !intended {
                 problems.push(format!("{name} {d}"));
             }

@@ -355,8 +355,16 @@ impl IntoResponse for ApiError {
                     HeaderValue::from_static("Bearer realm=\"fpgagdr\""),
                 );
             }
-            ApiError::RateLimit { retry_after_s }
-            | ApiError::ConnectionLimit { retry_after_s, .. }
+            ApiError::RateLimit { retry_after_s } => {
+                h.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
+                // Answered before the body was read: the connection cannot carry another
+                // request, and a client must not reuse it.
+                h.insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            ApiError::BodySize(_) | ApiError::BodyTimeout(_) => {
+                h.insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            ApiError::ConnectionLimit { retry_after_s, .. }
             | ApiError::StreamLimit { retry_after_s, .. }
             | ApiError::ChangeBusy { retry_after_s, .. } => {
                 h.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));

@@ -199,6 +199,12 @@ fn command_wrapped(wrapper: &[&str], config: &Path, log: &Path, token: Option<&s
         Some(t) => cmd.env("FPGAGDR_TOKEN", t),
         None => cmd.env_remove("FPGAGDR_TOKEN"),
     };
+    // The test models (tests/data) and the frames tests write to temporary directories
+    // lie outside the data directory: roots of their own (issue 18).
+    cmd.arg("--model-root")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data"))
+        .arg("--frames-root")
+        .arg(std::env::temp_dir());
     cmd.args(["--listen", "127.0.0.1:0", "--config"])
         .arg(config)
         .env("ORT_DYLIB_PATH", ort_library())
