@@ -123,7 +123,7 @@ pub enum ApiError {
     )]
     ConnectionLimit {
         /// Which limit.
-        full: super::limits::Full,
+        full: Full,
         /// `Retry-After`, s.
         retry_after_s: u64,
     },
@@ -133,7 +133,7 @@ pub enum ApiError {
     )]
     StreamLimit {
         /// Which limit.
-        full: super::limits::Full,
+        full: Full,
         /// `Retry-After`, s.
         retry_after_s: u64,
     },
@@ -372,6 +372,24 @@ impl IntoResponse for ApiError {
             _ => {}
         }
         resp
+    }
+}
+
+/// Why a counted place (a connection, a live stream; `limits.rs`) was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Full {
+    /// Every place is taken (the limit of all clients).
+    All(usize),
+    /// This client holds its limit.
+    Client(usize),
+}
+
+impl std::fmt::Display for Full {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Full::All(n) => write!(f, "all {n} are taken"),
+            Full::Client(n) => write!(f, "this client already holds its {n}"),
+        }
     }
 }
 

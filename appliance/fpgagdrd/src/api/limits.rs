@@ -30,7 +30,7 @@ use axum::response::{IntoResponse, Response};
 use governor::clock::{Clock, DefaultClock};
 use governor::{Quota, RateLimiter};
 
-use super::error::ApiError;
+use super::error::{ApiError, Full};
 
 /// The service's limits. [`Limits::default`] holds the documented defaults.
 #[derive(Debug, Clone)]
@@ -123,24 +123,6 @@ impl std::fmt::Display for Client {
         match self.0 {
             IpAddr::V6(v6) => write!(f, "{v6}/64"),
             v4 => write!(f, "{v4}"),
-        }
-    }
-}
-
-/// Why a [`Slots`] place was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Full {
-    /// Every place is taken (the limit of all clients).
-    All(usize),
-    /// This client holds its limit.
-    Client(usize),
-}
-
-impl std::fmt::Display for Full {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Full::All(n) => write!(f, "all {n} are taken"),
-            Full::Client(n) => write!(f, "this client already holds its {n}"),
         }
     }
 }

@@ -5,7 +5,7 @@
 //! Owns: [`document`] and the handlers of `/openapi.json` and `/api/v1/openapi.json`,
 //! and the refusals that come from the layers around the handlers rather than from a
 //! handler (Host/Origin, connection and stream limits, the rate of changes, body
-//! timeouts: [`add_refusals`]). Must not: describe anything by hand that a type or a
+//! timeouts: `add_refusals`). Must not: describe anything by hand that a type or a
 //! handler already says.
 
 use std::borrow::Cow;

@@ -42,8 +42,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, Semaphore, watch};
 use tower_service::Service;
 
-use super::error::ApiError;
-use super::limits::{Client, Full, Holding, Limits};
+use super::error::{ApiError, Full};
+use super::limits::{Client, Holding, Limits};
 
 /// How often the sweeper looks at every connection.
 pub const SWEEP_EVERY: Duration = Duration::from_millis(250);
