@@ -23,8 +23,8 @@ mod prep;
 mod preprocess;
 
 pub use model::{
-    Classification, MAX_BATCH, Model, ModelError, ModelOptions, Precision, Provider, Ran, TOP_K,
-    TensorRtOptions, Top,
+    Classification, MAX_BATCH, MAX_CLASSES, MAX_INPUT_SIDE, Model, ModelError, ModelOptions,
+    Precision, Provider, Ran, TOP_K, TensorRtOptions, Top,
 };
 pub use prep::{BatchTimes, FrameOutcome, FramePrep, PrepError, Pushed};
 pub use preprocess::{

@@ -61,7 +61,11 @@ fn main() {
         config.inference.precision = serde_json::from_value(serde_json::json!(precision))
             .unwrap_or_else(|e| panic!("{case}: {e}"));
         let config = config.check().expect("a valid config");
-        let prepared = match prepare(&config, &CardChoice::Sim) {
+        let prepared = match prepare(
+            &config,
+            &CardChoice::Sim,
+            &fpgagdrd::files::Policy::in_data_dir(),
+        ) {
             Ok(p) => p,
             Err(e) => {
                 println!("| {precision} | {batch} | {graphs} | not run: {e} | | | | | |");

@@ -121,7 +121,7 @@ fn main() {
         config.inference.precision = serde_json::from_value(serde_json::json!(precision))
             .unwrap_or_else(|e| panic!("FPGAGDR_BENCH_PRECISION: {e}"));
         let config = config.check().expect("a valid config");
-        let prepared = prepare(&config, &CardChoice::Sim).unwrap_or_else(|e| {
+        let prepared = prepare(&config, &CardChoice::Sim, &fpgagdrd::files::Policy::in_data_dir()).unwrap_or_else(|e| {
             panic!("{e} (run appliance/scripts/fetch-deps.sh and set ORT_DYLIB_PATH / FPGAGDR_DATA_DIR)")
         });
         let shared = Arc::new(Shared::default());

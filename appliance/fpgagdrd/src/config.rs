@@ -137,13 +137,16 @@ pub struct SourceConfig {
     /// Frame source.
     #[schemars(title = "Kind of source")]
     pub kind: SourceKind,
-    /// Image file or directory for `replay`; relative to the data directory.
+    /// Image file or directory for `replay`; relative to the data directory (or in a
+    /// `--frames-root`).
     #[schemars(title = "Images (file or folder)")]
     #[schemars(extend("x-applies-when" = {"/source/kind": ["replay"]}, "x-offer" = "frames"))]
+    #[schemars(length(min = 1))]
     pub path: PathBuf,
     /// Sensor frame rate, frames/s: 0 = as fast as capture asks, else 0.01..=1000.
     #[schemars(title = "Frame rate (frames/s)")]
     #[schemars(range(min = FPS.min, max = FPS.max))]
+    #[schemars(extend("not" = {"exclusiveMinimum": 0.0, "exclusiveMaximum": MIN_FPS}))]
     pub fps: f64,
     /// Test-pattern width, pixels. Range 16..=8192.
     #[schemars(title = "Width (pixels)")]
@@ -250,14 +253,17 @@ pub enum RingMemory {
 #[serde(deny_unknown_fields, default)]
 #[schemars(extend("x-order" = ["path", "labels"]))]
 pub struct ModelConfig {
-    /// ONNX file; relative to the data directory. Input `[1,3,H,W]` float32, output
-    /// `[1,classes]`.
+    /// ONNX file; relative to the data directory (or in a `--model-root`). Input
+    /// `[1,3,H,W]` float32, output `[1,classes]`.
     #[schemars(title = "Model file (ONNX)")]
     #[schemars(extend("x-offer" = "models"))]
+    #[schemars(length(min = 1))]
     pub path: PathBuf,
     /// Labels file, one per line, class 0 first; default: the model path with
-    /// `.labels.txt` in place of `.onnx`.
+    /// `.labels.txt` in place of `.onnx`. Relative to the data directory (or in a
+    /// `--model-root`).
     #[schemars(title = "Labels file")]
+    #[schemars(length(min = 1))]
     pub labels: Option<PathBuf>,
 }
 
@@ -605,10 +611,33 @@ impl RawConfig {
                 ),
             );
         }
+        if let Some(labels) = &self.model.labels {
+            rule(
+                "/model/labels",
+                !labels.as_os_str().is_empty(),
+                "an empty path".into(),
+                "a labels file (or null: the model's name with .labels.txt)",
+            );
+        }
         if !errs.is_empty() {
             return Err(ConfigError::Invalid(errs));
         }
         self.source.fps += 0.0; // -0.0 is saved as 0.0
+        // A path inside the data directory is kept relative to it: the document (which
+        // anyone may read) then does not show where the data directory is.
+        let dir = data_dir();
+        for p in [&mut self.source.path, &mut self.model.path]
+            .into_iter()
+            .chain(self.model.labels.as_mut())
+        {
+            if let Ok(rel) = p.strip_prefix(&dir) {
+                *p = if rel.as_os_str().is_empty() {
+                    PathBuf::from(".")
+                } else {
+                    rel.to_path_buf()
+                };
+            }
+        }
         Ok(Config { raw: self })
     }
 
@@ -823,21 +852,29 @@ pub enum ConfigFileError {
     },
 }
 
-/// The config document on disk and in force.
+/// Prefix and suffix of the temporary file a save writes before it renames it over the
+/// config file; one left by a crash mid-save is removed at the next start.
+const TEMP_PREFIX: &str = ".fpgagdr-config-";
+const TEMP_SUFFIX: &str = ".tmp";
+
+/// The config document on disk and in force. Reading the config in force never waits
+/// for a change being made (the caller serialises changes; see `api::state::Changes`).
 #[derive(Debug)]
 pub struct ConfigStore {
     path: PathBuf,
-    current: Config,
+    current: std::sync::RwLock<std::sync::Arc<Config>>,
 }
 
 impl ConfigStore {
     /// Loads `path`, or the defaults when it does not exist (nothing is written until
-    /// the config changes).
+    /// the config changes). A temporary file an earlier save left beside it (a crash
+    /// between writing and renaming) is removed.
     ///
     /// Errors: [`ConfigFileError`]: the file exists but cannot be read or breaks a rule
     /// (the message names the file, the field and the rule).
     pub fn open(path: PathBuf) -> Result<Self, ConfigFileError> {
-        let current = match std::fs::read(&path) {
+        remove_leftovers(&path);
+        let current = match read_config_file(&path) {
             Ok(bytes) => match Config::from_json(&bytes) {
                 Ok(c) => c,
                 Err(source) => return Err(ConfigFileError::Invalid { path, source }),
@@ -845,12 +882,15 @@ impl ConfigStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Config::default(),
             Err(source) => return Err(ConfigFileError::Read { path, source }),
         };
-        Ok(ConfigStore { path, current })
+        Ok(ConfigStore {
+            path,
+            current: std::sync::RwLock::new(std::sync::Arc::new(current)),
+        })
     }
 
     /// The config in force.
-    pub fn current(&self) -> &Config {
-        &self.current
+    pub fn current(&self) -> std::sync::Arc<Config> {
+        self.current.read().expect("config poisoned").clone()
     }
 
     /// Where it is persisted.
@@ -863,7 +903,22 @@ impl ConfigStore {
     ///
     /// A symlinked config file is written through the link (the link stays), and an
     /// existing file keeps its permissions (a new one gets 0644).
-    pub fn save(&mut self, config: Config) -> std::io::Result<()> {
+    pub fn save(&self, config: Config) -> std::io::Result<()> {
+        self.write(&config)?;
+        self.set_current(config);
+        Ok(())
+    }
+
+    /// Makes `config` the config in force (readers see it from now on), without
+    /// writing it: for a caller that [`ConfigStore::write`] it first and had more to do
+    /// (start its pipeline) before it counts as changed.
+    pub fn set_current(&self, config: Config) {
+        *self.current.write().expect("config poisoned") = std::sync::Arc::new(config);
+    }
+
+    /// Writes `config` to the file atomically, as [`ConfigStore::save`] does, leaving
+    /// the config in force as it is.
+    pub fn write(&self, config: &Config) -> std::io::Result<()> {
         use std::os::unix::fs::PermissionsExt;
         let target = std::fs::canonicalize(&self.path).unwrap_or_else(|_| self.path.clone());
         let mode = std::fs::metadata(&target)
@@ -875,18 +930,65 @@ impl ConfigStore {
             .unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
         let mut tmp = tempfile::Builder::new()
-            .prefix(".fpgagdr-config-")
-            .suffix(".tmp")
+            .prefix(TEMP_PREFIX)
+            .suffix(TEMP_SUFFIX)
             .tempfile_in(dir)?;
-        serde_json::to_writer_pretty(&mut tmp, &config)?;
+        serde_json::to_writer_pretty(&mut tmp, config)?;
         tmp.write_all(b"\n")?;
         tmp.as_file()
             .set_permissions(std::fs::Permissions::from_mode(mode))?;
         tmp.as_file().sync_all()?;
         tmp.persist(&target).map_err(|e| e.error)?;
         std::fs::File::open(dir)?.sync_all()?;
-        self.current = config;
         Ok(())
+    }
+}
+
+/// Largest config file read at start, bytes (a config is a few hundred bytes).
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// The config file's bytes: a regular file of at most [`MAX_FILE_BYTES`].
+fn read_config_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not a regular file of at most {MAX_FILE_BYTES} bytes"),
+        ));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    f.take(MAX_FILE_BYTES).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Removes the temporary files a save left beside `path` (a crash mid-save).
+fn remove_leftovers(path: &Path) {
+    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let dir = target
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(TEMP_PREFIX) && name.ends_with(TEMP_SUFFIX) {
+            match std::fs::remove_file(e.path()) {
+                Ok(()) => tracing::warn!(
+                    "removed {}, left by an interrupted save of the config",
+                    e.path().display()
+                ),
+                Err(err) => tracing::warn!("cannot remove {}: {err}", e.path().display()),
+            }
+        }
     }
 }
 
@@ -1010,13 +1112,13 @@ mod tests {
     fn store_saves_atomically_and_reloads() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/config.json");
-        let mut s = ConfigStore::open(path.clone()).unwrap();
-        assert_eq!(s.current(), &Config::default());
+        let s = ConfigStore::open(path.clone()).unwrap();
+        assert_eq!(*s.current(), Config::default());
         let mut raw = RawConfig::default();
         raw.ring.entries = 6;
         let c = raw.check().unwrap();
         s.save(c.clone()).unwrap();
-        assert_eq!(ConfigStore::open(path.clone()).unwrap().current(), &c);
+        assert_eq!(*ConfigStore::open(path.clone()).unwrap().current(), c);
         std::fs::write(&path, br#"{"ring": {"entries": 2000}}"#).unwrap();
         let e = ConfigStore::open(path).unwrap_err().to_string();
         assert!(

@@ -260,8 +260,12 @@ fn the_pipeline_on_a_cuda_ring_checks_and_preprocesses_frames_on_the_gpu() {
         config.source.fps = 60.0;
         config.ring.memory = memory;
         let config = config.check().expect("a valid config");
-        let prepared = prepare(&config, &CardChoice::Sim)
-            .unwrap_or_else(|e| panic!("{e} (set ORT_DYLIB_PATH and FPGAGDR_DATA_DIR)"));
+        let prepared = prepare(
+            &config,
+            &CardChoice::Sim,
+            &fpgagdrd::files::Policy::in_data_dir(),
+        )
+        .unwrap_or_else(|e| panic!("{e} (set ORT_DYLIB_PATH and FPGAGDR_DATA_DIR)"));
         let shared = std::sync::Arc::new(Shared::default());
         let mut sup = Supervisor::new(shared.clone());
         sup.start(prepared);
@@ -710,7 +714,12 @@ fn the_inference_stage_runs_full_batches_from_a_full_ring() {
     config.ring.when_full = fpgagdrd::pipeline::queue::WhenFull::Wait;
     config.inference.max_batch = 8;
     let config = config.check().expect("a valid config");
-    let prepared = prepare(&config, &CardChoice::Sim).expect("prepare");
+    let prepared = prepare(
+        &config,
+        &CardChoice::Sim,
+        &fpgagdrd::files::Policy::in_data_dir(),
+    )
+    .expect("prepare");
     let shared = std::sync::Arc::new(Shared::default());
     let mut sup = Supervisor::new(shared.clone());
     sup.start_inference_only(prepared);

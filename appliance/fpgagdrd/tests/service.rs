@@ -412,8 +412,10 @@ fn valid_patch_honours_if_match_and_is_persisted() {
     let config = r.json();
     assert_eq!(config["ring"]["entries"], 6, "{config}");
     assert_eq!(
+        // Stored relative to the data directory (issue 18: the document anyone may read
+        // does not show where that is).
         config["source"]["path"],
-        json!(frame("chelsea.png")),
+        json!("frames/chelsea.png"),
         "{config}"
     );
 
@@ -481,13 +483,13 @@ fn stop_and_start() {
 #[test]
 fn a_missing_model_at_startup_leaves_the_api_up() {
     let mut config = replay("chelsea.png");
-    config["model"] = json!({"path": "/nonexistent.onnx"});
+    config["model"] = json!({"path": "models/nonexistent.onnx"});
     let svc = Service::start(&config);
     let s = svc.status();
     assert_eq!(s["pipeline"]["state"], "failed", "{s}");
     let error = s["pipeline"]["error"].as_str().unwrap_or("");
     assert!(
-        error.contains("model-file") && error.contains("/nonexistent.onnx"),
+        error.contains("file-missing") && error.contains("models/nonexistent.onnx"),
         "{s}"
     );
 

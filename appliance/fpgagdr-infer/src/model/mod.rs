@@ -33,6 +33,13 @@ pub const TOP_K: usize = 5;
 
 /// Largest batch the service runs (the frame ring must hold twice the batch).
 pub const MAX_BATCH: usize = 512;
+/// Largest input side a model may declare, pixels: its input tensor (3 × H × W float32,
+/// 192 MiB at the limit) and the preprocessing buffers are allocated from the declared
+/// size, so it is checked before anything is (issue 18: a model declaring 60000 × 60000
+/// aborted the service on allocation).
+pub const MAX_INPUT_SIDE: usize = 4096;
+/// Most classes a model may declare (ImageNet-21k has 21 843).
+pub const MAX_CLASSES: usize = 100_000;
 
 /// A frame's best [`TOP_K`] classes: (class index, probability), best first.
 pub type Top = [(u32, f32); TOP_K];
@@ -199,25 +206,57 @@ impl Model {
     /// [`ModelError::Labels`], [`ModelError::Provider`] when `options.provider` names a
     /// provider that cannot run, [`ModelError::Precision`] when fp16 on the CUDA provider
     /// finds no fp16 copy of the model.
+    /// Reads both files whole and calls [`Model::from_memory`].
     pub fn load(path: &Path, labels: &Path, options: &ModelOptions) -> Result<Model, ModelError> {
-        let env = environment()?;
-        let file_err = |p: &Path, reason: String| ModelError::File {
-            path: p.to_path_buf(),
-            reason,
-        };
         if !path.is_file() {
             let why = if path.exists() {
                 "not a regular file"
             } else {
                 "no such file"
             };
-            return Err(file_err(path, why.into()));
+            return Err(ModelError::File {
+                path: path.to_path_buf(),
+                reason: why.into(),
+            });
         }
+        let bytes = std::fs::read(path).map_err(|e| ModelError::File {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        let text = std::fs::read(labels).map_err(|e| ModelError::Labels {
+            path: labels.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        Model::from_memory(&bytes, path, Some(path), &text, labels, options)
+    }
+
+    /// Builds the model from `bytes` (an ONNX file's contents) and `labels` (a labels
+    /// file's: one label per line, class 0 first) as `options` say. `path` and
+    /// `labels_path` only name the files in messages and status ([`Model::name`]);
+    /// `on_disk` is where the model lies, for its fp16 copy beside it (`None`: fp16 on
+    /// the CUDA provider is refused). The declared input and output sizes are checked
+    /// against [`MAX_INPUT_SIDE`] and [`MAX_CLASSES`] before anything is allocated for
+    /// them.
+    ///
+    /// Errors: as [`Model::load`].
+    pub fn from_memory(
+        bytes: &[u8],
+        path: &Path,
+        on_disk: Option<&Path>,
+        labels: &[u8],
+        labels_path: &Path,
+        options: &ModelOptions,
+    ) -> Result<Model, ModelError> {
+        let env = environment()?;
+        let file_err = |p: &Path, reason: String| ModelError::File {
+            path: p.to_path_buf(),
+            reason,
+        };
         // The input's name and size come from the file before a provider is chosen:
         // TensorRT's optimisation profile names them.
         let (input_name, height, width, batch_dim) = {
             let probe = Session::builder(&env)
-                .and_then(|mut b| b.commit_from_file(path))
+                .and_then(|mut b| b.commit_from_memory(bytes))
                 .map_err(|e| file_err(path, e.to_string()))?;
             input_shape(&probe, path)?
         };
@@ -235,9 +274,10 @@ impl Model {
         // TensorRT's optimisation profile covers the batch a GPU provider would run.
         let wanted_batch = resolve_batch(options, Ran::TensorRt, batch_dim);
         let device_input = options.stream.is_some();
-        let attempt = |graphs: bool, file: &Path, precision: Precision| {
+        let attempt = |graphs: bool, model: &[u8], file: &Path, precision: Precision| {
             build_session(
                 &env,
+                model,
                 file,
                 options,
                 &Wanted {
@@ -257,17 +297,19 @@ impl Model {
         let graphs_wanted = options.cuda_graph && device_input;
         // The fp32 file first (TensorRT lowers it to fp16 itself when asked).
         let asked = options.precision;
-        let (mut session, registered, mut notes, graphs) = match attempt(graphs_wanted, path, asked)
-        {
-            Ok((s, r)) => (s, r, Vec::new(), graphs_wanted),
-            // A graph needs every node on one GPU provider; a model that does not allow
-            // it still runs, without graphs.
-            Err(ModelError::File { reason, .. }) if graphs_wanted && reason.contains("graph") => {
-                let (s, r) = attempt(false, path, asked)?;
-                (s, r, vec![format!("CUDA graphs not used: {reason}")], false)
-            }
-            Err(e) => return Err(e),
-        };
+        let (mut session, registered, mut notes, graphs) =
+            match attempt(graphs_wanted, bytes, path, asked) {
+                Ok((s, r)) => (s, r, Vec::new(), graphs_wanted),
+                // A graph needs every node on one GPU provider; a model that does not allow
+                // it still runs, without graphs.
+                Err(ModelError::File { reason, .. })
+                    if graphs_wanted && reason.contains("graph") =>
+                {
+                    let (s, r) = attempt(false, bytes, path, asked)?;
+                    (s, r, vec![format!("CUDA graphs not used: {reason}")], false)
+                }
+                Err(e) => return Err(e),
+            };
         // fp16: TensorRT lowers the fp32 model itself; the CUDA provider needs the fp16
         // copy; the CPU runs fp32.
         let mut file = path.to_path_buf();
@@ -280,15 +322,17 @@ impl Model {
                     notes.push("fp16 asked; the CPU provider runs fp32".into());
                 }
                 Ran::Cuda => {
-                    let half = fp16_path(path);
-                    if !half.is_file() {
+                    let half = on_disk.map(fp16_path).unwrap_or_else(|| fp16_path(path));
+                    if on_disk.is_none() || !half.is_file() {
                         return Err(ModelError::Precision(format!(
                             "fp16 on ONNX Runtime's CUDA provider needs the model's fp16 copy \
                              {} (models/make_fp16.py makes it), which does not exist",
                             half.display()
                         )));
                     }
-                    let (s, _) = attempt(graphs, &half, Precision::Fp16)?;
+                    let half_bytes =
+                        std::fs::read(&half).map_err(|e| file_err(&half, e.to_string()))?;
+                    let (s, _) = attempt(graphs, &half_bytes, &half, Precision::Fp16)?;
                     session = s;
                     file = half;
                 }
@@ -305,7 +349,7 @@ impl Model {
             });
         }
         let classes = output_classes(&session, &file)?;
-        let labels = read_labels(labels, classes)?;
+        let labels = parse_labels(labels, labels_path, classes)?;
         let max_batch = resolve_batch(options, registered.ran, batch_dim);
         let mut host_run = RunOptions::new().map_err(|e| ModelError::Run(e.to_string()))?;
         host_run
@@ -532,9 +576,11 @@ fn fp16_path(path: &Path) -> PathBuf {
     path.with_file_name(format!("{stem}.fp16.onnx"))
 }
 
-/// A session on `file` with the providers `wanted` asks for.
+/// A session on `model` (the contents of `file`, which names it in messages) with the
+/// providers `wanted` asks for.
 fn build_session(
     env: &Environment,
+    model: &[u8],
     file: &Path,
     options: &ModelOptions,
     wanted: &Wanted<'_>,
@@ -558,7 +604,7 @@ fn build_session(
     }
     let registered = register(&mut builder, wanted).map_err(ModelError::Provider)?;
     let session = builder
-        .commit_from_file(file)
+        .commit_from_memory(model)
         .map_err(|e| file_err(e.to_string()))?;
     Ok((session, registered))
 }
@@ -587,6 +633,13 @@ fn input_shape(
                 && shape[2] > 0
                 && shape[3] > 0 =>
         {
+            if shape[2] as u64 > MAX_INPUT_SIDE as u64 || shape[3] as u64 > MAX_INPUT_SIDE as u64 {
+                return Err(shape_err(format!(
+                    "input {} is declared {shape:?}: over the limit of {MAX_INPUT_SIDE} x \
+                     {MAX_INPUT_SIDE} pixels (nothing was allocated for it)",
+                    input.name()
+                )));
+            }
             let batch = if shape[0] > 0 {
                 BatchDim::Fixed(shape[0] as usize)
             } else {
@@ -619,6 +672,11 @@ fn output_classes(session: &Session, path: &Path) -> Result<usize, ModelError> {
                     && shape.len() == 2
                     && shape[1] > 0 =>
             {
+                if shape[1] as u64 > MAX_CLASSES as u64 {
+                    return Err(shape_err(format!(
+                        "output is declared {shape:?}: over the limit of {MAX_CLASSES} classes"
+                    )));
+                }
                 Ok(shape[1] as usize)
             }
             other => Err(shape_err(format!(
@@ -727,12 +785,12 @@ fn top_k(logits: &[f32], top: &mut Top) {
     }
 }
 
-fn read_labels(path: &Path, classes: usize) -> Result<Vec<String>, ModelError> {
+fn parse_labels(bytes: &[u8], path: &Path, classes: usize) -> Result<Vec<String>, ModelError> {
     let err = |reason: String| ModelError::Labels {
         path: path.to_path_buf(),
         reason,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+    let text = std::str::from_utf8(bytes).map_err(|e| err(format!("not UTF-8 text: {e}")))?;
     let labels: Vec<String> = text
         .lines()
         .map(|l| l.split(',').next().unwrap_or("").trim().to_string())
@@ -772,11 +830,10 @@ mod tests {
 
     #[test]
     fn labels_must_match_the_class_count() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("l.txt");
-        std::fs::write(&p, "tench, Tinca tinca\ngoldfish\n").unwrap();
-        assert_eq!(read_labels(&p, 2).unwrap(), ["tench", "goldfish"]);
-        let e = read_labels(&p, 3).unwrap_err().to_string();
+        let p = Path::new("l.txt");
+        let text = b"tench, Tinca tinca\ngoldfish\n";
+        assert_eq!(parse_labels(text, p, 2).unwrap(), ["tench", "goldfish"]);
+        let e = parse_labels(text, p, 3).unwrap_err().to_string();
         assert!(
             e.starts_with("rule model-labels") && e.contains("2 lines"),
             "{e}"

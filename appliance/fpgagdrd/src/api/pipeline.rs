@@ -131,13 +131,13 @@ pub struct BatchStatus {
     pub mean: f64,
 }
 
-/// The status as `/status` shows it now.
-pub(super) async fn status_body(s: &AppState) -> StatusBody {
-    let sup = s.supervisor.clone();
-    let info = blocking(move || sup.lock().expect("supervisor poisoned").info().cloned())
-        .await
-        .ok()
-        .flatten();
+/// The status as `/status` shows it now (never waiting for a start or stop).
+pub(super) fn status_body(s: &AppState) -> StatusBody {
+    let info = s
+        .pipeline_info
+        .lock()
+        .expect("pipeline info poisoned")
+        .clone();
     let card = match &info {
         Some(i) => CardInfo {
             kind: match s.card {
@@ -227,7 +227,7 @@ fn path_text(p: &Path) -> String {
 #[utoipa::path(get, path = "/api/v1/status", tag = "pipeline", operation_id = "status",
     responses((status = 200, description = "Status", body = StatusBody)))]
 pub(super) async fn status(State(s): State<AppState>) -> Json<StatusBody> {
-    Json(status_body(&s).await)
+    Json(status_body(&s))
 }
 
 /// Starts the pipeline with the config in force (nothing happens when it runs).
@@ -237,34 +237,48 @@ pub(super) async fn status(State(s): State<AppState>) -> Json<StatusBody> {
         (status = 200, description = "Status after the start", body = StatusBody),
         (status = 401, description = "No API token (`auth-token`)", body = Problem, content_type = PROBLEM),
         (status = 422, description = "The pipeline cannot start (`pipeline-start`)", body = Problem, content_type = PROBLEM),
+        (status = 503, description = "A change is still in progress (`change-busy`)", body = Problem, content_type = PROBLEM),
     ))]
 pub(super) async fn start(State(s): State<AppState>) -> Result<Json<StatusBody>, ApiError> {
-    // Holding the config lock serialises start, stop and config changes.
-    let store = s.config.lock().await;
+    // The turn serialises start, stop and config changes.
+    let turn = s.changes.turn().await?;
     if s.shared.state() != PipelineState::Running {
-        let config = store.current().clone();
-        let (sup, card) = (s.supervisor.clone(), s.card.clone());
-        let result = blocking(move || {
-            let prepared = prepare(&config, &card);
-            let mut sup = sup.lock().expect("supervisor poisoned");
-            match prepared {
-                Ok(p) => {
-                    sup.start(p);
-                    Ok(())
-                }
-                Err(e) => {
-                    sup.start_failed(e.message.clone());
-                    Err(e)
-                }
-            }
-        })
-        .await?;
+        let config = s.config.current();
+        let (sup, card, files) = (s.supervisor.clone(), s.card.clone(), s.files.clone());
+        let wait = s.changes.wait();
+        let result = s
+            .changes
+            .build(
+                move || {
+                    let prepared = prepare(&config, &card, &files);
+                    let mut sup = sup.lock().expect("supervisor poisoned");
+                    match prepared {
+                        Ok(p) => {
+                            sup.start(p);
+                            Ok(())
+                        }
+                        Err(e) => {
+                            sup.start_failed(e.message.clone());
+                            crate::heap::release_freed();
+                            Err(e)
+                        }
+                    }
+                },
+                move || {
+                    ApiError::PipelineStart(format!(
+                        "rule change-timeout: building the pipeline took longer than {} s \
+                         (--change-timeout-s)",
+                        wait.as_secs()
+                    ))
+                },
+            )
+            .await?;
         if let Err(e) = result {
             return Err(ApiError::PipelineStart(e.message));
         }
     }
-    drop(store);
-    Ok(Json(status_body(&s).await))
+    drop(turn);
+    Ok(Json(status_body(&s)))
 }
 
 /// Stops the pipeline (a failed one becomes stopped: stopping acknowledges the failure).
@@ -273,13 +287,14 @@ pub(super) async fn start(State(s): State<AppState>) -> Result<Json<StatusBody>,
     responses(
         (status = 200, description = "Status after the stop", body = StatusBody),
         (status = 401, description = "No API token (`auth-token`)", body = Problem, content_type = PROBLEM),
+        (status = 503, description = "A change is still in progress (`change-busy`)", body = Problem, content_type = PROBLEM),
     ))]
 pub(super) async fn stop(State(s): State<AppState>) -> Result<Json<StatusBody>, ApiError> {
-    let store = s.config.lock().await;
+    let turn = s.changes.turn().await?;
     let sup = s.supervisor.clone();
     blocking(move || sup.lock().expect("supervisor poisoned").stop()).await?;
-    drop(store);
-    Ok(Json(status_body(&s).await))
+    drop(turn);
+    Ok(Json(status_body(&s)))
 }
 
 /// The latest inferred frame: its geometry, top-5 and per-stage latency (the frame

@@ -24,13 +24,116 @@ use fpgagdr_infer::{FramePrep, Model, ModelError, ModelOptions, TensorRtOptions}
 use fpgagdr_sim::{Replay, SimCard, SimConfig, SimSensor, TestPattern};
 
 use crate::config::{CardChoice, Config, RingMemory, SourceKind};
+use crate::files::{self, FileError, Kind, Named, Policy};
 use queue::FrameQueue;
 use ring::Ring;
 pub use shared::{BatchSize, Heartbeats, PipelineNow, Shared, State, Thread, now_ns};
 
-/// Largest frame ring accepted, bytes (1 GiB): the ring is pinned memory, and an Orin
-/// shares its DRAM between CPU and GPU.
+/// Largest frame memory accepted, bytes (1 GiB): the ring (pinned) and the decoded
+/// replay frames together (DESIGN §10's one memory rule); an Orin shares its DRAM
+/// between CPU and GPU.
 pub const MAX_RING_BYTES: u64 = 1 << 30;
+
+/// The ring's bytes: `entries` entries of the longest frame, each rounded up to
+/// `align`.
+fn ring_bytes(entries: usize, max_frame_len: usize, align: usize) -> (usize, u64) {
+    let entry_len = max_frame_len.div_ceil(align) * align;
+    (entry_len, entry_len as u64 * entries as u64)
+}
+
+/// The memory rule: the ring and the decoded frames within [`MAX_RING_BYTES`].
+fn memory_rule(
+    entries: usize,
+    entry_len: usize,
+    ring: u64,
+    decoded: u64,
+) -> Result<(), PrepareError> {
+    if ring.saturating_add(decoded) <= MAX_RING_BYTES {
+        return Ok(());
+    }
+    let frames = if decoded > 0 {
+        format!(" + {decoded} bytes of decoded replay frames")
+    } else {
+        String::new()
+    };
+    Err(fail(
+        Some("/ring/entries"),
+        format!(
+            "rule ring-memory: {entries} entries x {entry_len} bytes (the largest frame) = {ring} bytes{frames} \
+             exceeds the frame memory limit of {MAX_RING_BYTES} bytes; use fewer entries or fewer or smaller frames"
+        ),
+    ))
+}
+
+/// The config field a file's error belongs to.
+fn file_fail(field: &'static str, e: FileError) -> PrepareError {
+    fail(Some(field), e)
+}
+
+/// The model and labels bytes and the opened replay files of `config`, read within the
+/// policy's time limit (off the caller's thread).
+struct Loaded {
+    model: (Vec<u8>, Named),
+    labels: (Vec<u8>, Named),
+    frames: Option<(Named, Vec<(String, std::fs::File)>)>,
+}
+
+fn load_files(config: &Config, policy: &Policy) -> Result<Loaded, PrepareError> {
+    let roots = &policy.roots;
+    let model = roots
+        .confine(&config.model.path, Kind::Model)
+        .map_err(|e| file_fail("/model/path", e))?;
+    let labels_given = config
+        .model
+        .labels
+        .clone()
+        .unwrap_or_else(|| config.model.path.with_extension("labels.txt"));
+    let labels = roots
+        .confine(&labels_given, Kind::Model)
+        .map_err(|e| file_fail("/model/labels", e))?;
+    let frames = match config.source.kind {
+        SourceKind::Replay => Some(
+            roots
+                .confine(&config.source.path, Kind::Frames)
+                .map_err(|e| file_fail("/source/path", e))?,
+        ),
+        SourceKind::TestPattern => None,
+    };
+    let (roots, max_model) = (roots.clone(), policy.max_model_bytes);
+    files::with_deadline(policy.timeout, move || {
+        Ok(read_files(model, labels, frames, &roots, max_model))
+    })
+    .map_err(|e| file_fail("/source/path", e))?
+    .map_err(|(field, e): (&'static str, FileError)| file_fail(field, e))
+}
+
+/// What [`load_files`] reads on its thread; an error names its config field.
+fn read_files(
+    model: Named,
+    labels: Named,
+    frames: Option<Named>,
+    roots: &files::Roots,
+    max_model: u64,
+) -> Result<Loaded, (&'static str, FileError)> {
+    {
+        let model_bytes = files::read_regular(&model, max_model, "an ONNX model")
+            .map_err(|e| ("/model/path", e))?;
+        let labels_bytes = files::read_regular(&labels, files::MAX_LABELS_BYTES, "a labels file")
+            .map_err(|e| ("/model/labels", e))?;
+        let frames = match frames {
+            Some(named) => {
+                let files = roots.frame_files(&named).map_err(|e| ("/source/path", e))?;
+                Some((named, files))
+            }
+            None => None,
+        };
+        Ok(Loaded {
+            model: (model_bytes, model),
+            labels: (labels_bytes, labels),
+            frames,
+        })
+    }
+}
 
 /// Facts about the running (or last prepared) pipeline, for `/status`.
 #[derive(Debug, Clone)]
@@ -167,9 +270,17 @@ fn ring_memory(
     })
 }
 
-/// Builds a pipeline from `config`: opens the card, loads the frames and the model,
+/// Builds a pipeline from `config`: reads its files as `policy` allows (confined,
+/// bounded, within a time limit), opens the card, loads the frames and the model,
 /// allocates and pins the ring. Slow (hundreds of ms: model load), never partial.
-pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, PrepareError> {
+pub fn prepare(
+    config: &Config,
+    card_choice: &CardChoice,
+    policy: &Policy,
+) -> Result<Prepared, PrepareError> {
+    let loaded = load_files(config, policy)?;
+    let (model_bytes, model_file) = loaded.model;
+    let (labels_bytes, labels_file) = loaded.labels;
     // The ring's memory decides where preprocessing runs; a CUDA ring gets one stream
     // that the kernels and the model share (the model reads the tensors where the
     // kernels left them, in order, with no synchronisation in between).
@@ -201,40 +312,62 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
         },
         stream,
     };
-    let model =
-        Model::load(&config.model_path(), &config.labels_path(), &options).map_err(|e| {
-            let field = match e {
-                ModelError::Labels { .. } => "/model/labels",
-                ModelError::Runtime { .. } => "/model",
-                ModelError::Provider(_) => "/inference/provider",
-                ModelError::Precision(_) => "/inference/precision",
-                _ => "/model/path",
-            };
-            fail(Some(field), e)
-        })?;
-    let (card, trigger): (Card, Box<dyn FrameTrigger>) = match card_choice {
+    let model = Model::from_memory(
+        &model_bytes,
+        std::path::Path::new(&model_file.shown),
+        Some(&model_file.path),
+        &labels_bytes,
+        std::path::Path::new(&labels_file.shown),
+        &options,
+    )
+    .map_err(|e| {
+        let field = match e {
+            ModelError::Labels { .. } => "/model/labels",
+            ModelError::Runtime { .. } => "/model",
+            ModelError::Provider(_) => "/inference/provider",
+            ModelError::Precision(_) => "/inference/precision",
+            _ => "/model/path",
+        };
+        fail(Some(field), e)
+    })?;
+    drop((model_bytes, labels_bytes));
+    let (card, trigger, decoded): (Card, Box<dyn FrameTrigger>, u64) = match card_choice {
         CardChoice::Sim => {
             let sim = Arc::new(SimCard::new(SimConfig {
                 preset: config.card.sim_link,
                 ..SimConfig::default()
             }));
-            let source: Box<dyn fpgagdr_sim::FrameSource> = match config.source.kind {
-                SourceKind::Replay => Box::new(
-                    Replay::load(&config.source_path())
-                        .map_err(|e| fail(Some("/source/path"), e))?,
-                ),
-                SourceKind::TestPattern => Box::new(
-                    TestPattern::new(
-                        config.source.format,
-                        config.source.width,
-                        config.source.height,
-                    )
-                    .map_err(|e| fail(Some("/source/width"), e))?,
-                ),
-            };
+            let align = sim_alignment(&sim);
+            let (source, decoded): (Box<dyn fpgagdr_sim::FrameSource>, u64) =
+                match (config.source.kind, loaded.frames) {
+                    (SourceKind::Replay, Some((named, files))) => {
+                        let plan = Replay::plan(named.shown.clone(), files)
+                            .map_err(|e| fail(Some("/source/path"), e))?;
+                        // The memory rule before anything is decoded (the ring as it will
+                        // be: k x the sensor's frame slots).
+                        let entries =
+                            ring_entries(config.ring.entries, fpgagdr_sim::SENSOR_SLOTS as usize);
+                        let (entry_len, ring) = ring_bytes(entries, plan.max_frame_len(), align);
+                        memory_rule(entries, entry_len, ring, plan.decoded_bytes())?;
+                        let replay = plan.decode().map_err(|e| fail(Some("/source/path"), e))?;
+                        let decoded = replay.decoded_bytes();
+                        (Box::new(replay), decoded)
+                    }
+                    _ => (
+                        Box::new(
+                            TestPattern::new(
+                                config.source.format,
+                                config.source.width,
+                                config.source.height,
+                            )
+                            .map_err(|e| fail(Some("/source/width"), e))?,
+                        ),
+                        0,
+                    ),
+                };
             let sensor = SimSensor::new(sim.clone(), source, config.source.fps, 0)
                 .map_err(|e| fail(Some("/source"), e))?;
-            (Card::from_backend(sim), Box::new(sensor))
+            (Card::from_backend(sim), Box::new(sensor), decoded)
         }
         CardChoice::Device(path) => {
             let card = Card::open_path(path).map_err(|e| fail(None, e))?;
@@ -247,7 +380,8 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
                     ),
                 )
             })?;
-            (card, trigger)
+            // The card's own frames: nothing is decoded on the host.
+            (card, trigger, 0)
         }
     };
     let status = card.status().clone();
@@ -261,22 +395,10 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
         ));
     }
     let align = status.alignment as usize;
-    let entry_len = trigger.max_frame_len().div_ceil(align) * align;
     let slots = trigger.slots().max(1) as usize;
     let entries = ring_entries(config.ring.entries, slots);
-    let ring_bytes = entry_len as u64 * entries as u64;
-    if ring_bytes > MAX_RING_BYTES {
-        return Err(fail(
-            Some("/ring/entries"),
-            format!(
-                "rule ring-memory: {entries} entries ({} x the card's {slots} frame slots, for ring.entries {}) \
-                 x {entry_len} bytes (the largest frame) = {ring_bytes} bytes \
-                 exceeds the frame ring's limit of {MAX_RING_BYTES} bytes; use fewer entries or smaller frames",
-                entries / slots,
-                config.ring.entries
-            ),
-        ));
-    }
+    let (entry_len, ring) = ring_bytes(entries, trigger.max_frame_len(), align);
+    memory_rule(entries, entry_len, ring, decoded)?;
     // The description follows the card as opened (a module's card may be simulated too).
     let (_, detail, data_path) = ring_memory(config.ring.memory, status.simulated)?;
     let mut buffers = Vec::with_capacity(entries);
@@ -343,24 +465,33 @@ enum Feed {
     Recycle,
 }
 
+/// The simulated card's pin alignment, bytes.
+fn sim_alignment(sim: &Arc<SimCard>) -> usize {
+    use fpgagdr::Backend;
+    sim.status().alignment as usize
+}
+
 struct Running {
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
 }
 
+/// Where the [`Supervisor`] publishes the facts of the current (or last) pipeline, for
+/// readers that must not wait for a start or stop in progress (`/status`).
+pub type InfoSlot = Arc<std::sync::Mutex<Option<PipelineInfo>>>;
+
 /// Starts and stops the pipeline threads. One per service.
 pub struct Supervisor {
     shared: Arc<Shared>,
     running: Option<Running>,
-    info: Option<PipelineInfo>,
+    info: InfoSlot,
 }
 
 impl std::fmt::Debug for Supervisor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Supervisor")
             .field("running", &self.running.is_some())
-            .field("info", &self.info)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -370,13 +501,19 @@ impl Supervisor {
         Supervisor {
             shared,
             running: None,
-            info: None,
+            info: InfoSlot::default(),
         }
     }
 
     /// Facts about the current (or last) pipeline.
-    pub fn info(&self) -> Option<&PipelineInfo> {
-        self.info.as_ref()
+    pub fn info(&self) -> Option<PipelineInfo> {
+        self.info.lock().expect("pipeline info poisoned").clone()
+    }
+
+    /// Where those facts are published, for readers that must not wait for this
+    /// supervisor.
+    pub fn info_slot(&self) -> InfoSlot {
+        self.info.clone()
     }
 
     /// Stops what runs (if anything) and starts `prepared`: first the model's warm-up
@@ -408,7 +545,7 @@ impl Supervisor {
             info,
         } = prepared;
         self.shared.batch.set_max(info.max_batch);
-        self.info = Some(info);
+        *self.info.lock().expect("pipeline info poisoned") = Some(info);
         if let Err(e) = prep.warm_up(&mut model) {
             self.shared.fail(format!("model warm-up: {e}"));
             return;
@@ -453,7 +590,7 @@ impl Supervisor {
     /// status shows what a start would run, and starts a new generation; the prepared
     /// pipeline itself is released (a start prepares it again).
     pub fn adopt(&mut self, prepared: Prepared) {
-        self.info = Some(prepared.info);
+        *self.info.lock().expect("pipeline info poisoned") = Some(prepared.info);
         self.shared.next_generation();
     }
 
@@ -475,6 +612,9 @@ impl Supervisor {
                 t.thread().unpark();
                 panicked |= t.join().is_err();
             }
+            // The threads dropped the model, the frames and the ring: give the freed
+            // heap back (heap.rs says why).
+            crate::heap::release_freed();
         }
         // The latency window describes a running pipeline; the latest result stays.
         self.shared
