@@ -10,6 +10,11 @@ Needs: onnxruntime (1.31.1 was used), numpy, Pillow (see `export-requirements.tx
 Run:
     python3 models/verify_model.py models/efficientnet-lite0.onnx \
         models/efficientnet-lite0.labels.txt chelsea.png coffee.png
+    python3 models/verify_model.py --tensors-to DIR IMAGE...
+The second form only preprocesses (no onnxruntime needed): it writes each image's input
+tensor to DIR/<file name>.f32 (float32, little-endian, [1, 3, 224, 224], C order), the
+reference the Rust preprocessing is tested against
+(`appliance/fpgagdr-infer/tests/reference.rs`).
 
 Preprocessing, step by step (integer crop, so any implementation can match it exactly):
   1. Decode; convert to 8-bit RGB. A mono (mode "L") image gets its value in R, G and B.
@@ -28,7 +33,6 @@ import argparse
 import sys
 
 import numpy as np
-import onnxruntime
 from PIL import Image
 
 SIZE = 224
@@ -82,13 +86,28 @@ def softmax(logits):
     return shifted / shifted.sum()
 
 
+def write_tensors(argv):
+    parser = argparse.ArgumentParser(description="Write the reference input tensors.")
+    parser.add_argument("--tensors-to", required=True, metavar="DIR")
+    parser.add_argument("images", nargs="+")
+    args = parser.parse_args(argv)
+    for path in args.images:
+        out = f"{args.tensors_to}/{path.rsplit('/', 1)[-1]}.f32"
+        preprocess(path).astype("<f4").tofile(out)
+
+
 def main():
+    if "--tensors-to" in sys.argv[1:]:
+        write_tensors(sys.argv[1:])
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model")
     parser.add_argument("labels")
     parser.add_argument("images", nargs="+")
     parser.add_argument("--resize", choices=["pillow", "plain"], default="pillow")
     args = parser.parse_args()
+
+    import onnxruntime  # only needed to classify; preprocess() works without it
 
     with open(args.labels, encoding="utf-8") as f:
         labels = f.read().splitlines()

@@ -1,55 +1,132 @@
 #!/usr/bin/env bash
-# GPU check, run on a machine with an NVIDIA GPU and no Rust: the GPU tests (also under
-# compute-sanitizer), the GPU benchmark (host-to-device hop, GPU preprocessing), fpgagdrd
-# with the simulated card and a CUDA frame ring, and the pipeline benchmark with the ring
-# in CUDA memory and in host memory. Prepare on the build machine:
+# GPU check, run on a machine with an NVIDIA GPU and no Rust (the H200 test machine: no
+# network, no zstd). Prepare on the build machine:
 #   appliance/scripts/fetch-deps.sh
-#   cargo build --release -p fpgagdrd --bins --benches
-#   cargo test --release -p fpgagdrd --test gpu --no-run
-#   rm -rf .deps/device && mkdir -p .deps/device && cp target/release/fpgagdrd .deps/device/
-#   for b in $(ls -t target/release/deps/{pipeline_fps,gpu}-*); do   # newest first
-#     case $b in *.d) continue;; esac
-#     case $("$b" --list 2>&1) in *"gpu: bench"*) n=gpu_bench;; *"pipeline_fps: bench"*) n=pipeline_fps;;
-#       *preprocessing*) n=gpu_tests;; *) continue;; esac
-#     [ -e ".deps/device/$n" ] || cp "$b" ".deps/device/$n"; done
-#   strip .deps/device/*
-# then copy the tree with .deps/{onnxruntime,device,share} to the GPU machine and run
-#   OUT=<results dir> appliance/scripts/gpu-check.sh
-# With ORT_GPU_DIR set (ONNX Runtime with its CUDA provider: appliance/scripts/ort-gpu.sh),
-# the GPU tests and the pipeline benchmark run once more with inference on the GPU.
-# Figures from 2026-11-29 on an H200 are in docs/benchmarks.md.
+#   appliance/scripts/gpu-prepare.sh        # release binaries, stripped, in .deps/device/
+#   appliance/scripts/ort-gpu.sh pack       # the GPU ONNX Runtime, in parts
+# then bring the tree with .deps/{onnxruntime,device,share} (and models/) to the GPU
+# machine, unpack the GPU ONNX Runtime there (`ort-gpu.sh unpack PARTS_DIR`), and run
+#   OUT=<results dir> ORT_GPU_DIR=$PWD/.deps/ortgpu/lib appliance/scripts/gpu-check.sh
+# GPU_CHECK_STEPS picks what runs (default "cpu sanitizer cuda"; a device call is at most
+# 10 minutes, so split them over calls: "tests anchor", "stage", "pipeline cpu", ...):
+#   cpu   with the CPU-only ONNX Runtime: the GPU tests, the GPU benchmark (host-to-device
+#         hop, preprocessing kernel, CRC), and
+#         fpgagdrd with the simulated card and a CUDA frame ring (status, a PATCH of the
+#         config with the API token, the result on a real photograph, /metrics)
+#   sanitizer  the GPU tests under compute-sanitizer (memcheck)
+#   cuda  = tests stage pipeline anchor, with ONNX Runtime's CUDA provider (ORT_GPU_DIR):
+#         the GPU tests, the same
+#         service check, the inference stage from a full ring (fp32 / fp16, batch 1 to
+#         256), the pipeline at 1 MiB with the link model off (`wait`, with the simulated
+#         card's ceiling), frames offered at 2000/s, and the PyTorch anchor of the same
+#         network (appliance/scripts/torch-anchor.py) in the same run
+# Every step writes OUT/<step>.txt and goes on when one fails; the summary lists each
+# step's exit status. Figures from these runs are in docs/benchmarks.md.
 set -u
 : "${OUT:=$PWD/target/gpu-check}"
 mkdir -p "$OUT"
-export ORT_DYLIB_PATH=$PWD/.deps/onnxruntime/libonnxruntime.so FPGAGDR_DATA_DIR=$PWD/.deps/share
-nvidia-smi -L; nproc
-.deps/device/gpu_tests --nocapture 2>&1 | tee "$OUT/gpu_tests.txt"
-/usr/local/cuda/bin/compute-sanitizer --tool memcheck --error-exitcode 9 \
-  .deps/device/gpu_tests --test-threads 1 2>&1 | tee "$OUT/sanitizer.txt" | tail -3
-.deps/device/gpu_bench | tee "$OUT/gpu_bench.md"
-.deps/device/fpgagdrd --listen 127.0.0.1:18080 --config /tmp/fg/config.json >"$OUT/svc.out" 2>"$OUT/svc.err" &
-pid=$!
-sleep 8
-python3 - <<'PY' | tee "$OUT/status.txt"
-import json, time, urllib.request as u
-B = "http://127.0.0.1:18080"
+steps=${GPU_CHECK_STEPS:-cpu sanitizer cuda}
+dev=$PWD/.deps/device
+cpu_ort=$PWD/.deps/onnxruntime/libonnxruntime.so
+export FPGAGDR_DATA_DIR=$PWD/.deps/share
+TOKEN=gpu-check-token-0123456789
+export NCCL_NVLS_ENABLE=0
+
+run() { # run NAME SECONDS COMMAND...: OUT/NAME.txt, status in OUT/summary.txt
+  local name=$1 limit=$2 rc
+  shift 2
+  printf '== %s\n' "$name"
+  # Through bash -c, so that the shell functions below (exported) can be timed out too.
+  timeout "$limit" bash -c '"$@"' "$name" "$@" >"$OUT/$name.txt" 2>&1
+  rc=$?
+  printf '%-28s exit %s\n' "$name" "$rc" | tee -a "$OUT/summary.txt"
+  tail -n 4 "$OUT/$name.txt"
+}
+
+service() { # service ORT_LIBRARY: fpgagdrd on a CUDA ring, its status, a PATCH, /metrics
+  local ort=$1 dir pid
+  dir=$(mktemp -d)
+  printf '{"inference": {"max_batch": 8}, "ring": {"entries": 16}}\n' >"$dir/config.json"
+  ORT_DYLIB_PATH=$ort FPGAGDR_TOKEN=$TOKEN "$dev/fpgagdrd" --listen 127.0.0.1:18080 \
+    --config "$dir/config.json" >"$dir/svc.out" 2>"$dir/svc.err" &
+  pid=$!
+  sleep 10
+  python3 - "$TOKEN" <<'PY'
+import json, sys, time, urllib.request as u
+B, token = "http://127.0.0.1:18080", sys.argv[1]
 get = lambda p: json.load(u.urlopen(B + p))
 s = get("/api/v1/status"); print(json.dumps(s, indent=1))
 print(json.dumps(get("/api/v1/results/latest"), indent=1))
-req = u.Request(B + "/api/v1/config", data=json.dumps({"source": {"path": "frames/chelsea.png"}}).encode(), method="PATCH", headers={"content-type": "application/json"})
-print(u.urlopen(req).status)
-time.sleep(4)
+req = u.Request(B + "/api/v1/config", method="PATCH",
+                data=json.dumps({"source": {"path": "frames/chelsea.png"}}).encode(),
+                headers={"content-type": "application/json", "authorization": "Bearer " + token})
+print("PATCH", u.urlopen(req).status)
+time.sleep(6)
 r = get("/api/v1/results/latest"); print(json.dumps(r, indent=1))
-print("CHECK preprocess =", s["pipeline"]["preprocess"])
-print("CHECK memory.kind =", s["memory"]["kind"], "; top1 on chelsea =", r["top5"][0]["label"], "; d2h in stages:", "d2h" in r["latency_us"])
+m = u.urlopen(B + "/metrics").read().decode()
+print("\n".join(l for l in m.splitlines() if "batch" in l))
+s2 = get("/api/v1/status")
+print("CHECK memory.kind =", s["memory"]["kind"], "; preprocess =", s["pipeline"]["preprocess"])
+print("CHECK inference =", s2["pipeline"]["inference"])
+print("CHECK batch =", s2["pipeline"]["batch"], "; top1 on chelsea =", r["top5"][0]["label"],
+      "; stages:", sorted(r["latency_us"]))
+assert r["top5"][0]["label"] == "tiger cat", r
 PY
-kill "$pid"; wait "$pid"
-FPGAGDR_BENCH_SECS=8 .deps/device/pipeline_fps | tee "$OUT/bench_cuda.md"
-FPGAGDR_NO_CUDA=1 FPGAGDR_BENCH_SECS=8 .deps/device/pipeline_fps | tee "$OUT/bench_host.md"
-if [ -n "${ORT_GPU_DIR:-}" ]; then
-  # The CUDA provider's cuBLAS 13 / cuDNN 9: PyTorch's nvidia-* wheels on that machine.
-  nv=$(find /opt/torch/.venv/lib -maxdepth 3 -type d -path '*site-packages/nvidia' -print -quit 2>/dev/null)
-  export LD_LIBRARY_PATH="$nv/cu13/lib:$nv/cudnn/lib:${LD_LIBRARY_PATH:-}"
-  ORT_DYLIB_PATH=$ORT_GPU_DIR/libonnxruntime.so .deps/device/gpu_tests --nocapture 2>&1 | tee "$OUT/gpu_tests_ort_cuda.txt"
-  ORT_DYLIB_PATH=$ORT_GPU_DIR/libonnxruntime.so FPGAGDR_BENCH_SECS=8 .deps/device/pipeline_fps | tee "$OUT/bench_cuda_ep.md"
+  local rc=$?
+  kill "$pid"
+  wait "$pid"
+  tail -n 5 "$dir/svc.err"
+  rm -rf "$dir"
+  return "$rc"
+}
+
+stage() { # stage: the inference stage alone, one process per case
+  local case
+  for case in ${STAGE_CASES:-fp32:1 fp32:8 fp32:32 fp32:256 fp16:1 fp16:32 fp16:256}; do
+    FPGAGDR_STAGE_CASES=$case FPGAGDR_BENCH_SECS=5 "$dev/infer_stage" || echo "| $case | failed: exit $? |"
+  done
+  # fp16 runs NHWC convolutions by default; the same case in NCHW, for comparison.
+  FPGAGDR_CUDA_NHWC=0 FPGAGDR_STAGE_CASES=fp16:256 FPGAGDR_BENCH_SECS=5 "$dev/infer_stage" ||
+    echo "| fp16:256 NCHW | failed: exit $? |"
+}
+
+export -f service stage
+export dev TOKEN
+has() { [[ " $steps " == *" $1 "* ]]; }
+nvidia-smi -L
+nproc
+if has cpu; then
+  export ORT_DYLIB_PATH=$cpu_ort
+  run gpu_tests 300 "$dev/gpu_tests" --nocapture
+  run gpu_bench 300 "$dev/gpu_bench"
+  run status_cpu_ort 60 service "$cpu_ort"
 fi
+if has sanitizer; then
+  export ORT_DYLIB_PATH=$cpu_ort
+  run sanitizer 500 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$dev/gpu_tests" --test-threads 1
+fi
+if has cuda || has tests || has stage || has pipeline; then
+  [ -n "${ORT_GPU_DIR:-}" ] || { echo "ORT_GPU_DIR is not set (appliance/scripts/ort-gpu.sh)" >&2; exit 1; }
+  # The CUDA provider's cuBLAS 13 / cuDNN 9: PyTorch's nvidia-* wheels on that machine.
+  nv=$(python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)/nvidia
+  export LD_LIBRARY_PATH="$nv/cu13/lib:$nv/cudnn/lib:${LD_LIBRARY_PATH:-}"
+  export ORT_DYLIB_PATH=$ORT_GPU_DIR/libonnxruntime.so
+fi
+if has cuda || has tests; then
+  run gpu_tests_ort_cuda 400 "$dev/gpu_tests" --nocapture --test-threads 1
+  run status_ort_cuda 60 service "$ORT_DYLIB_PATH"
+fi
+if has cuda || has stage; then
+  run infer_stage 540 stage
+fi
+if has cuda || has pipeline; then
+  run pipeline_wait 120 env FPGAGDR_BENCH_SECS=8 FPGAGDR_BENCH_MODES=wait \
+    FPGAGDR_BENCH_BATCH=64 FPGAGDR_BENCH_RING=128 "$dev/pipeline_fps"
+  run pipeline_2000fps 120 env FPGAGDR_BENCH_SECS=10 FPGAGDR_BENCH_MODES=drop_oldest \
+    FPGAGDR_BENCH_FPS=2000 FPGAGDR_BENCH_RING=128 FPGAGDR_BENCH_CEILING=0 "$dev/pipeline_fps"
+fi
+if has cuda || has anchor; then
+  run torch_anchor 300 python3 "$PWD/appliance/scripts/torch-anchor.py"
+fi
+cat "$OUT/summary.txt"

@@ -185,7 +185,7 @@ async function call(method, path) {
  * @typedef {object} Status reply of GET /status and of the pipeline POSTs
  * @property {CardInfo} card
  * @property {{kind: 'host' | 'cuda_device' | 'cuda_host' | null, detail?: string}} memory kind is null before the frame ring exists
- * @property {{state: PipelineState, error: string | null, model: string | null, source: string | null, preprocess?: string | null, inference?: string | null, generation?: number, running_s?: number | null}} pipeline
+ * @property {{state: PipelineState, error: string | null, model: string | null, source: string | null, preprocess?: string | null, inference?: string | null, batch?: {max: number, mean: number} | null, generation?: number, running_s?: number | null}} pipeline
  * @property {Counters} counters
  * @property {number} uptime_s
  *

@@ -49,6 +49,7 @@ import { apiUrl } from './api.js';
  * @property {number} checksum_errors
  * @property {number} [transfer_errors]
  * @property {number} [frames_overrun] frames the card overwrote before the host took them
+ * @property {number} [batches_run] model runs (each on a batch of frames); not in every service version
  * @property {Partial<Record<Stage, Percentiles>>} latency_us
  * @property {TelemetryPoint | null} telemetry
  * @property {import('./api.js').Result | null} [latest] the latest result, complete;

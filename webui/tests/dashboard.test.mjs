@@ -93,6 +93,16 @@ describe('dashboard', { timeout: 180_000, skip: !BIN && 'FPGAGDRD_BIN is not set
     );
   });
 
+  it('shows the batch size in use and the largest the pipeline runs', async () => {
+    // The test service runs on the CPU: one frame per model run ("1 of 1").
+    await page.waitForFunction(
+      () => /^of \d+$/.test(document.querySelector('[data-field="batch_max"]')?.textContent ?? '') &&
+        /\d/.test(document.querySelector('[data-metric="batch"]')?.textContent ?? ''),
+      null,
+      { timeout: UI_MS },
+    );
+  });
+
   it('counts inferred frames upwards', async () => {
     const inferred = page.locator('[data-metric="frames_inferred"]');
     await page.waitForFunction(

@@ -1,17 +1,19 @@
 //! # fpgagdr-infer — inference where the frame lies
 //!
-//! Owns: [`Model`] (an ONNX Runtime session on the CPU or CUDA execution provider, its
-//! labels, top-5), [`Preprocessor`] (frame → model input tensor on the CPU), the CUDA
-//! kernels of [`gpu`] (payload CRC and preprocessing reading a ring entry in GPU memory),
-//! and [`FramePrep`], the step between a filled ring entry and the model: check and
-//! preprocess on the GPU when the entry is CUDA memory and the kernels compile, on the
-//! CPU otherwise. Must not: know about the frame ring's states or threads; the
-//! service's inference thread (`fpgagdrd` `pipeline/infer.rs`) drives these and keeps
-//! the promise [`FramePrep::run`] asks for.
+//! Owns: [`Model`] (an ONNX Runtime session on the TensorRT, CUDA or CPU execution
+//! provider, its labels, batches, top-5), [`Preprocessor`] (frame → model input tensor on
+//! the CPU, Pillow's antialiased resize), the CUDA kernels of [`gpu`] (header check,
+//! payload CRC and preprocessing of a batch of frames in GPU memory), and [`FramePrep`],
+//! the step between filled ring entries and the model's results: check and preprocess a
+//! batch on the GPU when the entries are CUDA memory and the kernels compile (the model
+//! then runs on the same stream, reading the tensors where they lie), on the CPU
+//! otherwise. Must not: know about the frame ring's states or threads; the service's
+//! inference thread (`fpgagdrd` `pipeline/infer.rs`) drives these and keeps the promises
+//! [`FramePrep::push`] asks for.
 //!
 //! All of the appliance's CUDA and ONNX Runtime `unsafe` is here: kernel launches and
-//! device copies (`gpu/`, `prep.rs`), and the device tensor handed to ONNX Runtime
-//! (`model.rs`); each block states what it relies on. Modules, one way down: `prep` →
+//! device copies (`gpu/`, `prep.rs`), and the device tensors handed to ONNX Runtime
+//! (`model/`); each block states what it relies on. Modules, one way down: `prep` →
 //! `model`, `gpu`, `preprocess`; `gpu` → `preprocess`.
 #![deny(missing_docs)]
 
@@ -20,6 +22,12 @@ mod model;
 mod prep;
 mod preprocess;
 
-pub use model::{Classification, Model, ModelError, Provider, TOP_K};
-pub use prep::{DeviceTensor, FramePrep, GpuPrep, PrepError, Prepped, Tensor};
-pub use preprocess::{CROP_FRACTION, FrameView, MEAN, Preprocessor, SCALE};
+pub use model::{
+    Classification, MAX_BATCH, MAX_CLASSES, MAX_INPUT_SIDE, Model, ModelError, ModelOptions,
+    Precision, Provider, Ran, TOP_K, TensorRtOptions, Top,
+};
+pub use prep::{BatchTimes, FrameOutcome, FramePrep, PrepError, Pushed};
+pub use preprocess::{
+    CROP_FRACTION, Coefficients, FrameView, MEAN, PRECISION_BITS, Preprocessor, SCALE, centre_crop,
+    coefficients,
+};

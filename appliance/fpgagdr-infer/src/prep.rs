@@ -1,66 +1,41 @@
-//! Frame → model input tensor, where the frame lies: the step of the inference thread
-//! between taking a ring entry and releasing it.
+//! Frames → a batch of model input tensors, where the frames lie, and the model run on
+//! the batch: the step of the inference thread between taking ring entries and releasing
+//! them.
 //!
-//! Owns: [`FramePrep`]: on the GPU when the ring is CUDA memory (device memory, or
-//! GPU-mapped host memory on Tegra) and the kernels compile (header copied to the host, 64 B; payload CRC and preprocessing by CUDA
-//! kernels reading the ring entry in place; the tensor left in GPU memory for ONNX
-//! Runtime's CUDA provider, or copied to pinned host memory for its CPU provider),
-//! otherwise on the CPU (reading host memory in place, or
-//! after copying the whole frame device-to-host). Every device-to-host copy is timed and
-//! reported as the `d2h` stage; GPU stages are timed with CUDA events.
-//! Must not: touch the queue; the caller releases the entry after [`FramePrep::run`].
-//! Reads ring entries that the card writes: every `unsafe` here passes on or relies on
-//! the caller's promise that no C2H into the entry runs meanwhile.
+//! Owns: [`FramePrep`] (allocated once for a batch of up to `max_batch` frames), the
+//! per-frame outcome [`FrameOutcome`] and the batch's times [`BatchTimes`].
+//!
+//! * On the GPU, when the ring is CUDA memory (device memory, or GPU-mapped host memory
+//!   on Tegra) and the kernels compile: [`FramePrep::push`] only notes where the frame
+//!   lies; [`FramePrep::finish`] queues on one stream the header check of every frame of
+//!   the batch, their payload CRCs and their tensors (`gpu/`), one copy of the batch's
+//!   header and CRC records to page-locked host memory, and the model, which ONNX
+//!   Runtime's CUDA (or TensorRT) provider runs on the same stream reading the tensors
+//!   where the kernels left them; the host waits once, then checks each header and CRC.
+//!   No device-to-host copy per frame: the `d2h` stage is gone from the frame path. (For
+//!   a model on the CPU provider the batch's tensors are copied to the host once: that
+//!   copy is the `d2h` stage.)
+//! * Otherwise on the CPU: [`FramePrep::push`] checks and preprocesses the frame at once
+//!   (reading host memory in place, or after copying the whole frame device-to-host: the
+//!   `d2h` stage), so its ring entry can go back at once.
+//!
+//! Must not: touch the queue. Reads ring entries that the card writes: every `unsafe`
+//! here passes on or relies on the caller's promise that no C2H into an entry runs while
+//! this module may read it ([`Pushed`] says until when).
 
-use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cudarc::driver::{CudaStream, PinnedHostSlice};
+use cudarc::driver::{CudaStream, DevicePtr, PinnedHostSlice};
 use fpgagdr::frame::{FrameError, FrameHeader, HEADER_LEN};
 use fpgagdr::{MemoryKind, PinnedBuffer};
 
 use crate::gpu::{EventTimer, GpuCrc32, GpuError, GpuPreprocessor, cuda};
+use crate::gpu::{RESULT_CRC, RESULT_WORDS};
+use crate::model::{Model, ModelError, TOP_K, Top};
 use crate::preprocess::{FrameView, Preprocessor};
 
-/// A frame checked and turned into a tensor.
-#[derive(Debug, Clone, Copy)]
-pub struct Prepped {
-    /// The frame's parsed header.
-    pub header: FrameHeader,
-    /// Time spent copying device → host, ns; `None` when nothing was copied.
-    pub d2h_ns: Option<u64>,
-    /// Checksum and preprocessing time, ns.
-    pub preprocess_ns: u64,
-}
-
-/// Where the tensor [`FramePrep::run`] built lies; borrowed from the [`FramePrep`], so it
-/// stays as written until the next run. [`crate::Model::classify_tensor`] takes either.
-#[derive(Debug, Clone, Copy)]
-pub enum Tensor<'a> {
-    /// In host memory.
-    Host(&'a [f32]),
-    /// In CUDA device memory (3 × H × W f32), the writing stream synchronised.
-    Device(DeviceTensor<'a>),
-}
-
-/// A tensor [`FramePrep::run`] left in CUDA device memory. Only this crate makes one, and
-/// only once the stream that wrote it is synchronised; the borrow keeps the next run
-/// from rewriting it while it is in use.
-#[derive(Debug, Clone, Copy)]
-pub struct DeviceTensor<'a> {
-    addr: u64,
-    _prep: PhantomData<&'a GpuPrep>,
-}
-
-impl DeviceTensor<'_> {
-    /// Device address of the first float.
-    pub fn addr(&self) -> u64 {
-        self.addr
-    }
-}
-
-/// Why a frame produced no tensor.
+/// Why a frame or a batch produced no result.
 #[derive(Debug, thiserror::Error)]
 pub enum PrepError {
     /// The frame itself is bad (header, geometry, CRC): count it and go on.
@@ -69,6 +44,9 @@ pub enum PrepError {
     /// The path broke (a CUDA error): the pipeline stops.
     #[error("{0}")]
     Path(String),
+    /// The model failed: the pipeline stops.
+    #[error(transparent)]
+    Model(#[from] ModelError),
 }
 
 impl From<GpuError> for PrepError {
@@ -77,66 +55,117 @@ impl From<GpuError> for PrepError {
     }
 }
 
+/// What [`FramePrep::push`] did with a frame's ring entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pushed {
+    /// The frame was read and turned into a tensor: its entry may be released now.
+    Read,
+    /// The frame is read by [`FramePrep::finish`]: its entry must stay out of C2H until
+    /// that returns.
+    Pending,
+}
+
+/// One frame's result.
+#[derive(Debug)]
+pub struct FrameOutcome {
+    /// The frame's header, or why the frame was rejected (header or payload CRC).
+    pub header: Result<FrameHeader, FrameError>,
+    /// Best classes (meaningful when `header` is `Ok`).
+    pub top: Top,
+    /// Device-to-host copy time attributed to this frame, ns (CPU preprocessing of a
+    /// frame in device memory; or the batch's tensor copy for a model on the CPU).
+    pub d2h_ns: Option<u64>,
+    /// Check and preprocessing time, ns (the batch's kernels on the GPU; this frame's
+    /// own on the CPU).
+    pub preprocess_ns: u64,
+}
+
+/// Times of one [`FramePrep::finish`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BatchTimes {
+    /// The model run (on the GPU path: from queueing it to the results being in host
+    /// memory), ns.
+    pub inference_ns: u64,
+}
+
 /// Where preprocessing runs, with its buffers (allocated once).
 #[derive(Debug)]
 pub enum FramePrep {
-    /// CPU preprocessing; `staging` holds frames copied from device memory.
-    Cpu {
-        /// Crop, resize, normalise and lay out.
-        pre: Preprocessor,
-        /// The tensor `pre` writes (3 × H × W f32).
-        tensor: Vec<f32>,
-        /// Frames copied out of device memory, when the ring is not host-addressable.
-        staging: Vec<u8>,
-    },
-    /// CUDA kernels on one stream, three event pairs, pinned host memory for the tensor.
+    /// CPU preprocessing.
+    Cpu(Box<CpuPrep>),
+    /// CUDA kernels on the model's stream.
     Gpu(Box<GpuPrep>),
 }
 
-/// The GPU side of [`FramePrep`]: the kernels, their stream and timers, and the tensor's
-/// pinned host copy (for a model on the CPU provider).
+/// The CPU side of [`FramePrep`].
+#[derive(Debug)]
+pub struct CpuPrep {
+    pre: Preprocessor,
+    tensor: Vec<f32>,
+    staging: Vec<u8>,
+    max_batch: usize,
+    n: usize,
+    tops: Vec<Top>,
+    outcomes: Vec<FrameOutcome>,
+}
+
+/// The GPU side of [`FramePrep`]: the kernels, their stream and timers, the frames of the
+/// batch being built, and page-locked host memory for the batch's result records (and
+/// its tensors, for a model on the CPU provider).
 #[derive(Debug)]
 pub struct GpuPrep {
     stream: Arc<CudaStream>,
     crc: GpuCrc32,
     pre: GpuPreprocessor,
-    header: [u8; HEADER_LEN],
-    tensor: PinnedHostSlice<f32>,
-    device_input: bool,
-    t_header: EventTimer,
+    frames: Vec<(u64, u64)>,
+    max_frame: usize,
+    results: PinnedHostSlice<u32>,
+    tensor: Option<PinnedHostSlice<f32>>,
     t_kernels: EventTimer,
     t_tensor: EventTimer,
+    tops: Vec<Top>,
+    outcomes: Vec<FrameOutcome>,
+}
+
+fn empty_outcome() -> FrameOutcome {
+    FrameOutcome {
+        header: Err(FrameError::Geometry("no frame".into())),
+        top: [(0, 0.0); TOP_K],
+        d2h_ns: None,
+        preprocess_ns: 0,
+    }
 }
 
 impl FramePrep {
-    /// GPU preprocessing for a ring of `kind` CUDA memory (device, or GPU-mapped host
-    /// memory on Tegra) when the kernels
-    /// compile, CPU preprocessing otherwise; the second value says which, for status.
-    /// `device_input`: the model reads its input from GPU memory (ONNX Runtime's CUDA
-    /// provider), so a GPU-built tensor stays there.
-    pub fn new(kind: MemoryKind, w: usize, h: usize, device_input: bool) -> (FramePrep, String) {
+    /// Preprocessing for `model`'s input and batch, for a ring of `kind` memory whose
+    /// entries are `entry_len` bytes: on the GPU when the ring is CUDA memory and the
+    /// kernels compile (on the model's stream when it takes device input, else on one of
+    /// their own), on the CPU otherwise. The second value says which and why, for status.
+    pub fn new(kind: MemoryKind, entry_len: usize, model: &Model) -> (FramePrep, String) {
+        let (w, h) = model.input_size();
+        let max_batch = model.max_batch();
         if matches!(kind, MemoryKind::CudaDevice | MemoryKind::CudaHost) {
-            match GpuPrep::new(w, h, device_input) {
+            match GpuPrep::new(w, h, max_batch, entry_len, model) {
                 Ok(g) => {
-                    let tensor = if device_input {
-                        "the tensor stays in GPU memory for ONNX Runtime's CUDA provider \
-                         (only the 64 B header is copied to the host: the d2h stage)"
+                    let tensor = if model.takes_device_input() {
+                        "the tensors stay in GPU memory and the model reads them there, on the \
+                         same stream (no device-to-host copy per frame)"
                     } else {
-                        "the tensor is copied to the host for ONNX Runtime's CPU provider \
-                         (the d2h stage, with the 64 B header)"
+                        "the batch's tensors are copied to the host once for ONNX Runtime's CPU \
+                         provider (the d2h stage)"
                     };
                     return (
                         FramePrep::Gpu(Box::new(g)),
                         format!(
-                            "GPU: CUDA kernels (NVRTC) check the CRC and build the tensor in \
-                             GPU memory; {tensor}"
+                            "GPU: CUDA kernels (NVRTC) check each frame's header and CRC and \
+                             build its tensor in GPU memory, a batch at a time; {tensor}"
                         ),
                     );
                 }
                 Err(e) => {
                     tracing::warn!("GPU preprocessing unavailable, using the CPU: {e}");
                     return (
-                        FramePrep::cpu(w, h),
+                        FramePrep::cpu(w, h, max_batch),
                         format!(
                             "CPU: each frame is copied device-to-host first (the d2h stage); \
                              GPU preprocessing unavailable: {e}"
@@ -146,222 +175,354 @@ impl FramePrep {
             }
         }
         (
-            FramePrep::cpu(w, h),
+            FramePrep::cpu(w, h, max_batch),
             "CPU, reading the frame in place".into(),
         )
     }
 
-    fn cpu(w: usize, h: usize) -> FramePrep {
+    fn cpu(w: usize, h: usize, max_batch: usize) -> FramePrep {
         let pre = Preprocessor::new(w, h);
-        FramePrep::Cpu {
-            tensor: vec![0f32; pre.output_len()],
+        FramePrep::Cpu(Box::new(CpuPrep {
+            tensor: vec![0f32; max_batch * pre.output_len()],
             pre,
             staging: Vec::new(),
+            max_batch,
+            n: 0,
+            tops: vec![[(0, 0.0); TOP_K]; max_batch],
+            outcomes: (0..max_batch).map(|_| empty_outcome()).collect(),
+        }))
+    }
+
+    /// Frames one batch holds.
+    pub fn max_batch(&self) -> usize {
+        match self {
+            FramePrep::Cpu(c) => c.max_batch,
+            FramePrep::Gpu(g) => g.pre.max_batch(),
         }
     }
 
-    /// Checks the frame of `len` bytes at the start of `buffer` (header; payload CRC when
-    /// `verify`) and builds the model's input tensor, returned with the stage times.
+    /// Frames in the batch being built.
+    pub fn len(&self) -> usize {
+        match self {
+            FramePrep::Cpu(c) => c.n,
+            FramePrep::Gpu(g) => g.frames.len(),
+        }
+    }
+
+    /// True when the batch being built holds no frame.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Adds the frame of `len` bytes at the start of `buffer` to the batch (checking
+    /// the payload CRC when `verify`).
     ///
-    /// Errors: [`PrepError::Frame`] for a bad frame; [`PrepError::Path`] for a CUDA
-    /// failure.
+    /// Errors: [`PrepError::Frame`] for a frame found bad now (the CPU path; the entry
+    /// may be released); [`PrepError::Path`] for a CUDA failure or a full batch.
     ///
     /// # Safety
-    /// No C2H into `buffer[..len]` may run until this returns (the ring entry is InUse).
+    /// No C2H into `buffer[..len]` may run until this returns, and, when it returns
+    /// [`Pushed::Pending`], until [`Self::finish`] returns.
     #[allow(unsafe_code)]
-    pub unsafe fn run(
+    pub unsafe fn push(
         &mut self,
         buffer: &PinnedBuffer,
         len: usize,
         verify: bool,
-    ) -> Result<(Prepped, Tensor<'_>), PrepError> {
+    ) -> Result<Pushed, PrepError> {
         match self {
-            FramePrep::Cpu {
-                pre,
-                tensor,
-                staging,
-            } => {
-                // SAFETY: the caller's contract, passed on.
-                unsafe { run_cpu(pre, tensor, staging, buffer, len, verify) }
-                    .map(|(p, t)| (p, Tensor::Host(t)))
-            }
             // SAFETY: the caller's contract, passed on.
-            FramePrep::Gpu(g) => unsafe { g.run(buffer, len, verify) },
+            FramePrep::Cpu(c) => unsafe { c.push(buffer, len, verify) },
+            FramePrep::Gpu(g) => g.push(buffer, len),
         }
+    }
+
+    /// Runs the batch built by [`Self::push`]: (on the GPU) checks and preprocesses its
+    /// frames, then runs `model` on it; returns one outcome per frame pushed (in push
+    /// order, rejected ones included on the GPU path) and the batch's times. The batch
+    /// is empty again afterwards.
+    ///
+    /// Errors: [`PrepError::Path`] (CUDA) and [`PrepError::Model`] stop the pipeline.
+    pub fn finish(
+        &mut self,
+        model: &mut Model,
+        verify: bool,
+    ) -> Result<(&[FrameOutcome], BatchTimes), PrepError> {
+        match self {
+            FramePrep::Cpu(c) => c.finish(model),
+            FramePrep::Gpu(g) => g.finish(model, verify),
+        }
+    }
+
+    /// Runs the model on every batch size it will use, on the batch tensor buffer, so
+    /// that convolution algorithms are chosen and CUDA graphs captured before frames flow
+    /// (and while no other thread of the process uses the GPU). Nothing for a model that
+    /// does not take device input.
+    pub fn warm_up(&mut self, model: &mut Model) -> Result<(), PrepError> {
+        let FramePrep::Gpu(g) = self else {
+            return Ok(());
+        };
+        if !model.takes_device_input() {
+            return Ok(());
+        }
+        let addr = g.tensor_addr();
+        #[allow(unsafe_code)]
+        // SAFETY: `addr` is this preprocessor's batch tensor buffer (max_batch tensors,
+        // device memory allocated once, written only by kernels on the model's stream),
+        // which lives as long as `self`; the model keeps bindings to it, and is used with
+        // no other buffer (`finish` passes the same one).
+        unsafe { model.warm_up_device(addr) }?;
+        Ok(())
     }
 }
 
-/// # Safety
-/// As [`FramePrep::run`].
-#[allow(unsafe_code)]
-unsafe fn run_cpu<'t>(
-    pre: &mut Preprocessor,
-    tensor: &'t mut [f32],
-    staging: &mut Vec<u8>,
-    buffer: &PinnedBuffer,
-    len: usize,
-    verify: bool,
-) -> Result<(Prepped, &'t [f32]), PrepError> {
-    let t0 = Instant::now();
-    // SAFETY: the caller's contract: no C2H writes these bytes while we read them.
-    let bytes: &[u8] = match unsafe { buffer.host_bytes() } {
-        Some(s) => &s[..len],
-        None => {
-            staging.resize(len, 0);
-            // SAFETY: as above.
-            unsafe { buffer.copy_to_host(0, staging) }
-                .map_err(|e| PrepError::Path(format!("device-to-host copy of a frame: {e}")))?;
-            staging
+impl CpuPrep {
+    /// # Safety
+    /// As [`FramePrep::push`].
+    #[allow(unsafe_code)]
+    unsafe fn push(
+        &mut self,
+        buffer: &PinnedBuffer,
+        len: usize,
+        verify: bool,
+    ) -> Result<Pushed, PrepError> {
+        let slot = self.n;
+        if slot >= self.max_batch {
+            return Err(PrepError::Path(format!(
+                "a batch holds {} frames; a frame was pushed into a full one",
+                self.max_batch
+            )));
         }
-    };
-    let t1 = Instant::now();
-    let header = FrameHeader::parse(bytes, len)?;
-    let payload = &bytes[HEADER_LEN..header.frame_len()];
-    if verify {
-        header.verify(payload)?;
+        let t0 = Instant::now();
+        // SAFETY: the caller's contract: no C2H writes these bytes while we read them.
+        let bytes: &[u8] = match unsafe { buffer.host_bytes() } {
+            Some(s) => &s[..len],
+            None => {
+                self.staging.resize(len, 0);
+                // SAFETY: as above.
+                unsafe { buffer.copy_to_host(0, &mut self.staging) }
+                    .map_err(|e| PrepError::Path(format!("device-to-host copy of a frame: {e}")))?;
+                &self.staging
+            }
+        };
+        let t1 = Instant::now();
+        let header = FrameHeader::parse(bytes, len)?;
+        let payload = &bytes[HEADER_LEN..header.frame_len()];
+        if verify {
+            header.verify(payload)?;
+        }
+        let view = FrameView {
+            format: header.format,
+            width: header.width,
+            height: header.height,
+            stride: header.stride,
+            pixels: payload,
+        };
+        let chw = self.pre.output_len();
+        self.pre
+            .run(&view, &mut self.tensor[slot * chw..(slot + 1) * chw]);
+        self.outcomes[slot] = FrameOutcome {
+            header: Ok(header),
+            top: [(0, 0.0); TOP_K],
+            d2h_ns: (!buffer.kind().host_accessible()).then_some(ns(t1 - t0)),
+            preprocess_ns: ns(t1.elapsed()),
+        };
+        self.n += 1;
+        Ok(Pushed::Read)
     }
-    let view = FrameView {
-        format: header.format,
-        width: header.width,
-        height: header.height,
-        stride: header.stride,
-        pixels: payload,
-    };
-    pre.run(&view, tensor);
-    let prepped = Prepped {
-        header,
-        d2h_ns: (!buffer.kind().host_accessible()).then_some(ns(t1 - t0)),
-        preprocess_ns: ns(t1.elapsed()),
-    };
-    Ok((prepped, tensor))
+
+    fn finish(&mut self, model: &mut Model) -> Result<(&[FrameOutcome], BatchTimes), PrepError> {
+        let n = std::mem::take(&mut self.n);
+        if n == 0 {
+            return Ok((&[], BatchTimes::default()));
+        }
+        let t0 = Instant::now();
+        model.classify_batch(&self.tensor, n, &mut self.tops[..n])?;
+        let times = BatchTimes {
+            inference_ns: ns(t0.elapsed()),
+        };
+        for (o, t) in self.outcomes.iter_mut().zip(&self.tops[..n]) {
+            o.top = *t;
+        }
+        Ok((&self.outcomes[..n], times))
+    }
 }
 
 impl GpuPrep {
     #[allow(unsafe_code)]
-    fn new(w: usize, h: usize, device_input: bool) -> Result<GpuPrep, GpuError> {
-        let pre = GpuPreprocessor::new(w, h)?;
-        let stream = pre.stream().clone();
+    fn new(
+        w: usize,
+        h: usize,
+        max_batch: usize,
+        entry_len: usize,
+        model: &Model,
+    ) -> Result<GpuPrep, GpuError> {
+        let (pre, stream) = match model.stream() {
+            Some(s) => (
+                GpuPreprocessor::on_stream(s, w, h, max_batch, entry_len)?,
+                s.clone(),
+            ),
+            None => {
+                let ctx = fpgagdr::cuda_context()
+                    .ok_or_else(|| GpuError::Unavailable("no CUDA context".into()))?;
+                let s = ctx.new_stream().map_err(cuda)?;
+                (
+                    GpuPreprocessor::on_stream(&s, w, h, max_batch, entry_len)?,
+                    s,
+                )
+            }
+        };
         let crc = GpuCrc32::on_stream(&stream)?;
         let kernels = pre.kernels();
         let ctx = stream.context();
-        // SAFETY: plain page-locked host memory (flags 0, not write-combined: the CPU
-        // reads the tensor); it is written only by copies on `stream`, and read through
-        // `as_slice`, which waits for them.
-        let tensor =
-            unsafe { ctx.alloc_pinned_with_flags::<f32>(pre.output_len(), 0) }.map_err(cuda)?;
+        // SAFETY: plain page-locked host memory, written only by copies on `stream` and
+        // read after the stream is synchronised.
+        let results = unsafe { ctx.alloc_pinned::<u32>(max_batch * RESULT_WORDS) }.map_err(cuda)?;
+        let tensor = if model.takes_device_input() {
+            None
+        } else {
+            // SAFETY: as above (flags 0, not write-combined: the CPU reads the tensors).
+            Some(
+                unsafe { ctx.alloc_pinned_with_flags::<f32>(max_batch * pre.output_len(), 0) }
+                    .map_err(cuda)?,
+            )
+        };
         Ok(GpuPrep {
-            t_header: EventTimer::new(kernels)?,
             t_kernels: EventTimer::new(kernels)?,
             t_tensor: EventTimer::new(kernels)?,
+            frames: Vec::with_capacity(max_batch),
+            tops: vec![[(0, 0.0); TOP_K]; max_batch],
+            outcomes: (0..max_batch).map(|_| empty_outcome()).collect(),
+            max_frame: entry_len,
             stream,
             crc,
             pre,
-            header: [0; HEADER_LEN],
+            results,
             tensor,
-            device_input,
         })
     }
 
-    /// # Safety
-    /// As [`FramePrep::run`].
-    #[allow(unsafe_code)]
-    unsafe fn run(
-        &mut self,
-        buffer: &PinnedBuffer,
-        len: usize,
-        verify: bool,
-    ) -> Result<(Prepped, Tensor<'_>), PrepError> {
-        let stream = self.stream.clone();
+    fn tensor_addr(&self) -> u64 {
+        let (ptr, _sync) = self.pre.tensor().device_ptr(&self.stream);
+        ptr
+    }
+
+    fn push(&mut self, buffer: &PinnedBuffer, len: usize) -> Result<Pushed, PrepError> {
+        if self.frames.len() >= self.pre.max_batch() {
+            return Err(PrepError::Path(format!(
+                "a batch holds {} frames; a frame was pushed into a full one",
+                self.pre.max_batch()
+            )));
+        }
         let base = buffer.device_addr().ok_or_else(|| {
             PrepError::Path("GPU preprocessing of a ring entry the GPU cannot address".into())
         })?;
-        if len < HEADER_LEN || len > buffer.len() {
-            return Err(PrepError::Frame(FrameError::Geometry(format!(
-                "{len} bytes received into a {} byte ring entry",
-                buffer.len()
-            ))));
+        // The header kernel reads at most `len` bytes, which must lie in the entry.
+        let len = len.min(buffer.len()) as u64;
+        self.frames.push((base, len));
+        Ok(Pushed::Pending)
+    }
+
+    fn finish(
+        &mut self,
+        model: &mut Model,
+        verify: bool,
+    ) -> Result<(&[FrameOutcome], BatchTimes), PrepError> {
+        let n = self.frames.len();
+        if n == 0 {
+            return Ok((&[], BatchTimes::default()));
         }
-        self.t_header.start(&stream)?;
-        // SAFETY: `base .. base + 64` lies in the pinned ring entry (len ≥ 64 checked
-        // above), device memory of this context; `self.header` is a live host array, and
-        // the stream is synchronised below before it is read.
-        unsafe {
-            cudarc::driver::result::memcpy_dtoh_async(
-                &mut self.header[..],
-                base,
-                stream.cu_stream(),
-            )
-        }
-        .map_err(cuda)?;
-        self.t_header.stop(&stream)?;
-        stream.synchronize().map_err(cuda)?;
-        let header = FrameHeader::parse(&self.header, len)?;
-        let (pixels, payload_len) = (base + HEADER_LEN as u64, header.frame_len() - HEADER_LEN);
+        // The batch is over whatever happens: the caller releases its entries.
+        let done = self.run_batch(model, verify, n);
+        self.frames.clear();
+        Ok((&self.outcomes[..n], done?))
+    }
+
+    /// Queues the kernels and the model for the `n` frames pushed, waits, and writes the
+    /// outcomes.
+    #[allow(unsafe_code)]
+    fn run_batch(
+        &mut self,
+        model: &mut Model,
+        verify: bool,
+        n: usize,
+    ) -> Result<BatchTimes, PrepError> {
+        let stream = self.stream.clone();
         self.t_kernels.start(&stream)?;
+        // SAFETY: each (address, length) lies in a pinned ring entry (`push` clipped the
+        // length to the entry) that the caller keeps out of C2H until we return; the
+        // stream is synchronised before this returns.
+        unsafe { self.pre.launch_headers(&self.frames) }?;
         if verify {
-            // SAFETY: `pixels .. pixels + payload_len` is the frame's payload inside the
-            // ring entry (parse checked frame_len ≤ len ≤ the entry's length); the caller
-            // keeps C2H off it until we return, and `crc.result()` below waits for the
-            // stream.
-            unsafe { self.crc.launch(pixels, payload_len) }?;
+            let max_payload = self.max_frame.saturating_sub(HEADER_LEN).max(1);
+            // SAFETY: received lengths were clipped to the entry (`push`): payload ≤
+            // entry − 64 = max_payload, inside the entries the caller vouches for.
+            unsafe { self.pre.launch_crcs(&mut self.crc, n, max_payload) }?;
         }
-        // SAFETY: as above; the kernel reads at most `payload_len` bytes from `pixels`.
-        unsafe {
-            self.pre.launch(
-                header.format,
-                header.width,
-                header.height,
-                header.stride,
-                pixels,
-                payload_len,
-            )
-        }
-        .map_err(|e| match e {
-            GpuError::Geometry(why) => PrepError::Frame(FrameError::Geometry(why)),
-            e => e.into(),
-        })?;
+        // SAFETY: as above; the resample kernel reads only inside what a valid geometry
+        // record describes.
+        unsafe { self.pre.launch_resample(n) }?;
         self.t_kernels.stop(&stream)?;
-        if !self.device_input {
+        stream
+            .memcpy_dtoh(
+                &self.pre.results().slice(..n * RESULT_WORDS),
+                &mut self.results,
+            )
+            .map_err(cuda)?;
+        let chw = self.pre.output_len();
+        let tops = &mut self.tops[..n];
+        let t0 = Instant::now();
+        let mut d2h_ns = None;
+        if model.takes_device_input() {
+            let (addr, _sync) = self.pre.tensor().device_ptr(&stream);
+            // SAFETY: `addr` is this preprocessor's batch tensor buffer, written by the
+            // kernels just queued on the model's stream, allocated once for the life of
+            // `self` (the model keeps bindings to it), and not written again until the
+            // model returns (nothing else is queued meanwhile).
+            unsafe { model.classify_batch_device(addr, n, tops) }?;
+        } else {
+            let host = self.tensor.as_mut().expect("allocated for a host model");
             self.t_tensor.start(&stream)?;
             stream
-                .memcpy_dtoh(self.pre.tensor(), &mut self.tensor)
+                .memcpy_dtoh(&self.pre.tensor().slice(..n * chw), host)
                 .map_err(cuda)?;
             self.t_tensor.stop(&stream)?;
-        }
-        let computed = if verify {
-            Some(self.crc.result()?) // waits for the stream
-        } else {
             stream.synchronize().map_err(cuda)?;
-            None
-        };
-        let us_to_ns = |us: f64| (us * 1000.0).round() as u64;
-        let tensor_us = if self.device_input {
-            0.0
-        } else {
-            self.t_tensor.elapsed_us()?
-        };
-        let prepped = Prepped {
-            header,
-            d2h_ns: Some(us_to_ns(self.t_header.elapsed_us()? + tensor_us)),
-            preprocess_ns: us_to_ns(self.t_kernels.elapsed_us()?),
-        };
-        if let Some(crc) = computed {
-            header.verify_crc(crc)?;
+            d2h_ns = Some(us_to_ns(self.t_tensor.elapsed_us()?));
+            let input = host.as_slice().map_err(cuda)?;
+            model.classify_batch(&input[..n * chw], n, tops)?;
         }
-        if self.device_input {
-            use cudarc::driver::DevicePtr;
-            let (ptr, _sync) = self.pre.tensor().device_ptr(&stream);
-            return Ok((
-                prepped,
-                Tensor::Device(DeviceTensor {
-                    addr: ptr,
-                    _prep: PhantomData,
-                }),
-            ));
+        stream.synchronize().map_err(cuda)?;
+        let times = BatchTimes {
+            inference_ns: ns(t0.elapsed()),
+        };
+        let preprocess_ns = us_to_ns(self.t_kernels.elapsed_us()?);
+        let records = self.results.as_slice().map_err(cuda)?;
+        for (i, (&(_, len), top)) in self.frames.iter().zip(&self.tops).enumerate() {
+            let rec = &records[i * RESULT_WORDS..(i + 1) * RESULT_WORDS];
+            let mut bytes = [0u8; HEADER_LEN];
+            for (b, w) in bytes.chunks_exact_mut(4).zip(&rec[..16]) {
+                b.copy_from_slice(&w.to_le_bytes());
+            }
+            let header = FrameHeader::parse(&bytes, len as usize).and_then(|h| {
+                if verify {
+                    h.verify_crc(rec[RESULT_CRC])?;
+                }
+                Ok(h)
+            });
+            self.outcomes[i] = FrameOutcome {
+                header,
+                top: *top,
+                d2h_ns,
+                preprocess_ns,
+            };
         }
-        let tensor = self.tensor.as_slice().map_err(cuda)?;
-        Ok((prepped, Tensor::Host(tensor)))
+        Ok(times)
     }
+}
+
+fn us_to_ns(us: f64) -> u64 {
+    (us * 1000.0).round() as u64
 }
 
 /// Whole nanoseconds of `d` (stage times are u64 ns, as the pipeline records them).

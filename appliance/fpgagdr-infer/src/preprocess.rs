@@ -1,10 +1,16 @@
 //! CPU preprocessing: a mono8/RGB8 frame of any size → the model's input tensor.
 //!
-//! Centre crop of 87.5 % of the short side (rounded down, offsets rounded down), bilinear resize to the model's H×W,
+//! Centre crop of 87.5 % of the short side (`side = short × 7 / 8`, offsets
+//! `(w − side) / 2`, `(h − side) / 2`, integer division), then the crop resized to the
+//! model's H×W with the **antialiased bilinear filter of Pillow** (`Image.resize(...,
+//! BILINEAR)`, the reference `models/verify_model.py` uses): a triangle filter whose
+//! support widens with the shrink factor, applied horizontally then vertically, each
+//! pass in Pillow's fixed point (22 fraction bits) and rounded to 8 bits; then
 //! `(x − 127) / 128`, RGB planes in NCHW order; a mono frame fills all three planes.
-//! This is the preprocessing of the TF Lite EfficientNet-Lite models (see
-//! `models/README.md`). The GPU version (a CUDA kernel) must match it to a stated
-//! tolerance; this file is the reference.
+//! The arithmetic follows Pillow's `libImaging/Resample.c` (coefficients in f64 in the
+//! same order, then the same integer sums), so the tensor equals Pillow's bit for bit on
+//! x86-64; the bound is one grey level. The GPU kernel (`gpu/preprocess.rs`)
+//! computes the same integers; this file is the reference it is tested against.
 
 use fpgagdr::PixelFormat;
 
@@ -23,41 +29,126 @@ pub struct FrameView<'a> {
     pub pixels: &'a [u8],
 }
 
-/// One output coordinate's two source taps and the weight of the second.
-#[derive(Debug, Clone, Copy)]
-struct Tap {
-    i0: usize,
-    i1: usize,
-    w1: f32,
-}
-
-/// Turns frames into input tensors; keeps its sampling tables between frames of the
-/// same size, so steady-state preprocessing allocates nothing.
-#[derive(Debug)]
-pub struct Preprocessor {
-    out_w: usize,
-    out_h: usize,
-    geometry: Option<(u32, u32)>,
-    xs: Vec<Tap>,
-    ys: Vec<Tap>,
-}
-
-/// Fraction of the short side kept by the centre crop.
+/// Fraction of the short side kept by the centre crop (7/8, computed in integers).
 pub const CROP_FRACTION: f64 = 0.875;
 /// Normalisation: `(x − MEAN) / SCALE`.
 pub const MEAN: f32 = 127.0;
 /// Normalisation scale.
 pub const SCALE: f32 = 128.0;
+/// Fraction bits of the filter coefficients (Pillow's `PRECISION_BITS` for 8-bit images:
+/// 32 − 8 − 2).
+pub const PRECISION_BITS: u32 = 22;
+
+/// The centre crop of a `width × height` frame: `(left, top, side)` in pixels.
+pub fn centre_crop(width: u32, height: u32) -> (u32, u32, u32) {
+    let side = (width.min(height) as u64 * 7 / 8).max(1) as u32;
+    ((width - side) / 2, (height - side) / 2, side)
+}
+
+/// One axis of the resize: for each output pixel, the first source pixel its filter
+/// covers, how many it covers, and their weights in fixed point
+/// ([`PRECISION_BITS`] fraction bits), `ksize` slots per output pixel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Coefficients {
+    /// Slots per output pixel (`ceil(support) × 2 + 1`).
+    pub ksize: usize,
+    /// `(first, count)` per output pixel, in crop coordinates.
+    pub bounds: Vec<(u32, u32)>,
+    /// `ksize` weights per output pixel; the first `count` are used.
+    pub weights: Vec<i32>,
+}
+
+/// Pillow's `precompute_coeffs` + `normalize_coeffs_8bpc` for the bilinear filter:
+/// `in_size` source pixels (the crop) onto `out_size` output pixels.
+pub fn coefficients(in_size: u32, out_size: u32) -> Coefficients {
+    let scale = in_size as f64 / out_size as f64;
+    let filterscale = scale.max(1.0);
+    let support = filterscale; // the bilinear filter's support is 1
+    let ksize = support.ceil() as usize * 2 + 1;
+    let ss = 1.0 / filterscale;
+    let mut bounds = Vec::with_capacity(out_size as usize);
+    let mut weights = vec![0i32; out_size as usize * ksize];
+    let mut k = vec![0f64; ksize];
+    for xx in 0..out_size as usize {
+        let center = (xx as f64 + 0.5) * scale;
+        // Pillow rounds with a C cast (towards zero).
+        let xmin = ((center - support + 0.5) as i32).max(0);
+        let xmax = ((center + support + 0.5) as i32).min(in_size as i32) - xmin;
+        let mut ww = 0.0;
+        for (x, kx) in k.iter_mut().enumerate().take(xmax.max(0) as usize) {
+            let t = ((x as i32 + xmin) as f64 - center + 0.5) * ss;
+            let w = bilinear(t);
+            *kx = w;
+            ww += w;
+        }
+        let row = &mut weights[xx * ksize..(xx + 1) * ksize];
+        for (slot, kx) in row.iter_mut().zip(&k).take(xmax.max(0) as usize) {
+            let w = if ww != 0.0 { kx / ww } else { *kx };
+            let fixed = w * (1u32 << PRECISION_BITS) as f64;
+            *slot = if w < 0.0 {
+                (fixed - 0.5) as i32
+            } else {
+                (fixed + 0.5) as i32
+            };
+        }
+        bounds.push((xmin as u32, xmax.max(0) as u32));
+    }
+    Coefficients {
+        ksize,
+        bounds,
+        weights,
+    }
+}
+
+/// The triangle filter, support 1.
+fn bilinear(x: f64) -> f64 {
+    let x = x.abs();
+    if x < 1.0 { 1.0 - x } else { 0.0 }
+}
+
+/// Pillow's `clip8`: a fixed-point sum → 0..=255.
+#[inline]
+fn clip8(sum: i32) -> u8 {
+    (sum >> PRECISION_BITS).clamp(0, 255) as u8
+}
+
+/// The rounding term every fixed-point sum starts from.
+const HALF: i32 = 1 << (PRECISION_BITS - 1);
+
+/// Turns frames into input tensors; keeps its coefficient tables and intermediate rows
+/// between frames of the same size, so steady-state preprocessing allocates nothing.
+#[derive(Debug)]
+pub struct Preprocessor {
+    out_w: usize,
+    out_h: usize,
+    geometry: Option<(u32, u32)>,
+    xs: Coefficients,
+    ys: Coefficients,
+    /// The horizontally resized rows the vertical pass reads (`rows × out_w × channels`).
+    rows: Vec<u8>,
+    /// The 8-bit output of the vertical pass (`out_h × out_w × channels`).
+    pixels: Vec<u8>,
+    /// One output row's fixed-point sums in the vertical pass.
+    acc: Vec<i32>,
+}
 
 impl Preprocessor {
     /// A preprocessor for a model input of `out_w` × `out_h` pixels.
     pub fn new(out_w: usize, out_h: usize) -> Self {
+        let empty = Coefficients {
+            ksize: 0,
+            bounds: Vec::new(),
+            weights: Vec::new(),
+        };
         Preprocessor {
             out_w,
             out_h,
             geometry: None,
-            xs: Vec::new(),
-            ys: Vec::new(),
+            xs: empty.clone(),
+            ys: empty,
+            rows: Vec::new(),
+            pixels: Vec::new(),
+            acc: Vec::new(),
         }
     }
 
@@ -69,60 +160,76 @@ impl Preprocessor {
     /// Fills `out` (length [`Preprocessor::output_len`]) with the NCHW tensor of `frame`.
     pub fn run(&mut self, frame: &FrameView<'_>, out: &mut [f32]) {
         assert_eq!(out.len(), self.output_len(), "output tensor length");
+        let (left, top, side) = centre_crop(frame.width, frame.height);
         if self.geometry != Some((frame.width, frame.height)) {
-            let (w, h) = (frame.width as f64, frame.height as f64);
-            let crop = (w.min(h) * CROP_FRACTION).floor().max(1.0);
-            self.xs = taps(
-                ((w - crop) / 2.0).floor(),
-                crop,
-                self.out_w,
-                frame.width as usize,
-            );
-            self.ys = taps(
-                ((h - crop) / 2.0).floor(),
-                crop,
-                self.out_h,
-                frame.height as usize,
-            );
+            self.xs = coefficients(side, self.out_w as u32);
+            self.ys = coefficients(side, self.out_h as u32);
             self.geometry = Some((frame.width, frame.height));
         }
         let bpp = frame.format.bytes_per_pixel();
-        let plane = self.out_w * self.out_h;
-        let (r, rest) = out.split_at_mut(plane);
-        let (g, b) = rest.split_at_mut(plane);
-        let px = |x: usize, y: usize, c: usize| -> f32 {
-            let ch = if bpp == 1 { 0 } else { c };
-            frame.pixels[y * frame.stride as usize + x * bpp + ch] as f32
-        };
-        for (oy, ty) in self.ys.iter().enumerate() {
-            for (ox, tx) in self.xs.iter().enumerate() {
-                let i = oy * self.out_w + ox;
-                for (c, dst) in [&mut r[i], &mut g[i], &mut b[i]].into_iter().enumerate() {
-                    let top = px(tx.i0, ty.i0, c) * (1.0 - tx.w1) + px(tx.i1, ty.i0, c) * tx.w1;
-                    let bot = px(tx.i0, ty.i1, c) * (1.0 - tx.w1) + px(tx.i1, ty.i1, c) * tx.w1;
-                    *dst = ((top * (1.0 - ty.w1) + bot * ty.w1) - MEAN) / SCALE;
+        let (out_w, out_h) = (self.out_w, self.out_h);
+        // The rows the vertical pass reads: from the first tap of output row 0 to the
+        // last tap of the last output row (crop coordinates).
+        let first = self.ys.bounds[0].0 as usize;
+        let last = self.ys.bounds.iter().map(|&(a, n)| (a + n) as usize).max();
+        let n_rows = last.unwrap_or(first).saturating_sub(first);
+        self.rows.resize(n_rows * out_w * bpp, 0);
+        // Horizontal pass over those rows of the crop.
+        let (xs, ks) = (&self.xs, self.xs.ksize);
+        for (r, dst) in self.rows.chunks_exact_mut(out_w * bpp).enumerate() {
+            let y = top as usize + first + r;
+            let row = &frame.pixels[y * frame.stride as usize + left as usize * bpp..];
+            for (ox, &(xmin, count)) in xs.bounds.iter().enumerate() {
+                let k = &xs.weights[ox * ks..ox * ks + count as usize];
+                let src = &row[xmin as usize * bpp..(xmin + count) as usize * bpp];
+                if bpp == 1 {
+                    let mut s = HALF;
+                    for (&p, &w) in src.iter().zip(k) {
+                        s += p as i32 * w;
+                    }
+                    dst[ox] = clip8(s);
+                } else {
+                    let (mut s0, mut s1, mut s2) = (HALF, HALF, HALF);
+                    for (p, &w) in src.chunks_exact(3).zip(k) {
+                        s0 += p[0] as i32 * w;
+                        s1 += p[1] as i32 * w;
+                        s2 += p[2] as i32 * w;
+                    }
+                    dst[ox * 3..ox * 3 + 3].copy_from_slice(&[clip8(s0), clip8(s1), clip8(s2)]);
                 }
             }
         }
-    }
-}
-
-/// Sampling taps for `n` outputs covering `len` source pixels from `start` (half-pixel
-/// centres, edges clamped to the source's `limit`).
-fn taps(start: f64, len: f64, n: usize, limit: usize) -> Vec<Tap> {
-    let scale = len / n as f64;
-    (0..n)
-        .map(|o| {
-            let s = (start + (o as f64 + 0.5) * scale - 0.5).clamp(0.0, (limit - 1) as f64);
-            let i0 = s.floor() as usize;
-            let i1 = (i0 + 1).min(limit - 1);
-            Tap {
-                i0,
-                i1,
-                w1: (s - i0 as f64) as f32,
+        // Vertical pass: each output row sums its taps' rows.
+        let line = out_w * bpp;
+        self.pixels.resize(out_h * line, 0);
+        self.acc.resize(line, HALF);
+        let acc = &mut self.acc;
+        let ks = self.ys.ksize;
+        for (oy, &(ymin, count)) in self.ys.bounds.iter().enumerate() {
+            acc.fill(HALF);
+            let k = &self.ys.weights[oy * ks..oy * ks + count as usize];
+            for (j, &w) in k.iter().enumerate() {
+                let r = ymin as usize - first + j;
+                for (a, &p) in acc.iter_mut().zip(&self.rows[r * line..(r + 1) * line]) {
+                    *a += p as i32 * w;
+                }
             }
-        })
-        .collect()
+            for (d, &a) in self.pixels[oy * line..(oy + 1) * line]
+                .iter_mut()
+                .zip(acc.iter())
+            {
+                *d = clip8(a);
+            }
+        }
+        // Normalise into NCHW planes.
+        let plane = out_w * out_h;
+        for c in 0..3 {
+            let ch = if bpp == 1 { 0 } else { c };
+            for (i, dst) in out[c * plane..(c + 1) * plane].iter_mut().enumerate() {
+                *dst = (self.pixels[i * bpp + ch] as f32 - MEAN) / SCALE;
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -169,9 +276,10 @@ mod tests {
     #[test]
     fn crop_keeps_the_centre() {
         // A 100x50 frame whose left and right quarters are black and centre white: the
-        // crop (44 px wide, centred) sees only white.
+        // crop (43 px wide from x = 28) sees only white, and the filter reads nothing
+        // outside the crop.
         let pixels: Vec<u8> = (0..50)
-            .flat_map(|_| (0..100).map(|x| if (28..72).contains(&x) { 255 } else { 0 }))
+            .flat_map(|_| (0..100).map(|x| if (28..71).contains(&x) { 255 } else { 0 }))
             .collect();
         let f = FrameView {
             format: PixelFormat::Mono8,
@@ -180,6 +288,7 @@ mod tests {
             stride: 100,
             pixels: &pixels,
         };
+        assert_eq!(centre_crop(100, 50), (28, 3, 43));
         let mut p = Preprocessor::new(16, 16);
         let mut out = vec![0f32; p.output_len()];
         p.run(&f, &mut out);
@@ -211,6 +320,67 @@ mod tests {
         assert!(
             out.iter()
                 .all(|&v| (v - (200.0 - 127.0) / 128.0).abs() < 1e-6)
+        );
+    }
+
+    #[test]
+    fn coefficients_sum_to_one_and_widen_with_the_shrink() {
+        // Same size: one tap of weight 1 (plus a zero), like Pillow.
+        let same = coefficients(224, 224);
+        assert_eq!(same.ksize, 3);
+        assert_eq!(same.bounds[10], (10, 2));
+        assert_eq!(&same.weights[30..32], &[1 << PRECISION_BITS, 0]);
+        // A 4.22x shrink (1080p's crop of 945 px onto 224): support 4.22 px each side.
+        let shrink = coefficients(945, 224);
+        assert_eq!(shrink.ksize, 11);
+        for (o, &(first, count)) in shrink.bounds.iter().enumerate() {
+            // At the crop's edges the support is cut off (Pillow clips it to the image).
+            let fewest = if o == 0 || o == 223 { 5 } else { 8 };
+            assert!((fewest..=10).contains(&count), "output {o}: {count} taps");
+            assert!(first + count <= 945);
+            let sum: i64 = shrink.weights[o * 11..o * 11 + count as usize]
+                .iter()
+                .map(|&w| w as i64)
+                .sum();
+            assert!(
+                (sum - (1 << PRECISION_BITS)).abs() <= count as i64,
+                "{o}: {sum}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_one_pixel_line_is_spread_over_the_filter_support() {
+        // Antialiasing: a bright column one source pixel wide still shows after a 4x
+        // shrink (a two-tap bilinear would miss it or pass it whole).
+        let (w, h) = (1024u32, 1024u32);
+        let mut pixels = vec![0u8; (w * h) as usize];
+        let (left, _, _) = centre_crop(w, h);
+        let x = left as usize + 450;
+        for y in 0..h as usize {
+            pixels[y * w as usize + x] = 255;
+        }
+        let f = FrameView {
+            format: PixelFormat::Mono8,
+            width: w,
+            height: h,
+            stride: w,
+            pixels: &pixels,
+        };
+        let mut p = Preprocessor::new(224, 224);
+        let mut out = vec![0f32; p.output_len()];
+        p.run(&f, &mut out);
+        let row: Vec<f32> = out[100 * 224..101 * 224].to_vec();
+        let lit: Vec<usize> = (0..224).filter(|&i| row[i] > -0.99).collect();
+        assert!(
+            (2..=3).contains(&lit.len()),
+            "columns lit: {lit:?} {:?}",
+            &row[110..116]
+        );
+        let peak = row.iter().cloned().fold(f32::MIN, f32::max);
+        assert!(
+            peak < 0.0,
+            "the line is averaged down, not kept whole: {peak}"
         );
     }
 }

@@ -36,6 +36,9 @@ pub const RECONNECT_EVERY: Duration = Duration::from_secs(5);
 /// replies would otherwise hold the monitor forever).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// Uploads received at once; a third waits for neither and is refused (409).
+pub const MAX_UPLOADS: usize = 2;
+
 /// OTA settings from the command line.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -45,6 +48,27 @@ pub struct Settings {
     pub spool: PathBuf,
     /// Largest bundle accepted, bytes.
     pub max_bytes: u64,
+    /// Free space kept in the spool's file system beside a bundle, bytes.
+    pub reserve_bytes: u64,
+    /// Longest time an upload may send nothing.
+    pub stall: Duration,
+    /// RAUC's system.conf, for `rauc info` when RAUC's D-Bus answer gives no reason
+    /// (`None`: RAUC's default, /etc/rauc/system.conf).
+    pub rauc_conf: Option<PathBuf>,
+}
+
+impl Settings {
+    /// Settings with the defaults for everything but where RAUC and the spool are.
+    pub fn new(bus: Bus, spool: PathBuf) -> Settings {
+        Settings {
+            bus,
+            spool,
+            max_bytes: DEFAULT_MAX_BYTES,
+            reserve_bytes: spool::RESERVE_BYTES,
+            stall: spool::DEFAULT_STALL,
+            rauc_conf: None,
+        }
+    }
 }
 
 /// `GET /api/v1/ota` (and the `ota` event of the live stream): RAUC's state, the update
@@ -155,9 +179,11 @@ pub struct Ota {
     settings: Arc<Settings>,
     known: Arc<Mutex<Known>>,
     rauc: Arc<tokio::sync::RwLock<Option<Rauc>>>,
-    /// Serialises install requests and uploads (an upload must not replace the bundle an
-    /// install is about to read).
+    /// Serialises install requests and the end of uploads (an upload must not replace
+    /// the bundle an install is about to read). Never held while a body arrives.
     gate: Arc<tokio::sync::Mutex<()>>,
+    /// Places for uploads being received ([`MAX_UPLOADS`]).
+    uploads: Arc<tokio::sync::Semaphore>,
     events: Events,
 }
 
@@ -217,6 +243,7 @@ impl Ota {
             known: Arc::new(Mutex::new(known)),
             rauc: Arc::new(tokio::sync::RwLock::new(None)),
             gate: Arc::new(tokio::sync::Mutex::new(())),
+            uploads: Arc::new(tokio::sync::Semaphore::new(MAX_UPLOADS)),
             events,
         }
     }
@@ -295,35 +322,58 @@ impl Ota {
 
     /// `POST /api/v1/ota/bundles`: spools the body, then has RAUC check its signature
     /// and manifest; a bundle RAUC refuses, or one for another `compatible`, is deleted.
+    /// The body is received without holding anything another upload or an install
+    /// waits for (at most [`MAX_UPLOADS`] at once); only its end (RAUC's check, the
+    /// rename) takes turns with installs.
     pub async fn upload<E: std::fmt::Display>(
         &self,
         body: impl Stream<Item = Result<Bytes, E>> + Unpin,
         announced: Option<u64>,
     ) -> Result<UploadedBundle, OtaError> {
         let rauc = self.connected().await?;
-        let _gate = self.gate.lock().await;
         if let Some(why) = self.busy_reason() {
             return Err(OtaError::Busy(why));
         }
+        let _place = self.uploads.clone().try_acquire_owned().map_err(|_| {
+            OtaError::Busy(format!(
+                "{MAX_UPLOADS} uploads are being received; wait for one to end"
+            ))
+        })?;
         let s = &self.settings;
-        let spooled = spool::receive(&s.spool, body, announced, s.max_bytes).await?;
+        let rules = spool::Rules {
+            limit: s.max_bytes,
+            reserve: s.reserve_bytes,
+            stall: s.stall,
+        };
+        let received = spool::receive(&s.spool, body, announced, rules).await?;
+        let _gate = self.gate.lock().await;
+        let discard = |why: OtaError| {
+            let _ = std::fs::remove_file(&received.path);
+            Err(why)
+        };
+        if let Some(why) = self.busy_reason() {
+            return discard(OtaError::Busy(why));
+        }
         let features = self.known().features.clone();
-        let path = spooled.path.to_string_lossy().to_string();
+        let path = received.path.to_string_lossy().to_string();
         let info = match rauc.inspect(&path, &features).await {
             Ok(i) => i,
             Err(e) => {
-                let _ = std::fs::remove_file(&spooled.path);
-                return Err(OtaError::Refused(format!("RAUC refused the bundle: {e}")));
+                let why = rauc::refusal_reason(&e, &path, s.rauc_conf.as_deref()).await;
+                return discard(OtaError::Refused(format!("RAUC refused the bundle: {why}")));
             }
         };
         let system = self.known().compatible.clone();
         if info["compatible"].as_str() != Some(system.as_str()) {
-            let _ = std::fs::remove_file(&spooled.path);
-            return Err(OtaError::Refused(format!(
+            return discard(OtaError::Refused(format!(
                 "the bundle is for {} but this system is {system:?}",
                 info["compatible"]
             )));
         }
+        let spooled = match spool::keep(&s.spool, received.clone()) {
+            Ok(k) => k,
+            Err(e) => return discard(OtaError::Spool(e)),
+        };
         spool::remove_others(&s.spool, Some(&spooled.path));
         tracing::info!(
             "OTA: bundle {} ({} bytes, version {}) uploaded",

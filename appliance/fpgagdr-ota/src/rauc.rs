@@ -235,6 +235,48 @@ impl Rauc {
     }
 }
 
+/// What RAUC 1.8 answers over D-Bus when its `Info` method refuses a bundle: no reason
+/// (it logs the reason instead).
+pub const REASONLESS_INFO: &str = "rauc info error";
+/// How long `rauc info` may take when it is asked for a reason.
+pub const CLI_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// RAUC's reason for refusing `bundle`, given its D-Bus error `e`: `e` itself, or, when
+/// that is RAUC 1.8's reason-less [`REASONLESS_INFO`], what RAUC's own command line
+/// (`rauc [--conf=CONF] info BUNDLE`, run within [`CLI_TIMEOUT`]) says: the last line it
+/// writes that is not one of its progress messages. The verdict stays the daemon's;
+/// only the words come from the command line.
+pub async fn refusal_reason(e: &str, bundle: &str, conf: Option<&std::path::Path>) -> String {
+    if e.trim() != REASONLESS_INFO {
+        return e.to_string();
+    }
+    let mut cmd = tokio::process::Command::new("rauc");
+    if let Some(c) = conf {
+        cmd.arg(format!("--conf={}", c.display()));
+    }
+    cmd.arg("info")
+        .arg(bundle)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let out = match tokio::time::timeout(CLI_TIMEOUT, cmd.output()).await {
+        Ok(Ok(out)) => out,
+        Ok(Err(err)) => {
+            return format!("{e} (no reason over D-Bus, and `rauc info` could not run: {err})");
+        }
+        Err(_) => return format!("{e} (no reason over D-Bus; `rauc info` did not answer)"),
+    };
+    let said = String::from_utf8_lossy(&out.stderr);
+    let reason = said
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with("rauc-Message") && !l.starts_with("(rauc:"));
+    match (out.status.success(), reason) {
+        (false, Some(r)) => r.chars().take(500).collect(),
+        _ => format!("{e} (RAUC gave no reason; its log has it)"),
+    }
+}
+
 /// RAUC's own error text without zbus's wrapping (`org.gtk.GDBus.UnmappedGError...`).
 fn message(e: &zbus::Error) -> String {
     match e {

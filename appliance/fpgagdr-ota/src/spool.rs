@@ -1,23 +1,41 @@
 //! The spool: where an uploaded bundle waits for its installation.
 //!
-//! Owns: [`receive`] (stream a request body to disk with a size limit, a free-space
-//! check and SHA-256), [`Spooled`], and the layout of the directory: at most one bundle,
-//! `<sha256>.raucb`, plus `.upload-*` files while an upload runs (removed on any error,
-//! and at start). Must not: talk to RAUC (that is `ota/mod.rs`).
+//! Owns: [`receive`] (stream a request body to disk with a size limit, free-space
+//! checks before and while it is written, a stall timeout, and SHA-256), [`Spooled`],
+//! and the layout of the directory: at most one bundle, `<sha256>.raucb`, plus
+//! `.upload-*.raucb` files while uploads run (removed on any error, and at start).
+//! Must not: talk to RAUC (that is `ota/mod.rs`).
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 use tokio_stream::{Stream, StreamExt};
 
-/// Free space kept beyond the bundle itself, bytes: the appliance's logs and config must
-/// still fit after an upload.
+/// Default free space kept beyond the bundle itself, bytes: the appliance's logs and
+/// config must still fit after an upload (`--ota-spool-reserve-bytes`).
 pub const RESERVE_BYTES: u64 = 64 * 1024 * 1024;
+/// Default of how long an upload may send nothing before it is cut off
+/// (`--upload-stall-s`).
+pub const DEFAULT_STALL: Duration = Duration::from_secs(30);
 /// File name suffix of a spooled bundle.
 pub const SUFFIX: &str = ".raucb";
 const PARTIAL_PREFIX: &str = ".upload-";
+/// Bytes written between two looks at the free space of an upload in progress.
+const SPACE_CHECK_EVERY: u64 = 1024 * 1024;
+
+/// What an upload is held to.
+#[derive(Debug, Clone, Copy)]
+pub struct Rules {
+    /// Largest bundle, bytes (`--ota-max-bytes`).
+    pub limit: u64,
+    /// Free space that must remain beside the bundle, bytes.
+    pub reserve: u64,
+    /// Longest time without a byte of the body.
+    pub stall: Duration,
+}
 
 /// A bundle that arrived whole.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -46,15 +64,28 @@ pub enum SpoolError {
     },
     /// Not enough free space in the spool directory.
     #[error(
-        "not enough free space in {dir}: {needed} bytes needed (the bundle and a {RESERVE_BYTES}-byte reserve), {free} free"
+        "not enough free space for the bundle: {needed} bytes needed (the bundle, or what \
+         arrived of it, and a {reserve}-byte reserve), {free} free"
     )]
     NoSpace {
-        /// The spool directory.
-        dir: String,
-        /// Bundle + reserve.
+        /// Bundle (or what arrived so far) + reserve.
         needed: u64,
         /// Free bytes for this user.
         free: u64,
+        /// The reserve kept.
+        reserve: u64,
+    },
+    /// No byte arrived for the stall limit.
+    #[error(
+        "rule upload-stall: no byte of the upload arrived for {} s ({bytes} bytes had); \
+         nothing is kept",
+        stall.as_secs_f64()
+    )]
+    Stalled {
+        /// How long the body may be silent.
+        stall: Duration,
+        /// Bytes received before it stalled.
+        bytes: u64,
     },
     /// The body ended early or could not be read.
     #[error("the upload did not arrive whole: {0}")]
@@ -85,6 +116,15 @@ pub fn prepare(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The name of an upload in progress: `.upload-<nonce>.raucb` (RAUC checks only files
+/// named `*.raucb`; [`current`] never takes it for the spooled bundle).
+fn partial_name() -> Result<String, SpoolError> {
+    let mut nonce = [0u8; 8];
+    getrandom::fill(&mut nonce).map_err(|e| SpoolError::Io(e.to_string()))?;
+    let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!("{PARTIAL_PREFIX}{nonce}{SUFFIX}"))
+}
+
 /// The bundle in the spool, if there is one.
 pub fn current(dir: &Path) -> Option<Spooled> {
     let entries = std::fs::read_dir(dir).ok()?;
@@ -99,45 +139,52 @@ pub fn current(dir: &Path) -> Option<Spooled> {
     })
 }
 
-/// Removes every spooled bundle except `keep`.
+/// Removes every spooled bundle except `keep` (uploads in progress stay).
 pub fn remove_others(dir: &Path, keep: Option<&Path>) {
     if let Ok(entries) = std::fs::read_dir(dir) {
         for e in entries.flatten() {
             let p = e.path();
-            if p.to_string_lossy().ends_with(SUFFIX) && Some(p.as_path()) != keep {
+            let name = e.file_name().to_string_lossy().to_string();
+            if name.ends_with(SUFFIX)
+                && !name.starts_with(PARTIAL_PREFIX)
+                && Some(p.as_path()) != keep
+            {
                 let _ = std::fs::remove_file(&p);
             }
         }
     }
 }
 
-/// Streams `body` into `dir`: refuses up front when `announced` (Content-Length) is over
-/// `limit` or over the free space, stops as soon as more than `limit` bytes arrived,
-/// hashes while writing, fsyncs, and only then gives the file its final name. On any
-/// error the partial file is removed.
+/// Streams `body` into a new partial file (`.upload-*.raucb`) in `dir`: refuses up
+/// front when `announced` (Content-Length) is over `rules.limit` or over the free space
+/// less the reserve; stops as soon as more than the limit arrived, when the free space
+/// would fall under the reserve (checked every MiB: a chunked body announces nothing),
+/// or when no byte came for `rules.stall`; hashes while writing, fsyncs. The caller
+/// renames the partial file ([`Spooled::path`]) or removes it. On any error the partial
+/// file is removed.
 pub async fn receive<E: std::fmt::Display>(
     dir: &Path,
     body: impl Stream<Item = Result<Bytes, E>> + Unpin,
     announced: Option<u64>,
-    limit: u64,
+    rules: Rules,
 ) -> Result<Spooled, SpoolError> {
-    if let Some(n) = announced.filter(|n| *n > limit) {
-        return Err(SpoolError::TooLarge { bytes: n, limit });
+    if let Some(n) = announced.filter(|n| *n > rules.limit) {
+        return Err(SpoolError::TooLarge {
+            bytes: n,
+            limit: rules.limit,
+        });
     }
-    let needed = announced.unwrap_or(0).saturating_add(RESERVE_BYTES);
+    let needed = announced.unwrap_or(0).saturating_add(rules.reserve);
     let free = free_bytes(dir).map_err(|e| SpoolError::Io(format!("{}: {e}", dir.display())))?;
     if free < needed {
         return Err(SpoolError::NoSpace {
-            dir: dir.display().to_string(),
             needed,
             free,
+            reserve: rules.reserve,
         });
     }
-    let mut nonce = [0u8; 8];
-    getrandom::fill(&mut nonce).map_err(|e| SpoolError::Io(e.to_string()))?;
-    let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
-    let partial = dir.join(format!("{PARTIAL_PREFIX}{nonce}"));
-    let result = write_partial(&partial, body, limit, dir).await;
+    let partial = dir.join(partial_name()?);
+    let result = write_partial(&partial, body, rules, dir).await;
     let (sha256, bytes) = match result {
         Ok(v) => v,
         Err(e) => {
@@ -151,46 +198,68 @@ pub async fn receive<E: std::fmt::Display>(
             "{bytes} bytes arrived, Content-Length said {n}"
         )));
     }
-    let path = dir.join(format!("{sha256}{SUFFIX}"));
-    tokio::fs::rename(&partial, &path)
-        .await
-        .map_err(|e| SpoolError::Io(format!("{}: {e}", path.display())))?;
     Ok(Spooled {
         sha256,
         bytes,
-        path,
+        path: partial,
     })
+}
+
+/// Gives a received upload its final name `<sha256>.raucb` in `dir`.
+pub fn keep(dir: &Path, received: Spooled) -> Result<Spooled, SpoolError> {
+    let path = dir.join(format!("{}{SUFFIX}", received.sha256));
+    std::fs::rename(&received.path, &path)
+        .map_err(|e| SpoolError::Io(format!("{}: {e}", path.display())))?;
+    Ok(Spooled { path, ..received })
 }
 
 async fn write_partial<E: std::fmt::Display>(
     partial: &Path,
     mut stream: impl Stream<Item = Result<Bytes, E>> + Unpin,
-    limit: u64,
+    rules: Rules,
     dir: &Path,
 ) -> Result<(String, u64), SpoolError> {
     let io = |e: std::io::Error| SpoolError::Io(format!("{}: {e}", partial.display()));
     let mut file = tokio::fs::File::create(partial).await.map_err(io)?;
     let mut hasher = Sha256::new();
     let mut bytes: u64 = 0;
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| SpoolError::Incomplete(e.to_string()))?;
+    let mut next_check = SPACE_CHECK_EVERY;
+    let no_space = |bytes: u64| {
+        let free = free_bytes(dir).unwrap_or(0);
+        (free < rules.reserve).then_some(SpoolError::NoSpace {
+            needed: bytes.saturating_add(rules.reserve),
+            free,
+            reserve: rules.reserve,
+        })
+    };
+    loop {
+        let chunk = match tokio::time::timeout(rules.stall, stream.next()).await {
+            Err(_) => {
+                return Err(SpoolError::Stalled {
+                    stall: rules.stall,
+                    bytes,
+                });
+            }
+            Ok(None) => break,
+            Ok(Some(chunk)) => chunk.map_err(|e| SpoolError::Incomplete(e.to_string()))?,
+        };
         bytes += chunk.len() as u64;
-        if bytes > limit {
-            return Err(SpoolError::TooLarge { bytes, limit });
+        if bytes > rules.limit {
+            return Err(SpoolError::TooLarge {
+                bytes,
+                limit: rules.limit,
+            });
         }
         hasher.update(&chunk);
         if let Err(e) = file.write_all(&chunk).await {
-            // ENOSPC mid-way (no Content-Length, or the disk filled meanwhile).
-            let free = free_bytes(dir).unwrap_or(0);
-            return Err(if free < chunk.len() as u64 {
-                SpoolError::NoSpace {
-                    dir: dir.display().to_string(),
-                    needed: bytes,
-                    free,
-                }
-            } else {
-                io(e)
-            });
+            // ENOSPC mid-way (the disk filled meanwhile).
+            return Err(no_space(bytes).unwrap_or_else(|| io(e)));
+        }
+        if bytes >= next_check {
+            next_check = bytes + SPACE_CHECK_EVERY;
+            if let Some(e) = no_space(bytes) {
+                return Err(e);
+            }
         }
     }
     if bytes == 0 {

@@ -95,79 +95,163 @@ struct Image {
 
 /// Replays a sequence of real image files as if the FPGA captured them, in file-name
 /// order, looping. Grey images become mono8 frames, everything else rgb8.
+///
+/// Loading happens in two steps so that a caller can hold the decoded size to a memory
+/// rule before anything is decoded: [`Replay::plan`] reads each file's header (format,
+/// size), [`ReplayPlan::decode`] decodes them. [`Replay::load`] does both for a path.
 #[derive(Debug)]
 pub struct Replay {
-    origin: PathBuf,
+    origin: String,
     images: Vec<Image>,
 }
 
 /// File extensions [`Replay`] reads.
 pub const IMAGE_EXTENSIONS: &[&str] = &["png", "jpg", "jpeg", "pgm", "ppm", "pnm"];
+/// Largest side of a replayed image, pixels (the test pattern's too).
+pub const MAX_IMAGE_SIDE: u32 = 8192;
+/// Most image files one replay takes.
+pub const MAX_IMAGES: usize = 10_000;
+
+/// One image file of a [`ReplayPlan`]: its name (for messages), the open file, and what
+/// its header says.
+#[derive(Debug)]
+struct Planned {
+    name: String,
+    file: std::fs::File,
+    format: PixelFormat,
+    width: u32,
+    height: u32,
+}
+
+impl Planned {
+    fn decoded_bytes(&self) -> u64 {
+        self.width as u64 * self.height as u64 * self.format.bytes_per_pixel() as u64
+    }
+}
+
+/// Image files whose headers were read, not yet decoded: what decoding them will take.
+#[derive(Debug)]
+pub struct ReplayPlan {
+    origin: String,
+    images: Vec<Planned>,
+}
+
+fn unreadable(name: &str, reason: impl std::fmt::Display) -> FrameError {
+    FrameError::Unreadable {
+        path: PathBuf::from(name),
+        reason: reason.to_string(),
+    }
+}
+
+/// A reader of `file` from its start, with the replay's limits on sides and memory.
+fn image_reader<'f>(
+    name: &str,
+    file: &'f std::fs::File,
+    max_alloc: u64,
+) -> Result<image::ImageReader<std::io::BufReader<&'f std::fs::File>>, FrameError> {
+    use std::io::Seek;
+    let mut f = file;
+    f.seek(std::io::SeekFrom::Start(0))
+        .map_err(|e| unreadable(name, e))?;
+    let mut reader = image::ImageReader::new(std::io::BufReader::new(f))
+        .with_guessed_format()
+        .map_err(|e| unreadable(name, e))?;
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(MAX_IMAGE_SIDE);
+    limits.max_image_height = Some(MAX_IMAGE_SIDE);
+    limits.max_alloc = Some(max_alloc);
+    reader.limits(limits);
+    Ok(reader)
+}
 
 impl Replay {
-    /// Loads `path`: one image file, or every image file directly inside a directory.
+    /// Loads `path`: one image file, or every image file directly inside a directory
+    /// (at most [`MAX_IMAGES`]).
     ///
     /// Errors: [`FrameError::Unreadable`] naming the first file that cannot be read or
-    /// decoded; [`FrameError::Source`] when a directory holds no image file.
+    /// decoded; [`FrameError::Source`] when a directory holds no image file or too many.
     pub fn load(path: &Path) -> Result<Self, FrameError> {
-        let unreadable = |p: &Path, reason: String| FrameError::Unreadable {
-            path: p.to_path_buf(),
-            reason,
-        };
+        let shown = path.display().to_string();
         let files = if path.is_dir() {
             let mut files: Vec<PathBuf> = std::fs::read_dir(path)
-                .map_err(|e| unreadable(path, e.to_string()))?
+                .map_err(|e| unreadable(&shown, e))?
                 .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| {
-                    p.extension().and_then(|e| e.to_str()).is_some_and(|e| {
-                        IMAGE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str())
-                    })
-                })
+                .filter(|p| is_image_name(p))
+                .take(MAX_IMAGES + 1)
                 .collect();
             files.sort();
             files
         } else if path.exists() {
             vec![path.to_path_buf()]
         } else {
-            return Err(unreadable(path, "no such file or directory".into()));
+            return Err(unreadable(&shown, "no such file or directory"));
         };
+        let opened = files
+            .iter()
+            .map(|f| {
+                let name = f.display().to_string();
+                std::fs::File::open(f)
+                    .map(|file| (name.clone(), file))
+                    .map_err(|e| unreadable(&name, e))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Replay::plan(shown, opened)?.decode()
+    }
+
+    /// Reads the header of each of `files` (name for messages, open file), in the order
+    /// given: format and size, nothing decoded. `origin` names the source in
+    /// [`FrameSource::describe`].
+    ///
+    /// Errors: [`FrameError::Source`] for no file or more than [`MAX_IMAGES`];
+    /// [`FrameError::Unreadable`] naming a file that is no image this reads, or whose
+    /// side is over [`MAX_IMAGE_SIDE`].
+    pub fn plan(
+        origin: String,
+        files: Vec<(String, std::fs::File)>,
+    ) -> Result<ReplayPlan, FrameError> {
+        use image::ImageDecoder;
         if files.is_empty() {
             return Err(FrameError::Source(format!(
-                "{} holds no image file ({})",
-                path.display(),
+                "{origin} holds no image file ({})",
                 IMAGE_EXTENSIONS.join(", ")
             )));
         }
+        if files.len() > MAX_IMAGES {
+            return Err(FrameError::Source(format!(
+                "{origin} holds more than {MAX_IMAGES} image files"
+            )));
+        }
         let images = files
-            .iter()
-            .map(|f| {
-                let img = image::open(f).map_err(|e| unreadable(f, e.to_string()))?;
-                let (format, width, height, pixels) = if img.color().has_color() {
-                    let rgb = img.to_rgb8();
-                    (PixelFormat::Rgb8, rgb.width(), rgb.height(), rgb.into_raw())
+            .into_iter()
+            .map(|(name, file)| {
+                let decoder = image_reader(&name, &file, u64::MAX)?
+                    .into_decoder()
+                    .map_err(|e| unreadable(&name, e))?;
+                let (width, height) = decoder.dimensions();
+                let format = if decoder.color_type().has_color() {
+                    PixelFormat::Rgb8
                 } else {
-                    let grey = img.to_luma8();
-                    (
-                        PixelFormat::Mono8,
-                        grey.width(),
-                        grey.height(),
-                        grey.into_raw(),
-                    )
+                    PixelFormat::Mono8
                 };
-                let crc = crc32fast::hash(&pixels);
-                Ok(Image {
+                drop(decoder);
+                if width == 0 || height == 0 || width > MAX_IMAGE_SIDE || height > MAX_IMAGE_SIDE {
+                    return Err(unreadable(
+                        &name,
+                        format!(
+                            "{width} x {height} pixels: each side must be 1 to {MAX_IMAGE_SIDE}"
+                        ),
+                    ));
+                }
+                Ok(Planned {
+                    name,
+                    file,
                     format,
                     width,
                     height,
-                    pixels,
-                    crc,
                 })
             })
             .collect::<Result<Vec<_>, FrameError>>()?;
-        Ok(Replay {
-            origin: path.to_path_buf(),
-            images,
-        })
+        Ok(ReplayPlan { origin, images })
     }
 
     /// Number of images in the sequence.
@@ -179,6 +263,89 @@ impl Replay {
     pub fn is_empty(&self) -> bool {
         self.images.is_empty()
     }
+
+    /// Bytes the decoded images take (their pixels).
+    pub fn decoded_bytes(&self) -> u64 {
+        self.images.iter().map(|i| i.pixels.len() as u64).sum()
+    }
+}
+
+impl ReplayPlan {
+    /// Bytes the decoded images will take (their pixels: width × height × 1 for grey, 3
+    /// for colour).
+    pub fn decoded_bytes(&self) -> u64 {
+        self.images.iter().map(Planned::decoded_bytes).sum()
+    }
+
+    /// The longest frame the decoded images will make (header included), bytes: what
+    /// [`FrameSource::max_frame_len`] of the [`Replay`] will say.
+    pub fn max_frame_len(&self) -> usize {
+        HEADER_LEN
+            + self
+                .images
+                .iter()
+                .map(|i| i.decoded_bytes() as usize)
+                .max()
+                .unwrap_or(0)
+    }
+
+    /// Number of images.
+    pub fn len(&self) -> usize {
+        self.images.len()
+    }
+
+    /// Always false: a plan has at least one image.
+    pub fn is_empty(&self) -> bool {
+        self.images.is_empty()
+    }
+
+    /// Decodes every image; each may take no more memory while decoding than its header
+    /// announced (twice, for a conversion), so a file changed since [`Replay::plan`]
+    /// cannot make it larger.
+    ///
+    /// Errors: [`FrameError::Unreadable`] naming the first file that does not decode,
+    /// or whose size is not what its header said.
+    pub fn decode(self) -> Result<Replay, FrameError> {
+        let images = self
+            .images
+            .iter()
+            .map(|p| {
+                let budget = p.width as u64 * p.height as u64 * 8 + (1 << 20);
+                let img = image_reader(&p.name, &p.file, budget)?
+                    .decode()
+                    .map_err(|e| unreadable(&p.name, e))?;
+                if (img.width(), img.height()) != (p.width, p.height) {
+                    return Err(unreadable(
+                        &p.name,
+                        "the file changed while it was being loaded",
+                    ));
+                }
+                let pixels = match p.format {
+                    PixelFormat::Rgb8 => img.to_rgb8().into_raw(),
+                    _ => img.to_luma8().into_raw(),
+                };
+                let crc = crc32fast::hash(&pixels);
+                Ok(Image {
+                    format: p.format,
+                    width: p.width,
+                    height: p.height,
+                    pixels,
+                    crc,
+                })
+            })
+            .collect::<Result<Vec<_>, FrameError>>()?;
+        Ok(Replay {
+            origin: self.origin,
+            images,
+        })
+    }
+}
+
+/// Whether `path`'s extension is one of [`IMAGE_EXTENSIONS`] (any case).
+pub fn is_image_name(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| IMAGE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
 }
 
 impl FrameSource for Replay {
@@ -187,7 +354,7 @@ impl FrameSource for Replay {
         format!(
             "replay: {n} frame{} from {}",
             if n == 1 { "" } else { "s" },
-            self.origin.display()
+            self.origin
         )
     }
 

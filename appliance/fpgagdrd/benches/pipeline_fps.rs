@@ -1,17 +1,27 @@
-//! The pipeline's maximum frame rate at 1 MiB frames with the link model off.
+//! The pipeline's maximum frame rate at 1 MiB frames with the link model off, and the
+//! simulated card's own ceiling beside it.
 //!
 //! Runs the real pipeline (SimCard with `sim_link: off`, a 1024×1024 mono8 test pattern
-//! produced as fast as capture asks, the default EfficientNet-Lite0 model on ONNX
-//! Runtime's CPU provider) for a fixed time under each back-pressure mode and prints
-//! frames/s captured and inferred, GB/s and drops, then p50 / p99 / max of every stage,
-//! as Markdown. Where a CUDA driver loads the ring is GPU memory and the frames are
-//! checked and preprocessed by CUDA kernels (the header says so).
+//! produced as fast as capture asks, the default EfficientNet-Lite0 model on the ONNX
+//! Runtime that `ORT_DYLIB_PATH` names) for a fixed time under each back-pressure mode and
+//! prints frames/s captured and inferred, GB/s, drops and the batch size in use, then
+//! p50 / p99 / max of every stage, as Markdown. Where a CUDA driver loads the ring is GPU
+//! memory and the frames are checked and preprocessed by CUDA kernels (the header says
+//! so). First it measures the simulator's ceiling: one thread rendering a frame and
+//! copying it into a ring entry (C2H) as fast as it can, no inference: the pipeline
+//! cannot capture faster than that.
 //!
 //! ```text
 //! appliance/scripts/fetch-deps.sh
 //! ORT_DYLIB_PATH=$PWD/.deps/onnxruntime/libonnxruntime.so FPGAGDR_DATA_DIR=$PWD/.deps/share \
-//!   cargo bench -p fpgagdrd --bench pipeline_fps            # FPGAGDR_BENCH_SECS=10 by default
+//!   cargo bench -p fpgagdrd --bench pipeline_fps
 //! ```
+//! Settings (environment): `FPGAGDR_BENCH_SECS` (10), `FPGAGDR_BENCH_MODES`
+//! (`drop_oldest,wait`), `FPGAGDR_BENCH_BATCH` (`inference.max_batch`, 0 = auto),
+//! `FPGAGDR_BENCH_RING` (`ring.entries`; default 4, at least twice the batch),
+//! `FPGAGDR_BENCH_PRECISION` (`fp32`), `FPGAGDR_BENCH_FPS` (`source.fps`, 0 = as fast
+//! as capture asks), `FPGAGDR_BENCH_WAIT_US` (`inference.batch_wait_us`),
+//! `FPGAGDR_BENCH_CEILING` (1: measure the simulator's ceiling first; 0: skip).
 //! Under drop-oldest, capture never waits, so "captured/s" is the capture side's own
 //! ceiling (DMA + hand-off) and "inferred/s" the model's; under wait both equal the
 //! slower side.
@@ -19,33 +29,99 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fpgagdr::PixelFormat;
-use fpgagdr_sim::LinkPreset;
+use fpgagdr::{Card, DmaMemory, FrameTrigger, PixelFormat};
+use fpgagdr_sim::{LinkPreset, SimCard, SimConfig, SimSensor, TestPattern};
 use fpgagdrd::config::{CardChoice, RawConfig, SourceKind};
 use fpgagdrd::metrics::Stage;
 use fpgagdrd::pipeline::queue::WhenFull;
 use fpgagdrd::pipeline::{Shared, Supervisor, prepare};
+
+fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Frames/s of one thread rendering the test pattern and copying it into a ring entry
+/// of the memory the pipeline would use, with no inference: the simulated card's
+/// ceiling for one capture thread.
+fn simulator_ceiling(secs: u64) -> (f64, String) {
+    let sim = Arc::new(SimCard::new(SimConfig {
+        preset: LinkPreset::Off,
+        ..SimConfig::default()
+    }));
+    let card = Card::from_backend(sim.clone());
+    let mut sensor = SimSensor::new(
+        sim,
+        Box::new(TestPattern::new(PixelFormat::Mono8, 1024, 1024).expect("pattern")),
+        0.0,
+        0,
+    )
+    .expect("sensor");
+    let align = card.status().alignment as usize;
+    let entry = sensor.max_frame_len().div_ceil(align) * align;
+    let (kind, _) = fpgagdr::frame_ring_kind();
+    let mem = DmaMemory::for_frames(entry, align, kind).expect("ring entry");
+    let kind = mem.kind();
+    let buf = card.pin(mem).expect("pin");
+    let t = Duration::from_secs(1);
+    let run = |until: Instant, sensor: &mut SimSensor| {
+        let mut n = 0u64;
+        while Instant::now() < until {
+            let slot = sensor.wait_frame(t).expect("frame");
+            card.read_c2h(0, &buf, slot.card_addr, slot.len, t)
+                .expect("C2H");
+            n += 1;
+        }
+        n
+    };
+    run(Instant::now() + Duration::from_secs(1), &mut sensor); // warm-up
+    let t0 = Instant::now();
+    let n = run(t0 + Duration::from_secs(secs), &mut sensor);
+    (
+        n as f64 / t0.elapsed().as_secs_f64(),
+        kind.as_str().to_string(),
+    )
+}
 
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         println!("pipeline_fps: bench");
         return;
     }
-    let secs: u64 = std::env::var("FPGAGDR_BENCH_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(10);
-    for when_full in [WhenFull::DropOldest, WhenFull::Wait] {
+    let secs: u64 = env("FPGAGDR_BENCH_SECS", 10);
+    let batch: usize = env("FPGAGDR_BENCH_BATCH", 0);
+    let ring: usize = env("FPGAGDR_BENCH_RING", 4usize.max(2 * batch));
+    let fps: f64 = env("FPGAGDR_BENCH_FPS", 0.0);
+    let wait_us: u64 = env("FPGAGDR_BENCH_WAIT_US", 0);
+    let precision: String = env("FPGAGDR_BENCH_PRECISION", "fp32".to_string());
+    let modes: String = env("FPGAGDR_BENCH_MODES", "drop_oldest,wait".to_string());
+    if env("FPGAGDR_BENCH_CEILING", 1u8) == 1 {
+        let (ceiling, kind) = simulator_ceiling(secs.min(5));
+        println!(
+            "simulator ceiling: {ceiling:.0} frames/s (one thread: render a 1 MiB test pattern, \
+             C2H into a {kind} ring entry, link model off, no inference)"
+        );
+    }
+    for mode in modes.split(',') {
+        let when_full: WhenFull = serde_json::from_value(serde_json::json!(mode))
+            .unwrap_or_else(|e| panic!("FPGAGDR_BENCH_MODES: {mode}: {e}"));
         let mut config = RawConfig::default();
         config.source.kind = SourceKind::TestPattern;
         config.source.width = 1024;
         config.source.height = 1024;
         config.source.format = PixelFormat::Mono8;
-        config.source.fps = 0.0;
+        config.source.fps = fps;
         config.card.sim_link = LinkPreset::Off;
         config.ring.when_full = when_full;
+        config.ring.entries = ring;
+        config.inference.max_batch = batch;
+        config.inference.batch_wait_us = wait_us;
+        config.inference.precision = serde_json::from_value(serde_json::json!(precision))
+            .unwrap_or_else(|e| panic!("FPGAGDR_BENCH_PRECISION: {e}"));
         let config = config.check().expect("a valid config");
-        let prepared = prepare(&config, &CardChoice::Sim).unwrap_or_else(|e| {
+        let prepared = prepare(&config, &CardChoice::Sim, &fpgagdrd::files::Policy::in_data_dir()).unwrap_or_else(|e| {
             panic!("{e} (run appliance/scripts/fetch-deps.sh and set ORT_DYLIB_PATH / FPGAGDR_DATA_DIR)")
         });
         let shared = Arc::new(Shared::default());
@@ -53,10 +129,13 @@ fn main() {
         sup.start(prepared);
         let info = sup.info().map_or(String::new(), |i| {
             format!(
-                "frame ring in {} ({}); preprocessing: {}",
+                "frame ring {} x {} B in {} ({}); preprocessing: {}; inference: {}",
+                i.ring.0,
+                i.ring.1,
                 i.memory.as_str(),
                 i.memory_detail,
-                i.preprocess
+                i.preprocess,
+                i.inference
             )
         });
         std::thread::sleep(Duration::from_secs(2)); // warm-up
@@ -66,16 +145,22 @@ fn main() {
         let c1 = shared.counters.read();
         let dt = t0.elapsed().as_secs_f64();
         std::thread::sleep(Duration::from_millis(300)); // one more publish of the window
+        let fault = shared.fault();
         sup.stop();
-        let wf = serde_json::to_value(when_full).unwrap();
-        println!("\n### when_full = {}\n\n{info}\n", wf.as_str().unwrap());
+        println!("\n### when_full = {mode}, source.fps = {fps}\n\n{info}\n");
+        if let Some(f) = fault {
+            println!("FAILED: {f}\n");
+        }
+        let inferred = c1.frames_inferred - c0.frames_inferred;
+        let batches = (c1.batches_run - c0.batches_run).max(1);
         println!(
-            "captured {:.0} frames/s, inferred {:.1} frames/s, {:.3} GB/s C2H, {} dropped, {} checksum errors\n",
+            "captured {:.0} frames/s, inferred {:.1} frames/s, {:.3} GB/s C2H, {} dropped, {} checksum errors, mean batch {:.2}\n",
             (c1.frames_captured - c0.frames_captured) as f64 / dt,
-            (c1.frames_inferred - c0.frames_inferred) as f64 / dt,
+            inferred as f64 / dt,
             (c1.bytes_captured - c0.bytes_captured) as f64 / dt / 1e9,
             c1.frames_dropped - c0.frames_dropped,
             c1.checksum_errors,
+            inferred as f64 / batches as f64,
         );
         println!("| stage | p50 µs | p99 µs | max µs | frames |");
         println!("|---|---|---|---|---|");

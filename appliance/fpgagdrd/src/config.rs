@@ -20,7 +20,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::pipeline::queue::WhenFull;
-use fpgagdr_infer::Provider;
+use fpgagdr_infer::{Precision, Provider};
 
 /// An inclusive range a numeric field must lie in: the one place each bound is written.
 /// The JSON Schema's `minimum`/`maximum` and [`RawConfig::check`] both read it.
@@ -43,12 +43,13 @@ impl<T: PartialOrd + Copy + std::fmt::Display> Range<T> {
     }
 }
 
-/// `source.fps`, frames/s: 0 (as fast as capture asks) or between [`MIN_FPS`] and 1000.
+/// `source.fps`, frames/s: 0 (as fast as capture asks) or between [`MIN_FPS`] and 10 000
+/// (above the seed report's card, 6661 frames/s of 1 MiB on PCIe Gen3 x8).
 pub const FPS: Range<f64> = Range {
     field: "/source/fps",
     min: 0.0,
-    max: 1000.0,
-    allowed: "0 (as fast as capture asks) or between 0.01 and 1000 frames/s",
+    max: 10_000.0,
+    allowed: "0 (as fast as capture asks) or between 0.01 and 10000 frames/s",
 };
 /// Slowest sensor rate accepted above 0, frames/s (one frame per 100 s).
 pub const MIN_FPS: f64 = 0.01;
@@ -80,12 +81,12 @@ pub const TIMEOUT_MS: Range<u64> = Range {
     max: 60_000,
     allowed: "between 1 and 60000 ms",
 };
-/// `ring.entries`.
+/// `ring.entries` (the ring's bytes are bounded too: `pipeline::MAX_RING_BYTES`).
 pub const ENTRIES: Range<usize> = Range {
     field: "/ring/entries",
     min: 2,
-    max: 64,
-    allowed: "between 2 and 64",
+    max: 1024,
+    allowed: "between 2 and 1024",
 };
 /// `inference.threads` (0 = ONNX Runtime's default).
 pub const THREADS: Range<usize> = Range {
@@ -93,6 +94,28 @@ pub const THREADS: Range<usize> = Range {
     min: 0,
     max: 64,
     allowed: "between 0 and 64 (0 = ONNX Runtime's default)",
+};
+
+/// `inference.max_batch` (0 = chosen from the provider and the GPU).
+pub const MAX_BATCH: Range<usize> = Range {
+    field: "/inference/max_batch",
+    min: 0,
+    max: fpgagdr_infer::MAX_BATCH,
+    allowed: "between 0 and 512 (0 = chosen from the provider and the GPU)",
+};
+/// `inference.batch_wait_us`, µs.
+pub const BATCH_WAIT_US: Range<u64> = Range {
+    field: "/inference/batch_wait_us",
+    min: 0,
+    max: 100_000,
+    allowed: "between 0 and 100000 µs",
+};
+/// `inference.tensorrt.dla_core` (an Orin has DLA cores 0 and 1).
+pub const DLA_CORE: Range<u32> = Range {
+    field: "/inference/tensorrt/dla_core",
+    min: 0,
+    max: 1,
+    allowed: "0 or 1 (an Orin has two DLA cores), or null for the GPU",
 };
 
 /// Where the frames come from.
@@ -114,13 +137,16 @@ pub struct SourceConfig {
     /// Frame source.
     #[schemars(title = "Kind of source")]
     pub kind: SourceKind,
-    /// Image file or directory for `replay`; relative to the data directory.
+    /// Image file or directory for `replay`; relative to the data directory (or in a
+    /// `--frames-root`).
     #[schemars(title = "Images (file or folder)")]
     #[schemars(extend("x-applies-when" = {"/source/kind": ["replay"]}, "x-offer" = "frames"))]
+    #[schemars(length(min = 1))]
     pub path: PathBuf,
     /// Sensor frame rate, frames/s: 0 = as fast as capture asks, else 0.01..=1000.
     #[schemars(title = "Frame rate (frames/s)")]
     #[schemars(range(min = FPS.min, max = FPS.max))]
+    #[schemars(extend("not" = {"exclusiveMinimum": 0.0, "exclusiveMaximum": MIN_FPS}))]
     pub fps: f64,
     /// Test-pattern width, pixels. Range 16..=8192.
     #[schemars(title = "Width (pixels)")]
@@ -227,14 +253,17 @@ pub enum RingMemory {
 #[serde(deny_unknown_fields, default)]
 #[schemars(extend("x-order" = ["path", "labels"]))]
 pub struct ModelConfig {
-    /// ONNX file; relative to the data directory. Input `[1,3,H,W]` float32, output
-    /// `[1,classes]`.
+    /// ONNX file; relative to the data directory (or in a `--model-root`). Input
+    /// `[1,3,H,W]` float32, output `[1,classes]`.
     #[schemars(title = "Model file (ONNX)")]
     #[schemars(extend("x-offer" = "models"))]
+    #[schemars(length(min = 1))]
     pub path: PathBuf,
     /// Labels file, one per line, class 0 first; default: the model path with
-    /// `.labels.txt` in place of `.onnx`.
+    /// `.labels.txt` in place of `.onnx`. Relative to the data directory (or in a
+    /// `--model-root`).
     #[schemars(title = "Labels file")]
+    #[schemars(length(min = 1))]
     pub labels: Option<PathBuf>,
 }
 
@@ -250,7 +279,16 @@ impl Default for ModelConfig {
 /// `inference`: how frames are checked and run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
-#[schemars(extend("x-order" = ["verify_checksum", "threads", "provider"]))]
+#[schemars(extend("x-order" = [
+    "verify_checksum",
+    "threads",
+    "provider",
+    "max_batch",
+    "batch_wait_us",
+    "precision",
+    "cuda_graph",
+    "tensorrt"
+]))]
 pub struct InferenceConfig {
     /// Check every frame's payload CRC before inference.
     #[schemars(title = "Check each frame's CRC")]
@@ -259,11 +297,35 @@ pub struct InferenceConfig {
     #[schemars(title = "Threads")]
     #[schemars(range(min = THREADS.min, max = THREADS.max))]
     pub threads: usize,
-    /// ONNX Runtime execution provider: `auto` (CUDA when the loaded ONNX Runtime has
-    /// it and a CUDA driver is present, else the CPU), `cpu`, or `cuda` (refused with
-    /// `rule execution-provider` where it cannot run).
+    /// ONNX Runtime execution provider: `auto` (TensorRT, else CUDA, else the CPU: the
+    /// first that loads; status says which ran and why the others did not), `cpu`,
+    /// `cuda` or `tensorrt` (refused with `rule execution-provider` where it cannot run).
     #[schemars(title = "Execution provider")]
     pub provider: Provider,
+    /// Frames per model run: every ready frame up to this many runs as one batch. 0 =
+    /// chosen from the provider and the GPU (1 on the CPU, 64 on a discrete GPU, 8 on an
+    /// integrated one), within half the frame ring. Range 0..=512; more than
+    /// `ring.entries` / 2 is refused (the ring holds twice the batch).
+    #[schemars(title = "Frames per model run (0 = chosen)")]
+    #[schemars(range(min = MAX_BATCH.min, max = MAX_BATCH.max))]
+    pub max_batch: usize,
+    /// Longest wait for a batch to fill once its first frame is taken, µs; 0 = run
+    /// what is ready. Range 0..=100000.
+    #[schemars(title = "Batch wait (µs)")]
+    #[schemars(range(min = BATCH_WAIT_US.min, max = BATCH_WAIT_US.max))]
+    pub batch_wait_us: u64,
+    /// `fp32`, or `fp16` on a GPU provider (TensorRT builds an fp16 engine; the CUDA
+    /// provider loads `<model>.fp16.onnx`, refused with `rule precision` when there is
+    /// none; the CPU runs fp32 and status says so).
+    #[schemars(title = "Precision")]
+    pub precision: Precision,
+    /// Capture one CUDA graph per batch size when the model reads its input in GPU
+    /// memory (status says when the provider does not allow it).
+    #[schemars(title = "CUDA graphs")]
+    pub cuda_graph: bool,
+    /// TensorRT settings.
+    #[schemars(title = "TensorRT")]
+    pub tensorrt: TensorRtConfig,
 }
 
 impl Default for InferenceConfig {
@@ -272,8 +334,29 @@ impl Default for InferenceConfig {
             verify_checksum: true,
             threads: 0,
             provider: Provider::Auto,
+            max_batch: 0,
+            batch_wait_us: 0,
+            precision: Precision::Fp32,
+            cuda_graph: true,
+            tensorrt: TensorRtConfig::default(),
         }
     }
+}
+
+/// `inference.tensorrt`: TensorRT settings (written, not run: DESIGN §10).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+#[schemars(extend("x-order" = ["cache_dir", "dla_core"]))]
+pub struct TensorRtConfig {
+    /// Engine cache directory; relative to the data directory. Default:
+    /// `$STATE_DIRECTORY/tensorrt` under systemd (`/var/lib/fpgagdr/tensorrt` on the
+    /// image), else `tensorrt` in the user's cache directory.
+    #[schemars(title = "Engine cache directory")]
+    pub cache_dir: Option<PathBuf>,
+    /// Run the engine on this DLA core of an Orin (0 or 1); null = the GPU.
+    #[schemars(title = "DLA core (empty = the GPU)")]
+    #[schemars(range(min = DLA_CORE.min, max = DLA_CORE.max))]
+    pub dla_core: Option<u32>,
 }
 
 /// The whole configuration document. Every field has a default; unknown fields are
@@ -510,10 +593,51 @@ impl RawConfig {
             "an ONNX file",
         );
         range(&mut rule, &THREADS, self.inference.threads);
+        let inf = &self.inference;
+        range(&mut rule, &MAX_BATCH, inf.max_batch);
+        range(&mut rule, &BATCH_WAIT_US, inf.batch_wait_us);
+        if let Some(core) = inf.tensorrt.dla_core {
+            range(&mut rule, &DLA_CORE, core);
+        }
+        if ENTRIES.contains(self.ring.entries) && inf.max_batch > self.ring.entries / 2 {
+            rule(
+                MAX_BATCH.field,
+                false,
+                inf.max_batch.to_string(),
+                &format!(
+                    "at most ring.entries / 2 = {} (the frame ring holds twice the batch: \
+                     raise ring.entries)",
+                    self.ring.entries / 2
+                ),
+            );
+        }
+        if let Some(labels) = &self.model.labels {
+            rule(
+                "/model/labels",
+                !labels.as_os_str().is_empty(),
+                "an empty path".into(),
+                "a labels file (or null: the model's name with .labels.txt)",
+            );
+        }
         if !errs.is_empty() {
             return Err(ConfigError::Invalid(errs));
         }
         self.source.fps += 0.0; // -0.0 is saved as 0.0
+        // A path inside the data directory is kept relative to it: the document (which
+        // anyone may read) then does not show where the data directory is.
+        let dir = data_dir();
+        for p in [&mut self.source.path, &mut self.model.path]
+            .into_iter()
+            .chain(self.model.labels.as_mut())
+        {
+            if let Ok(rel) = p.strip_prefix(&dir) {
+                *p = if rel.as_os_str().is_empty() {
+                    PathBuf::from(".")
+                } else {
+                    rel.to_path_buf()
+                };
+            }
+        }
         Ok(Config { raw: self })
     }
 
@@ -646,6 +770,25 @@ impl Config {
         }
     }
 
+    /// TensorRT's engine cache directory, resolved (see [`TensorRtConfig::cache_dir`]).
+    pub fn tensorrt_cache_dir(&self) -> PathBuf {
+        if let Some(p) = &self.inference.tensorrt.cache_dir {
+            return resolve(p);
+        }
+        if let Some(state) = std::env::var("STATE_DIRECTORY")
+            .ok()
+            .and_then(|v| v.split(':').next().map(PathBuf::from))
+            .filter(|p| !p.as_os_str().is_empty())
+        {
+            return state.join("tensorrt");
+        }
+        std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+            .unwrap_or_else(|| PathBuf::from("/var/cache"))
+            .join("fpgagdr/tensorrt")
+    }
+
     /// Replay source path, resolved.
     pub fn source_path(&self) -> PathBuf {
         resolve(&self.source.path)
@@ -709,21 +852,29 @@ pub enum ConfigFileError {
     },
 }
 
-/// The config document on disk and in force.
+/// Prefix and suffix of the temporary file a save writes before it renames it over the
+/// config file; one left by a crash mid-save is removed at the next start.
+const TEMP_PREFIX: &str = ".fpgagdr-config-";
+const TEMP_SUFFIX: &str = ".tmp";
+
+/// The config document on disk and in force. Reading the config in force never waits
+/// for a change being made (the caller serialises changes; see `api::state::Changes`).
 #[derive(Debug)]
 pub struct ConfigStore {
     path: PathBuf,
-    current: Config,
+    current: std::sync::RwLock<std::sync::Arc<Config>>,
 }
 
 impl ConfigStore {
     /// Loads `path`, or the defaults when it does not exist (nothing is written until
-    /// the config changes).
+    /// the config changes). A temporary file an earlier save left beside it (a crash
+    /// between writing and renaming) is removed.
     ///
     /// Errors: [`ConfigFileError`]: the file exists but cannot be read or breaks a rule
     /// (the message names the file, the field and the rule).
     pub fn open(path: PathBuf) -> Result<Self, ConfigFileError> {
-        let current = match std::fs::read(&path) {
+        remove_leftovers(&path);
+        let current = match read_config_file(&path) {
             Ok(bytes) => match Config::from_json(&bytes) {
                 Ok(c) => c,
                 Err(source) => return Err(ConfigFileError::Invalid { path, source }),
@@ -731,12 +882,15 @@ impl ConfigStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Config::default(),
             Err(source) => return Err(ConfigFileError::Read { path, source }),
         };
-        Ok(ConfigStore { path, current })
+        Ok(ConfigStore {
+            path,
+            current: std::sync::RwLock::new(std::sync::Arc::new(current)),
+        })
     }
 
     /// The config in force.
-    pub fn current(&self) -> &Config {
-        &self.current
+    pub fn current(&self) -> std::sync::Arc<Config> {
+        self.current.read().expect("config poisoned").clone()
     }
 
     /// Where it is persisted.
@@ -749,7 +903,22 @@ impl ConfigStore {
     ///
     /// A symlinked config file is written through the link (the link stays), and an
     /// existing file keeps its permissions (a new one gets 0644).
-    pub fn save(&mut self, config: Config) -> std::io::Result<()> {
+    pub fn save(&self, config: Config) -> std::io::Result<()> {
+        self.write(&config)?;
+        self.set_current(config);
+        Ok(())
+    }
+
+    /// Makes `config` the config in force (readers see it from now on), without
+    /// writing it: for a caller that [`ConfigStore::write`] it first and had more to do
+    /// (start its pipeline) before it counts as changed.
+    pub fn set_current(&self, config: Config) {
+        *self.current.write().expect("config poisoned") = std::sync::Arc::new(config);
+    }
+
+    /// Writes `config` to the file atomically, as [`ConfigStore::save`] does, leaving
+    /// the config in force as it is.
+    pub fn write(&self, config: &Config) -> std::io::Result<()> {
         use std::os::unix::fs::PermissionsExt;
         let target = std::fs::canonicalize(&self.path).unwrap_or_else(|_| self.path.clone());
         let mode = std::fs::metadata(&target)
@@ -761,18 +930,65 @@ impl ConfigStore {
             .unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
         let mut tmp = tempfile::Builder::new()
-            .prefix(".fpgagdr-config-")
-            .suffix(".tmp")
+            .prefix(TEMP_PREFIX)
+            .suffix(TEMP_SUFFIX)
             .tempfile_in(dir)?;
-        serde_json::to_writer_pretty(&mut tmp, &config)?;
+        serde_json::to_writer_pretty(&mut tmp, config)?;
         tmp.write_all(b"\n")?;
         tmp.as_file()
             .set_permissions(std::fs::Permissions::from_mode(mode))?;
         tmp.as_file().sync_all()?;
         tmp.persist(&target).map_err(|e| e.error)?;
         std::fs::File::open(dir)?.sync_all()?;
-        self.current = config;
         Ok(())
+    }
+}
+
+/// Largest config file read at start, bytes (a config is a few hundred bytes).
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// The config file's bytes: a regular file of at most [`MAX_FILE_BYTES`].
+fn read_config_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not a regular file of at most {MAX_FILE_BYTES} bytes"),
+        ));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    f.take(MAX_FILE_BYTES).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Removes the temporary files a save left beside `path` (a crash mid-save).
+fn remove_leftovers(path: &Path) {
+    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let dir = target
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(TEMP_PREFIX) && name.ends_with(TEMP_SUFFIX) {
+            match std::fs::remove_file(e.path()) {
+                Ok(()) => tracing::warn!(
+                    "removed {}, left by an interrupted save of the config",
+                    e.path().display()
+                ),
+                Err(err) => tracing::warn!("cannot remove {}: {err}", e.path().display()),
+            }
+        }
     }
 }
 
@@ -831,7 +1047,7 @@ mod tests {
     #[test]
     fn every_range_error_is_reported() {
         let e = Config::from_json(
-            br#"{"ring": {"entries": 1}, "card": {"timeout_ms": 0}, "source": {"fps": 5000}}"#,
+            br#"{"ring": {"entries": 1}, "card": {"timeout_ms": 0}, "source": {"fps": 50000}}"#,
         )
         .unwrap_err();
         let fields: Vec<String> = e.fields().into_iter().map(|f| f.field).collect();
@@ -841,7 +1057,7 @@ mod tests {
 
     #[test]
     fn fps_is_zero_or_a_usable_rate() {
-        for ok in ["0", "-0.0", "0.01", "1000"] {
+        for ok in ["0", "-0.0", "0.01", "1000", "2000", "10000"] {
             let c =
                 Config::from_json(format!(r#"{{"source": {{"fps": {ok}}}}}"#).as_bytes()).unwrap();
             assert!(
@@ -850,7 +1066,7 @@ mod tests {
                 c.source.fps
             );
         }
-        for bad in ["1e-30", "0.009", "1000.0001", "-1"] {
+        for bad in ["1e-30", "0.009", "10000.0001", "-1"] {
             let e = Config::from_json(format!(r#"{{"source": {{"fps": {bad}}}}}"#).as_bytes())
                 .unwrap_err();
             assert_eq!(e.fields()[0].field, "/source/fps", "{bad}");
@@ -896,14 +1112,14 @@ mod tests {
     fn store_saves_atomically_and_reloads() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/config.json");
-        let mut s = ConfigStore::open(path.clone()).unwrap();
-        assert_eq!(s.current(), &Config::default());
+        let s = ConfigStore::open(path.clone()).unwrap();
+        assert_eq!(*s.current(), Config::default());
         let mut raw = RawConfig::default();
         raw.ring.entries = 6;
         let c = raw.check().unwrap();
         s.save(c.clone()).unwrap();
-        assert_eq!(ConfigStore::open(path.clone()).unwrap().current(), &c);
-        std::fs::write(&path, br#"{"ring": {"entries": 100}}"#).unwrap();
+        assert_eq!(*ConfigStore::open(path.clone()).unwrap().current(), c);
+        std::fs::write(&path, br#"{"ring": {"entries": 2000}}"#).unwrap();
         let e = ConfigStore::open(path).unwrap_err().to_string();
         assert!(
             e.contains("/ring/entries") && e.contains("out of range"),
@@ -967,6 +1183,43 @@ mod tests {
             &defs["InferenceConfig"],
             serde_json::to_string(&InferenceConfig::default()).unwrap(),
         );
+        check(
+            &defs["TensorRtConfig"],
+            serde_json::to_string(&TensorRtConfig::default()).unwrap(),
+        );
+    }
+
+    #[test]
+    fn the_ring_holds_twice_the_batch() {
+        let ok = Config::from_json(br#"{"ring": {"entries": 16}, "inference": {"max_batch": 8}}"#)
+            .unwrap();
+        assert_eq!(ok.inference.max_batch, 8);
+        let e = Config::from_json(br#"{"ring": {"entries": 4}, "inference": {"max_batch": 8}}"#)
+            .unwrap_err();
+        let f = &e.fields()[0];
+        assert_eq!(
+            (f.field.as_str(), f.rule),
+            ("/inference/max_batch", "range")
+        );
+        assert!(f.message.contains("ring.entries / 2 = 2"), "{}", f.message);
+        // Auto (0) always fits; so does a batch of 1 in the smallest ring.
+        Config::from_json(br#"{"ring": {"entries": 2}, "inference": {"max_batch": 1}}"#).unwrap();
+        let e = Config::from_json(
+            br#"{"inference": {"tensorrt": {"dla_core": 2}, "batch_wait_us": 100001}}"#,
+        )
+        .unwrap_err();
+        let fields: Vec<String> = e.fields().into_iter().map(|f| f.field).collect();
+        assert_eq!(
+            fields,
+            ["/inference/batch_wait_us", "/inference/tensorrt/dla_core"]
+        );
+        let f = &Config::from_json(br#"{"inference": {"precision": "fp8"}}"#)
+            .unwrap_err()
+            .fields()[0];
+        assert_eq!(
+            (f.field.as_str(), f.rule),
+            ("/inference/precision", "value")
+        );
     }
 
     #[test]
@@ -1003,6 +1256,18 @@ mod tests {
                 "threads",
                 THREADS.min as f64,
                 THREADS.max as f64,
+            ),
+            (
+                "inference",
+                "max_batch",
+                MAX_BATCH.min as f64,
+                MAX_BATCH.max as f64,
+            ),
+            (
+                "inference",
+                "batch_wait_us",
+                BATCH_WAIT_US.min as f64,
+                BATCH_WAIT_US.max as f64,
             ),
         ] {
             let p = prop(section, field);

@@ -13,17 +13,21 @@
 //! The service is the top of the crate graph: it wires `fpgagdr` (the card),
 //! `fpgagdr-sim` (`--card sim`), `fpgagdr-infer`, `fpgagdr-telemetry` (the sampler) and
 //! `fpgagdr-ota` together; none of them knows the service. Its own rooms, one way down:
-//! `api` → `board`, `pipeline`, `config`, `metrics`, `assets`; `board` → `pipeline`,
-//! `metrics`; `notify` → `pipeline`; `pipeline` → `config`, `metrics`.
+//! `api` → `board`, `pipeline`, `config`, `files`, `heap`, `metrics`, `assets`; `board` →
+//! `pipeline`, `metrics`; `notify` → `pipeline`; `pipeline` → `config`, `files`, `heap`,
+//! `metrics`.
 #![deny(missing_docs)]
-// One `unsafe` call is left, with its own allow: the inference thread's
-// `FramePrep::run` on the ring entry the queue gave it (pipeline/infer.rs).
+// `unsafe` is left in two places, each with its own allow: the inference thread's
+// `FramePrep::push` of the ring entry the queue gave it (pipeline/infer.rs), and glibc's
+// allocator calls (heap.rs).
 #![deny(unsafe_code)]
 
 pub mod api;
 pub mod assets;
 pub mod board;
 pub mod config;
+pub mod files;
+pub mod heap;
 pub mod metrics;
 pub mod notify;
 pub mod pipeline;

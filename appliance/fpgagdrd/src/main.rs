@@ -82,6 +82,123 @@ struct Cli {
     #[arg(long, default_value_t = fpgagdrd::notify::DEFAULT_STALL_LIMIT_S, value_parser = parse_stall_limit,
           allow_hyphen_values = true)]
     stall_limit_s: f64,
+    /// RAUC's system.conf, for `rauc info` when RAUC's D-Bus answer gives no reason for
+    /// refusing a bundle. Default: $FPGAGDR_RAUC_CONF, else RAUC's own default.
+    #[arg(long)]
+    rauc_conf: Option<PathBuf>,
+    /// Free space kept in the spool's file system beside an uploaded bundle, bytes.
+    #[arg(long, default_value_t = fpgagdr_ota::spool::RESERVE_BYTES)]
+    ota_spool_reserve_bytes: u64,
+    /// How long an upload may send no byte before it is cut off (408), seconds.
+    #[arg(long, default_value_t = fpgagdr_ota::spool::DEFAULT_STALL.as_secs_f64(),
+          value_parser = parse_timeout)]
+    upload_stall_s: f64,
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+/// The HTTP limits (`docs/api.md`, "Limits"); defaults from [`api::limits::Limits`].
+#[derive(Debug, clap::Args)]
+struct LimitArgs {
+    /// Connections open at once, all clients together (fitted to RLIMIT_NOFILE). When
+    /// all are taken the one idle longest is closed; when none is idle: 503.
+    #[arg(long, default_value_t = api::limits::Limits::default().max_connections)]
+    max_connections: usize,
+    /// Connections open at once from one client (an IPv4 address or IPv6 /64); over it:
+    /// 503 with Retry-After.
+    #[arg(long, default_value_t = api::limits::Limits::default().max_client_connections)]
+    max_client_connections: usize,
+    /// Live streams (SSE) open at once, all clients together; over it: 503.
+    #[arg(long, default_value_t = api::limits::Limits::default().max_streams)]
+    max_streams: usize,
+    /// Live streams open at once from one client; over it: 503.
+    #[arg(long, default_value_t = api::limits::Limits::default().max_client_streams)]
+    max_client_streams: usize,
+    /// How long a connection may wait with no request, seconds.
+    #[arg(long, default_value_t = api::limits::Limits::default().idle_timeout.as_secs_f64(),
+          value_parser = parse_timeout)]
+    idle_timeout_s: f64,
+    /// How long a request head may take from its first byte to its end, seconds.
+    #[arg(long, default_value_t = api::limits::Limits::default().header_timeout.as_secs_f64(),
+          value_parser = parse_timeout)]
+    header_timeout_s: f64,
+    /// How long a JSON request body may take to arrive whole (408 after), seconds.
+    #[arg(long, default_value_t = api::limits::Limits::default().body_timeout.as_secs_f64(),
+          value_parser = parse_timeout)]
+    body_timeout_s: f64,
+    /// How long an answer may wait for the client to read it before the connection is
+    /// closed, seconds.
+    #[arg(long, default_value_t = api::limits::Limits::default().send_timeout.as_secs_f64(),
+          value_parser = parse_timeout)]
+    send_timeout_s: f64,
+    /// Changes (requests other than GET/HEAD/OPTIONS) per second from one client,
+    /// sustained; over it: 429 with Retry-After.
+    #[arg(long, default_value_t = api::limits::Limits::default().change_rate)]
+    change_rate: u32,
+    /// Changes one client may send in a burst above --change-rate.
+    #[arg(long, default_value_t = api::limits::Limits::default().change_burst)]
+    change_burst: u32,
+    /// How long a config change, start or stop may wait for its turn and for its
+    /// pipeline to be built, seconds (503 change-busy / 422 change-timeout after).
+    #[arg(long, default_value_t = DEFAULT_CHANGE_TIMEOUT_S, value_parser = parse_timeout)]
+    change_timeout_s: f64,
+    /// More names this service answers for in `Host` and `Origin` (besides IP
+    /// addresses, localhost, the host name and <hostname>.local); repeatable; `*`
+    /// allows any.
+    #[arg(long = "allow-host", value_name = "NAME")]
+    allow_host: Vec<String>,
+    /// More directories models and labels may be read from (besides the data
+    /// directory); repeatable.
+    #[arg(long = "model-root", value_name = "DIR")]
+    model_root: Vec<PathBuf>,
+    /// More directories replay frames may be read from (besides the data directory);
+    /// repeatable.
+    #[arg(long = "frames-root", value_name = "DIR")]
+    frames_root: Vec<PathBuf>,
+    /// Largest ONNX model read, bytes.
+    #[arg(long, default_value_t = fpgagdrd::files::DEFAULT_MAX_MODEL_BYTES)]
+    max_model_bytes: u64,
+    /// How long reading a config's files (model, labels, frames) may take, seconds.
+    #[arg(long, default_value_t = fpgagdrd::files::DEFAULT_FILE_TIMEOUT.as_secs_f64(),
+          value_parser = parse_timeout)]
+    file_timeout_s: f64,
+}
+
+/// Default of `--change-timeout-s`.
+const DEFAULT_CHANGE_TIMEOUT_S: f64 = 60.0;
+
+impl LimitArgs {
+    fn limits(&self) -> api::limits::Limits {
+        let d = std::time::Duration::from_secs_f64;
+        api::limits::Limits {
+            max_connections: self.max_connections,
+            max_client_connections: self.max_client_connections,
+            max_streams: self.max_streams,
+            max_client_streams: self.max_client_streams,
+            idle_timeout: d(self.idle_timeout_s),
+            header_timeout: d(self.header_timeout_s),
+            body_timeout: d(self.body_timeout_s),
+            send_timeout: d(self.send_timeout_s),
+            change_rate: self.change_rate,
+            change_burst: self.change_burst,
+            ..api::limits::Limits::default()
+        }
+    }
+
+    fn files(&self) -> fpgagdrd::files::Policy {
+        let mut p = fpgagdrd::files::Policy::new(fpgagdrd::files::Roots::new(
+            &config::data_dir(),
+            &self.model_root,
+            &self.frames_root,
+        ));
+        p.max_model_bytes = self.max_model_bytes;
+        p.timeout = std::time::Duration::from_secs_f64(self.file_timeout_s);
+        p
+    }
+}
+
+fn parse_timeout(s: &str) -> Result<f64, String> {
+    parse_in(s, "timeout", "s", 0.1..=86400.0)
 }
 
 /// A number in `range`, or the message of `rule` naming what was given and the range.
@@ -125,11 +242,16 @@ fn ota_settings(cli: &Cli, config_dir: &std::path::Path) -> Result<fpgagdr_ota::
                 .and_then(|v| v.split(':').next().map(|d| PathBuf::from(d).join("ota")))
         })
         .unwrap_or_else(|| config_dir.join("ota"));
-    Ok(fpgagdr_ota::Settings {
-        bus,
-        spool,
-        max_bytes: cli.ota_max_bytes,
-    })
+    let mut settings = fpgagdr_ota::Settings::new(bus, spool);
+    settings.max_bytes = cli.ota_max_bytes;
+    settings.reserve_bytes = cli.ota_spool_reserve_bytes;
+    settings.stall = std::time::Duration::from_secs_f64(cli.upload_stall_s);
+    settings.rauc_conf = cli
+        .rauc_conf
+        .clone()
+        .or_else(|| std::env::var_os("FPGAGDR_RAUC_CONF").map(PathBuf::from))
+        .filter(|p| !p.as_os_str().is_empty());
+    Ok(settings)
 }
 
 fn parse_hz(s: &str) -> Result<f64, String> {
@@ -150,9 +272,16 @@ fn parse_listen(s: &str) -> Result<SocketAddr, String> {
 }
 
 fn default_config_path() -> PathBuf {
+    // An empty or relative value is to be ignored (XDG Base Directory spec): it would
+    // put the state in the working directory.
+    let absolute = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
     let state = std::env::var_os("XDG_STATE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
+        .and_then(absolute)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .and_then(absolute)
+                .map(|h| h.join(".local/state"))
+        })
         .unwrap_or_else(|| PathBuf::from("/var/lib"));
     state.join("fpgagdr/config.json")
 }
@@ -169,6 +298,8 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> Result<(), String> {
     let cli = Cli::parse();
+    // Before anything large is allocated (heap.rs: RSS across config changes).
+    fpgagdrd::heap::tune();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -198,6 +329,17 @@ fn run() -> Result<(), String> {
         );
     }
     let store = ConfigStore::open(config_path).map_err(|e| e.to_string())?;
+    // The notify socket first: it never needs a descriptor later.
+    let notifier = fpgagdrd::notify::Notifier::from_env();
+    let mut limits = cli.limits.limits();
+    let nofile = api::server::fit_descriptors(&mut limits)?;
+    tracing::info!(
+        "RLIMIT_NOFILE {nofile}: up to {} connections ({} per client), {} live streams",
+        limits.max_connections,
+        limits.max_client_connections,
+        limits.max_streams
+    );
+    let files = Arc::new(cli.limits.files());
     // Bound before the API token is generated and printed, so a start that cannot
     // listen (port taken) does not spend the token's one showing.
     let listener = std::net::TcpListener::bind(cli.listen)
@@ -234,13 +376,15 @@ fn run() -> Result<(), String> {
     let shared = Arc::new(Shared::default());
     let mut supervisor = Supervisor::new(shared.clone());
     if store.current().autostart {
-        match pipeline::prepare(store.current(), &card) {
+        match pipeline::prepare(&store.current(), &card, &files) {
             Ok(p) => supervisor.start(p),
             Err(e) => supervisor.start_failed(e.message),
         }
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        // Bounded, so the unit's TasksMax holds (docs/api.md, Limits).
+        .max_blocking_threads(64)
         .thread_name("fpgagdr-http")
         .enable_all()
         .build()
@@ -261,8 +405,12 @@ fn run() -> Result<(), String> {
         token,
         sysfs_root: cli.sysfs_root,
         ota,
-        notifier: fpgagdrd::notify::Notifier::from_env(),
+        notifier,
         stall_limit: std::time::Duration::from_secs_f64(cli.stall_limit_s),
+        limits,
+        files,
+        change_timeout: std::time::Duration::from_secs_f64(cli.limits.change_timeout_s),
+        hosts: api::host::HostPolicy::new(&cli.limits.allow_host),
     }));
     telemetry.stop();
     supervisor
@@ -286,6 +434,10 @@ struct Parts {
     ota: fpgagdr_ota::Settings,
     notifier: fpgagdrd::notify::Notifier,
     stall_limit: std::time::Duration,
+    limits: api::limits::Limits,
+    files: Arc<fpgagdrd::files::Policy>,
+    change_timeout: std::time::Duration,
+    hosts: api::host::HostPolicy,
 }
 
 async fn serve(parts: Parts) -> Result<(), String> {
@@ -302,6 +454,10 @@ async fn serve(parts: Parts) -> Result<(), String> {
         ota,
         notifier,
         stall_limit,
+        limits,
+        files,
+        change_timeout,
+        hosts,
     } = parts;
     let board = fpgagdrd::board::Board::new(telemetry.period());
     fpgagdrd::board::spawn(shared.clone(), telemetry.clone(), board.clone());
@@ -309,9 +465,32 @@ async fn serve(parts: Parts) -> Result<(), String> {
     let events = live.clone();
     let ota = fpgagdr_ota::Ota::new(ota, Arc::new(move |json| events.publish_event("ota", json)));
     fpgagdr_ota::spawn_monitor(ota.clone());
+    let pipeline_info = supervisor
+        .lock()
+        .map_err(|_| "supervisor poisoned".to_string())?
+        .info_slot();
+    let rate = api::limits::ChangeRate::new(&limits);
+    {
+        // The rate limiter forgets clients whose bucket is full again (bounded memory).
+        let rate = rate.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
+            loop {
+                tick.tick().await;
+                rate.forget_idle();
+            }
+        });
+    }
     let state = api::AppState {
         supervisor,
-        config: Arc::new(tokio::sync::Mutex::new(store)),
+        pipeline_info,
+        config: Arc::new(store),
+        changes: api::Changes::new(change_timeout),
+        files,
+        streams: api::limits::Streams::new(&limits),
+        rate,
+        hosts,
+        limits: Arc::new(limits.clone()),
         shared: shared.clone(),
         card,
         card_why,
@@ -328,11 +507,9 @@ async fn serve(parts: Parts) -> Result<(), String> {
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     tracing::info!("serving {} dashboard files and the API", assets::count());
     println!("fpgagdrd: dashboard at http://{addr}/");
-    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
-    let server = axum::serve(listener, api::router(state)).with_graceful_shutdown(async move {
-        let _ = stop_rx.wait_for(|s| *s).await;
-    });
-    let server = tokio::spawn(async move { server.await });
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let (_handle, server) = api::server::serve(listener, api::router(state), limits, stop_rx);
+    let server = tokio::spawn(server);
     // The pipeline was started (or its failure recorded) before this point.
     notifier.ready(&format!(
         "serving http://{addr}/, pipeline {}",
@@ -349,7 +526,7 @@ async fn serve(parts: Parts) -> Result<(), String> {
     stop_tx.send_replace(true);
     // Open connections get a moment to finish; then the service exits regardless.
     match tokio::time::timeout(std::time::Duration::from_secs(3), server).await {
-        Ok(Ok(r)) => r.map_err(|e| format!("HTTP server: {e}")),
+        Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(format!("HTTP server task: {e}")),
         Err(_) => {
             tracing::warn!("connections still open after 3 s; closing them");

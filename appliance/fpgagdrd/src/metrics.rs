@@ -57,6 +57,8 @@ pub struct Counters {
     /// C2H transfers that built (or rebuilt) their descriptor chain: one per ring entry
     /// on the first lap, none after it when every entry meets the same slot.
     pub chain_cache_misses: AtomicU64,
+    /// Model runs; `frames_inferred / batches_run` is the mean batch size.
+    pub batches_run: AtomicU64,
 }
 
 impl Counters {
@@ -82,6 +84,7 @@ impl Counters {
             bytes_captured: r(&self.bytes_captured),
             chain_cache_hits: r(&self.chain_cache_hits),
             chain_cache_misses: r(&self.chain_cache_misses),
+            batches_run: r(&self.batches_run),
         }
     }
 }
@@ -111,6 +114,8 @@ pub struct CounterValues {
     pub frame_wait_timeouts: u64,
     /// See [`Counters::bytes_captured`].
     pub bytes_captured: u64,
+    /// See [`Counters::batches_run`].
+    pub batches_run: u64,
     /// See [`Counters::chain_cache_hits`].
     pub chain_cache_hits: u64,
     /// See [`Counters::chain_cache_misses`].
@@ -141,9 +146,10 @@ pub enum Stage {
     /// Device-to-host copy, only when the ring is in GPU memory and inference runs on
     /// the CPU (a hop GPUDirect would not need; shown, never hidden).
     D2h,
-    /// Frame → input tensor.
+    /// Frame → input tensor (on the GPU: the header check, CRC and tensors of the whole
+    /// batch the frame was in).
     Preprocess,
-    /// The model.
+    /// The model run of the batch the frame was in.
     Inference,
     /// Frame-done interrupt (the frame's arrival) → result ready: interrupt-to-result.
     EndToEnd,

@@ -3,14 +3,17 @@
 //! `systemctl status`, `STOPPING=1` when shutdown starts.
 //!
 //! Owns: [`Notifier`] and the watchdog task ([`Notifier::spawn_watchdog`]), and the
-//! rule it applies ([`verdict`]). The protocol is the `sd-notify` crate's (one datagram
-//! on `$NOTIFY_SOCKET`); where that variable is unset (not started by systemd) nothing
-//! here does anything.
+//! rule it applies ([`verdict`]). The protocol is one datagram on `$NOTIFY_SOCKET`
+//! (`sd-notify`'s message format); the socket it is sent from is opened once at start
+//! (issue 18: with every descriptor taken by connections, `sd_notify` could not open
+//! one, and `WATCHDOG=1` stopped), so a notification never needs a new descriptor.
+//! Where `$NOTIFY_SOCKET` is unset (not started by systemd) nothing here does anything.
 //! Must not: ping the watchdog for a running pipeline whose capture or inference thread
 //! has stopped going round its loop; a hung thread, not only a dead process, gets the
 //! service restarted (the unit's `WatchdogSec=` with `Restart=on-failure`).
 //! Neighbours: reads `pipeline::Shared` (state, heartbeats, counters); `main.rs` calls it.
 
+use std::os::unix::net::{SocketAddr, UnixDatagram};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -72,28 +75,67 @@ pub fn verdict(
     }
 }
 
+/// Where notifications go: the socket opened at start and systemd's address.
+#[derive(Debug)]
+struct Channel {
+    socket: UnixDatagram,
+    to: SocketAddr,
+}
+
 /// Sends notifications to systemd, or nothing when not run by it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Notifier {
-    enabled: bool,
+    channel: Option<Arc<Channel>>,
     /// `WATCHDOG_USEC` when systemd set a watchdog for this process.
     watchdog: Option<Duration>,
 }
 
+/// systemd's notify address from `$NOTIFY_SOCKET`: a path, or `@name` for an abstract
+/// socket (`sd_notify(3)`).
+fn notify_address(value: &std::ffi::OsStr) -> std::io::Result<SocketAddr> {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::ffi::OsStrExt;
+    match value.as_bytes().strip_prefix(b"@") {
+        Some(name) => SocketAddr::from_abstract_name(name),
+        None => SocketAddr::from_pathname(std::path::Path::new(value)),
+    }
+}
+
 impl Notifier {
-    /// Reads `$NOTIFY_SOCKET`, `$WATCHDOG_USEC` and `$WATCHDOG_PID` (`sd_watchdog_enabled(3)`).
+    /// Reads `$NOTIFY_SOCKET`, `$WATCHDOG_USEC` and `$WATCHDOG_PID`
+    /// (`sd_watchdog_enabled(3)`), and opens the socket every notification is sent from.
     pub fn from_env() -> Self {
+        let channel = std::env::var_os("NOTIFY_SOCKET").and_then(|v| {
+            let opened = notify_address(&v).and_then(|to| {
+                // Non-blocking: the watchdog task runs on the HTTP runtime, and a
+                // receiver that does not read (a full queue: net.unix.max_dgram_qlen
+                // is 10 by default) must cost a dropped notification, never a
+                // blocked worker thread (found by the load benchmark: the accept
+                // loop stalled behind it).
+                let socket = UnixDatagram::unbound()?;
+                socket.set_nonblocking(true)?;
+                Ok(Channel { socket, to })
+            });
+            match opened {
+                Ok(c) => Some(Arc::new(c)),
+                Err(e) => {
+                    tracing::warn!("NOTIFY_SOCKET {v:?}: {e}; no notifications to systemd");
+                    None
+                }
+            }
+        });
         Notifier {
-            enabled: std::env::var_os("NOTIFY_SOCKET").is_some(),
+            channel,
             watchdog: sd_notify::watchdog_enabled().filter(|d| !d.is_zero()),
         }
     }
 
     fn send(&self, states: &[NotifyState]) {
-        if !self.enabled {
+        let Some(c) = &self.channel else {
             return;
-        }
-        if let Err(e) = sd_notify::notify(states) {
+        };
+        let msg: String = states.iter().map(|s| format!("{s}\n")).collect();
+        if let Err(e) = c.socket.send_to_addr(msg.as_bytes(), &c.to) {
             tracing::warn!("sd_notify: {e}");
         }
     }
@@ -117,13 +159,11 @@ impl Notifier {
     /// Does nothing (and returns `None`) when not run by systemd; abort the task before
     /// [`Notifier::stopping`].
     pub fn spawn_watchdog(
-        self,
+        &self,
         shared: Arc<Shared>,
         stall_limit: Duration,
     ) -> Option<tokio::task::JoinHandle<()>> {
-        if !self.enabled {
-            return None;
-        }
+        self.channel.as_ref()?;
         let every = self.watchdog.map_or(STATUS_EVERY, |d| d / 2);
         match self.watchdog {
             Some(w) => tracing::info!(
@@ -132,6 +172,7 @@ impl Notifier {
             ),
             None => tracing::info!("systemd notifications on; no watchdog set (WatchdogSec)"),
         }
+        let this = self.clone();
         Some(tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -159,7 +200,7 @@ impl Notifier {
                         }
                         let status = status_line(state, fps, shared.fault());
                         let ping = [NotifyState::Watchdog, NotifyState::Status(&status)];
-                        self.send(if self.watchdog.is_some() {
+                        this.send(if this.watchdog.is_some() {
                             &ping
                         } else {
                             &ping[1..]
@@ -171,7 +212,7 @@ impl Notifier {
                             tracing::error!("watchdog: {status}; WATCHDOG=1 withheld");
                             stalled = true;
                         }
-                        self.send(&[NotifyState::Status(&status)]);
+                        this.send(&[NotifyState::Status(&status)]);
                     }
                 }
             }

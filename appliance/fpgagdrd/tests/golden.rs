@@ -39,7 +39,8 @@ const HEADERS: &[&str] = &[
 /// recorded entry, why). A `*` segment of the pointer matches any one segment. The
 /// split (issue 14) changed no answer; issue 19 added fields (below) and changed no
 /// status, header, problem or recorded field of the REST answers; it reshaped the
-/// stream's telemetry point.
+/// stream's telemetry point. Issue 18 added the nosniff header and the schema's refusal
+/// of empty paths and of rates between 0 and 0.01.
 const INTENDED: &[(&str, &str, &str)] = &[
     (
         "status",
@@ -247,6 +248,31 @@ const INTENDED: &[(&str, &str, &str)] = &[
         "metrics",
         "/body/metric_families",
         "issue 15: chain cache, missed, overflow, overrun, sequence families added (none removed)",
+    ),
+    (
+        "*",
+        "/headers/x-content-type-options",
+        "issue 18: every answer says X-Content-Type-Options: nosniff",
+    ),
+    (
+        "config-schema",
+        "/body/shape/object/$defs/object/ModelConfig/object/properties/object/labels/object/minLength",
+        "issue 18: the schema refuses the empty path the service refuses",
+    ),
+    (
+        "config-schema",
+        "/body/shape/object/$defs/object/ModelConfig/object/properties/object/path/object/minLength",
+        "issue 18: the schema refuses the empty path the service refuses",
+    ),
+    (
+        "config-schema",
+        "/body/shape/object/$defs/object/SourceConfig/object/properties/object/path/object/minLength",
+        "issue 18: the schema refuses the empty path the service refuses",
+    ),
+    (
+        "config-schema",
+        "/body/shape/object/$defs/object/SourceConfig/object/properties/object/fps/object/not",
+        "issue 18: the schema refuses a rate between 0 and 0.01, as the service does",
     ),
 ];
 

@@ -1,17 +1,25 @@
-//! GPU tests: the frame ring in CUDA device memory and GPU preprocessing against the CPU
-//! reference. On a machine without a CUDA driver (or NVRTC) each test prints why it is
-//! skipped and passes; where a driver loads, a misbehaving GPU path fails.
+//! GPU tests: the frame ring in CUDA device memory, GPU preprocessing against the CPU
+//! reference, the header and CRC checks of a batch on the GPU, and (with the GPU build of
+//! ONNX Runtime) the model reading a batch where it lies, fp16, and the TensorRT provider
+//! failing for want of its libraries while CUDA runs. On a machine without a CUDA driver
+//! (or NVRTC) each test prints why it is skipped and passes; where a driver loads, a
+//! misbehaving GPU path fails. Tests that need ONNX Runtime's CUDA provider print why
+//! they skip with the CPU-only build.
 //!
 //! On a GPU machine without Rust: build here with `cargo test -p fpgagdrd --test gpu
 //! --no-run`, copy the test binary (and `.deps/`) there, and run it (see
 //! appliance/scripts/gpu-check.sh).
 
+use std::path::PathBuf;
 use std::time::Duration;
 
-use fpgagdr::frame::{FrameHeader, HEADER_LEN};
-use fpgagdr::{Card, DmaMemory, FrameTrigger, MemoryKind, PixelFormat};
+use fpgagdr::frame::{FrameError, FrameHeader, HEADER_LEN};
+use fpgagdr::{Card, DmaMemory, FrameTrigger, MemoryKind, PinnedBuffer, PixelFormat};
 use fpgagdr_infer::gpu::{GpuCrc32, GpuError, GpuPreprocessor, TOLERANCE, crc32_chunked};
-use fpgagdr_infer::{FrameView, Model, ModelError, Preprocessor, Provider};
+use fpgagdr_infer::{
+    FramePrep, FrameView, Model, ModelError, ModelOptions, Precision, Preprocessor, Provider,
+    Pushed, Ran, TOP_K, Top,
+};
 use fpgagdr_sim::{FrameSource, LinkPreset, Replay, SimCard, SimConfig, SimSensor, TestPattern};
 use fpgagdrd::config::{CardChoice, RawConfig, RingMemory, SourceKind};
 use fpgagdrd::metrics::Stage;
@@ -67,6 +75,9 @@ fn gpu_preprocessing_matches_the_cpu_reference() {
         (PixelFormat::Rgb8, 451, 300, 7),
         (PixelFormat::Mono8, 17, 23, 3),
         (PixelFormat::Rgb8, 224, 224, 0),
+        (PixelFormat::Mono8, 1024, 1024, 0),
+        (PixelFormat::Rgb8, 3840, 2160, 0),
+        (PixelFormat::Mono8, 320, 240, 0),
     ];
     for (i, (format, width, height, pad)) in cases.into_iter().enumerate() {
         let stride = width * format.bytes_per_pixel() as u32 + pad;
@@ -83,6 +94,10 @@ fn gpu_preprocessing_matches_the_cpu_reference() {
         let mut out = vec![0f32; g.output_len()];
         g.tensor_to_host(&mut out).expect("tensor to host");
         let d = max_diff(&cpu, &out);
+        eprintln!(
+            "{width}x{height} {}: GPU - CPU max |diff| {d}",
+            format.as_str()
+        );
         assert!(
             d <= TOLERANCE,
             "{width}x{height} {}: GPU differs from CPU by {d}",
@@ -245,8 +260,12 @@ fn the_pipeline_on_a_cuda_ring_checks_and_preprocesses_frames_on_the_gpu() {
         config.source.fps = 60.0;
         config.ring.memory = memory;
         let config = config.check().expect("a valid config");
-        let prepared = prepare(&config, &CardChoice::Sim)
-            .unwrap_or_else(|e| panic!("{e} (set ORT_DYLIB_PATH and FPGAGDR_DATA_DIR)"));
+        let prepared = prepare(
+            &config,
+            &CardChoice::Sim,
+            &fpgagdrd::files::Policy::in_data_dir(),
+        )
+        .unwrap_or_else(|e| panic!("{e} (set ORT_DYLIB_PATH and FPGAGDR_DATA_DIR)"));
         let shared = std::sync::Arc::new(Shared::default());
         let mut sup = Supervisor::new(shared.clone());
         sup.start(prepared);
@@ -284,44 +303,94 @@ fn the_pipeline_on_a_cuda_ring_checks_and_preprocesses_frames_on_the_gpu() {
         );
         assert!(latest.frame.checksum_ok);
         let totals = shared.totals.lock().unwrap();
-        for stage in [Stage::D2h, Stage::Preprocess] {
+        let recorded = |stage: Stage| {
             let i = Stage::ALL.iter().position(|s| *s == stage).unwrap();
-            assert!(
-                totals.stages[i].len() >= 30,
-                "{kind:?}: {} recorded {} times",
-                stage.as_str(),
-                totals.stages[i].len()
-            );
+            totals.stages[i].len()
+        };
+        assert!(recorded(Stage::Preprocess) >= 30, "{kind:?}: preprocess");
+        // No device-to-host copy per frame: with the model on the GPU there is none at
+        // all; with the model on the CPU, the batch's tensors come back once.
+        if info.inference.starts_with("ONNX Runtime CPU") {
+            assert!(recorded(Stage::D2h) >= 30, "{kind:?}: {}", info.inference);
+        } else {
+            assert_eq!(recorded(Stage::D2h), 0, "{kind:?}: {}", info.inference);
         }
     }
 }
 
-/// ONNX Runtime's CUDA provider reading the tensor where GPU preprocessing left it, with
-/// the same answer as the CPU provider on the host copy. Skips with the reason when the
-/// loaded ONNX Runtime has no CUDA provider (the CPU-only build that CI fetches).
+fn data_dir() -> PathBuf {
+    PathBuf::from(
+        std::env::var_os("FPGAGDR_DATA_DIR").expect("FPGAGDR_DATA_DIR (see gpu-check.sh)"),
+    )
+}
+
+fn model_paths() -> (PathBuf, PathBuf) {
+    let data = data_dir();
+    (
+        data.join("models/efficientnet-lite0.onnx"),
+        data.join("models/efficientnet-lite0.labels.txt"),
+    )
+}
+
+/// The default model on ONNX Runtime's CUDA provider, reading its input on `g`'s
+/// stream, or `None` after printing why (the CPU-only ONNX Runtime).
+fn cuda_model(g: &GpuPreprocessor, precision: Precision, max_batch: usize) -> Option<Model> {
+    let (model, labels) = model_paths();
+    let options = ModelOptions {
+        provider: Provider::Cuda,
+        precision,
+        max_batch,
+        batch_limit: max_batch,
+        stream: Some(g.stream().clone()),
+        ..ModelOptions::default()
+    };
+    match Model::load(&model, &labels, &options) {
+        Ok(m) => Some(m),
+        Err(ModelError::Provider(why)) => {
+            eprintln!("skipped: no GPU inference here ({why})");
+            None
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn cpu_model(max_batch: usize) -> Model {
+    let (model, labels) = model_paths();
+    let options = ModelOptions {
+        provider: Provider::Cpu,
+        max_batch,
+        batch_limit: max_batch,
+        ..ModelOptions::default()
+    };
+    Model::load(&model, &labels, &options).expect("CPU model")
+}
+
+fn chelsea() -> (FrameHeader, Vec<u8>) {
+    let mut replay = Replay::load(&data_dir().join("frames/chelsea.png")).expect("frame");
+    let mut frame = Vec::new();
+    let header = replay.render(0, &mut frame);
+    (header, frame)
+}
+
+fn device_ptr(g: &GpuPreprocessor) -> u64 {
+    use cudarc::driver::DevicePtr;
+    let (p, _sync) = g.tensor().device_ptr(g.stream());
+    p
+}
+
+/// ONNX Runtime's CUDA provider reading the tensor where GPU preprocessing left it, on
+/// the same stream, with the same answer as the CPU provider on the host copy. Skips
+/// with the reason when the loaded ONNX Runtime has no CUDA provider (the CPU-only build
+/// that CI fetches).
 #[test]
 fn the_cuda_provider_reads_the_tensor_in_gpu_memory_and_agrees_with_the_cpu() {
     let Some(mut g) = gpu(224, 224) else { return };
-    let data = std::path::PathBuf::from(
-        std::env::var_os("FPGAGDR_DATA_DIR").expect("FPGAGDR_DATA_DIR (see gpu-check.sh)"),
-    );
-    let (model, labels) = (
-        data.join("models/efficientnet-lite0.onnx"),
-        data.join("models/efficientnet-lite0.labels.txt"),
-    );
-    let mut on_gpu = match Model::load(&model, &labels, 0, Provider::Cuda) {
-        Ok(m) => m,
-        Err(ModelError::Provider(why)) => {
-            eprintln!("skipped: no GPU inference here ({why})");
-            return;
-        }
-        Err(e) => panic!("{e}"),
+    let Some(mut on_gpu) = cuda_model(&g, Precision::Fp32, 1) else {
+        return;
     };
     assert!(on_gpu.takes_device_input(), "{}", on_gpu.provider());
-    let mut on_cpu = Model::load(&model, &labels, 0, Provider::Cpu).expect("CPU model");
-    let mut replay = Replay::load(&data.join("frames/chelsea.png")).expect("frame");
-    let mut frame = Vec::new();
-    let header = replay.render(0, &mut frame);
+    let mut on_cpu = cpu_model(1);
+    let (header, frame) = chelsea();
     let view = FrameView {
         format: header.format,
         width: header.width,
@@ -332,16 +401,13 @@ fn the_cuda_provider_reads_the_tensor_in_gpu_memory_and_agrees_with_the_cpu() {
     g.run_host(&view).expect("GPU preprocessing");
     let mut host = vec![0f32; g.output_len()];
     g.tensor_to_host(&mut host).expect("tensor to host"); // also synchronises the stream
-    let ptr = {
-        use cudarc::driver::DevicePtr;
-        let (p, _sync) = g.tensor().device_ptr(g.stream());
-        p
-    };
-    let (mut top_gpu, mut top_cpu) = ([(0u32, 0f32); 5], [(0u32, 0f32); 5]);
-    // SAFETY: `ptr` is the preprocessor's output tensor (3 × 224 × 224 f32, device 0),
-    // its stream synchronised above; nothing runs on it until the call returns.
+    let (mut top_gpu, mut top_cpu) = ([[(0u32, 0f32); TOP_K]; 1], [(0u32, 0f32); TOP_K]);
+    // SAFETY: the preprocessor's output tensor (3 × 224 × 224 f32, device 0), written on
+    // the model's stream; the preprocessor outlives the model's use of it.
     #[allow(unsafe_code)]
-    unsafe { on_gpu.classify_device(ptr, &mut top_gpu) }.expect("inference on the GPU");
+    unsafe { on_gpu.classify_batch_device(device_ptr(&g), 1, &mut top_gpu) }
+        .expect("inference on the GPU");
+    let top_gpu = top_gpu[0];
     on_cpu
         .classify(&host, &mut top_cpu)
         .expect("inference on the CPU");
@@ -350,6 +416,329 @@ fn the_cuda_provider_reads_the_tensor_in_gpu_memory_and_agrees_with_the_cpu() {
         assert_eq!(a.0, b.0, "top-5 order: GPU {top_gpu:?} CPU {top_cpu:?}");
         assert!((a.1 - b.1).abs() < 0.01, "GPU {top_gpu:?} CPU {top_cpu:?}");
     }
+}
+
+/// A batch of 8 different frames on the GPU, bound where preprocessing left it (with a
+/// CUDA graph per batch size), gives what 8 single runs give, and what the CPU gives.
+#[test]
+fn a_batch_on_the_gpu_gives_the_outputs_of_single_runs() {
+    let (n, max) = (5usize, 8usize);
+    let Some(probe) = gpu(224, 224) else { return };
+    let stream = probe.stream().clone();
+    let mut g = GpuPreprocessor::on_stream(&stream, 224, 224, max, 64 << 20).expect("kernels");
+    let Some(mut model) = cuda_model(&g, Precision::Fp32, max) else {
+        return;
+    };
+    assert_eq!(model.max_batch(), max, "{}", model.provider());
+    // n tensors side by side: preprocess each frame into slot 0 and move it to slot i.
+    let mut host = vec![0f32; n * g.output_len()];
+    let chw = g.output_len();
+    for i in 0..n {
+        let (w, h) = (300 + 131 * i as u32, 200 + 77 * i as u32);
+        let format = if i % 2 == 0 {
+            PixelFormat::Rgb8
+        } else {
+            PixelFormat::Mono8
+        };
+        let stride = w * format.bytes_per_pixel() as u32;
+        let px = noise((stride * h) as usize, 40 + i as u64);
+        let view = FrameView {
+            format,
+            width: w,
+            height: h,
+            stride,
+            pixels: &px,
+        };
+        g.run_host(&view).expect("preprocess");
+        g.tensor_to_host(&mut host[i * chw..(i + 1) * chw])
+            .expect("to host");
+    }
+    let mut dev = stream.alloc_zeros::<f32>(max * chw).expect("batch tensor");
+    stream
+        .memcpy_htod(&host, &mut dev.slice_mut(..n * chw))
+        .expect("upload");
+    stream.synchronize().expect("sync");
+    let addr = {
+        use cudarc::driver::DevicePtr;
+        let (p, _s) = dev.device_ptr(&stream);
+        p
+    };
+    let mut together = vec![[(0u32, 0f32); TOP_K]; n];
+    // SAFETY: `dev` holds max ≥ n tensors in device memory on the model's stream and
+    // outlives every use of the model below.
+    #[allow(unsafe_code)]
+    unsafe { model.warm_up_device(addr) }.expect("warm-up");
+    #[allow(unsafe_code)]
+    // SAFETY: as above.
+    unsafe { model.classify_batch_device(addr, n, &mut together) }.expect("a batch");
+    let mut cpu = cpu_model(1);
+    for i in 0..n {
+        let mut alone = [[(0u32, 0f32); TOP_K]; 1];
+        let mut one = stream.alloc_zeros::<f32>(max * chw).expect("one tensor");
+        stream
+            .memcpy_htod(&host[i * chw..(i + 1) * chw], &mut one.slice_mut(..chw))
+            .expect("upload");
+        stream.synchronize().expect("sync");
+        let a = {
+            use cudarc::driver::DevicePtr;
+            let (p, _s) = one.device_ptr(&stream);
+            p
+        };
+        // SAFETY: as above, `one` lives until the model is next given another address,
+        // which re-binds (the bindings to `one` are dropped then).
+        #[allow(unsafe_code)]
+        unsafe { model.classify_batch_device(a, 1, &mut alone) }.expect("one frame");
+        let mut on_cpu: Top = [(0, 0.0); TOP_K];
+        cpu.classify(&host[i * chw..(i + 1) * chw], &mut on_cpu)
+            .expect("CPU");
+        for ((b, s), c) in together[i].iter().zip(&alone[0]).zip(&on_cpu) {
+            assert_eq!(
+                b.0, s.0,
+                "frame {i}: batch {:?} single {:?}",
+                together[i], alone[0]
+            );
+            assert!(
+                (b.1 - s.1).abs() < 1e-3,
+                "frame {i}: batch {:?} single {:?}",
+                together[i],
+                alone[0]
+            );
+            assert!(
+                (b.1 - c.1).abs() < 0.01,
+                "frame {i}: GPU {:?} CPU {on_cpu:?}",
+                together[i]
+            );
+        }
+        drop(one);
+    }
+}
+
+/// `precision: fp16` on the CUDA provider loads the model's fp16 copy and gives fp32's
+/// top-5 within 0.01 on a real photograph.
+#[test]
+fn fp16_on_the_cuda_provider_agrees_with_fp32() {
+    let Some(mut g) = gpu(224, 224) else { return };
+    let Some(mut full) = cuda_model(&g, Precision::Fp32, 1) else {
+        return;
+    };
+    let mut half = cuda_model(&g, Precision::Fp16, 1).expect("the fp16 copy loads");
+    assert!(half.provider().contains("fp16"), "{}", half.provider());
+    let (header, frame) = chelsea();
+    let view = FrameView {
+        format: header.format,
+        width: header.width,
+        height: header.height,
+        stride: header.stride,
+        pixels: &frame[HEADER_LEN..header.frame_len()],
+    };
+    g.run_host(&view).expect("GPU preprocessing");
+    let (mut a, mut b) = ([[(0u32, 0f32); TOP_K]; 1], [[(0u32, 0f32); TOP_K]; 1]);
+    // SAFETY: the preprocessor's tensor on the models' stream; it outlives both models'
+    // use of it.
+    #[allow(unsafe_code)]
+    unsafe {
+        full.classify_batch_device(device_ptr(&g), 1, &mut a)
+            .expect("fp32");
+        half.classify_batch_device(device_ptr(&g), 1, &mut b)
+            .expect("fp16");
+    }
+    assert_eq!(a[0][0].0, b[0][0].0, "fp32 {a:?} fp16 {b:?}");
+    for (x, y) in a[0].iter().zip(&b[0]) {
+        assert!((x.1 - y.1).abs() < 0.01, "fp32 {a:?} fp16 {b:?}");
+    }
+}
+
+/// The one test of the TensorRT path that can run here (DESIGN §10): with `auto`, the GPU
+/// build of ONNX Runtime tries its TensorRT provider first; TensorRT's libraries are not
+/// on this machine, so loading it fails, status says so (naming the missing library),
+/// and CUDA runs.
+#[test]
+fn tensorrt_fails_without_its_libraries_status_says_why_and_cuda_runs() {
+    let Some(g) = gpu(224, 224) else { return };
+    if cuda_model(&g, Precision::Fp32, 1).is_none() {
+        return;
+    }
+    let (model, labels) = model_paths();
+    let cache = tempfile::tempdir().expect("cache dir");
+    let m = Model::load(
+        &model,
+        &labels,
+        &ModelOptions {
+            provider: Provider::Auto,
+            max_batch: 1,
+            batch_limit: 1,
+            stream: Some(g.stream().clone()),
+            tensorrt: fpgagdr_infer::TensorRtOptions {
+                cache_dir: cache.path().to_path_buf(),
+                dla_core: None,
+            },
+            ..ModelOptions::default()
+        },
+    )
+    .expect("auto loads");
+    eprintln!("status: {}", m.provider());
+    assert_eq!(m.ran(), Ran::Cuda, "{}", m.provider());
+    assert!(
+        m.provider().contains("TensorRT not used:"),
+        "{}",
+        m.provider()
+    );
+    assert!(m.provider().contains("libnvinfer"), "{}", m.provider());
+    // Asking for TensorRT alone is refused with the same reason.
+    match Model::load(
+        &model,
+        &labels,
+        &ModelOptions {
+            provider: Provider::Tensorrt,
+            batch_limit: 1,
+            stream: Some(g.stream().clone()),
+            tensorrt: fpgagdr_infer::TensorRtOptions {
+                cache_dir: cache.path().to_path_buf(),
+                dla_core: None,
+            },
+            ..ModelOptions::default()
+        },
+    ) {
+        Err(ModelError::Provider(why)) => assert!(why.contains("libnvinfer"), "{why}"),
+        other => panic!("TensorRT without its libraries: {other:?}"),
+    }
+}
+
+/// Writes `frame` into card memory and moves it into `buf` by C2H (the real path).
+fn into_ring(sim: &SimCard, card: &Card, buf: &PinnedBuffer, frame: &[u8]) {
+    sim.fpga_write(0, frame).expect("card memory");
+    card.read_c2h(0, buf, 0, frame.len() as u64, Duration::from_secs(1))
+        .expect("C2H into GPU memory");
+}
+
+/// The GPU checks each frame's header and payload CRC in the ring (no host copy per
+/// frame) and preprocesses the batch; a damaged payload and a damaged header are
+/// rejected with their reasons, the good frames classified as the CPU path classifies
+/// them.
+#[test]
+fn a_batch_in_gpu_memory_is_checked_on_the_gpu_and_bad_frames_are_rejected() {
+    if gpu(8, 8).is_none() {
+        return;
+    }
+    let sim = std::sync::Arc::new(SimCard::new(SimConfig {
+        preset: LinkPreset::Off,
+        ..SimConfig::default()
+    }));
+    let card = Card::from_backend(sim.clone());
+    let align = card.status().alignment as usize;
+    let (header, good) = chelsea();
+    let entry = good.len().div_ceil(align) * align;
+    let bufs: Vec<PinnedBuffer> = (0..5)
+        .map(|_| {
+            let m = DmaMemory::for_frames(entry, align, MemoryKind::CudaDevice).expect("memory");
+            card.pin(m).expect("pin")
+        })
+        .collect();
+    let mut bad_payload = good.clone();
+    bad_payload[HEADER_LEN + 1000] ^= 0x04;
+    let mut bad_magic = good.clone();
+    bad_magic[0] = b'X';
+    let frames = [&good, &good, &bad_payload, &bad_magic, &good];
+    for (buf, f) in bufs.iter().zip(frames) {
+        into_ring(&sim, &card, buf, f);
+    }
+    let mut model = cpu_model(8);
+    let (mut prep, how) = FramePrep::new(MemoryKind::CudaDevice, entry, &model);
+    assert!(how.starts_with("GPU"), "{how}");
+    for buf in &bufs {
+        // SAFETY: nothing writes the entries (this thread did the last C2H) until the
+        // end of the test.
+        #[allow(unsafe_code)]
+        let pushed = unsafe { prep.push(buf, good.len(), true) }.expect("push");
+        assert_eq!(pushed, Pushed::Pending);
+    }
+    let (outcomes, _) = prep.finish(&mut model, true).expect("the batch");
+    assert_eq!(outcomes.len(), 5);
+    let mut expect: Top = [(0, 0.0); TOP_K];
+    let mut pre = Preprocessor::new(224, 224);
+    let mut t = vec![0f32; pre.output_len()];
+    pre.run(
+        &FrameView {
+            format: header.format,
+            width: header.width,
+            height: header.height,
+            stride: header.stride,
+            pixels: &good[HEADER_LEN..],
+        },
+        &mut t,
+    );
+    model.classify(&t, &mut expect).expect("CPU path");
+    for i in [0, 1, 4] {
+        let o = &outcomes[i];
+        assert_eq!(o.header.as_ref().expect("a good frame").seq, header.seq);
+        assert_eq!(
+            o.top[0].0, expect[0].0,
+            "frame {i}: {:?} vs {expect:?}",
+            o.top
+        );
+        assert!(
+            (o.top[0].1 - expect[0].1).abs() < 1e-4,
+            "frame {i}: {:?} vs {expect:?}",
+            o.top
+        );
+        assert!(
+            o.d2h_ns.is_some(),
+            "the tensors came back for the CPU model"
+        );
+    }
+    assert!(
+        matches!(outcomes[2].header, Err(FrameError::PayloadCrc { .. })),
+        "{:?}",
+        outcomes[2].header
+    );
+    assert!(
+        matches!(outcomes[3].header, Err(FrameError::BadMagic { .. })),
+        "{:?}",
+        outcomes[3].header
+    );
+}
+
+/// The inference stage alone on a full ring of 1 MiB frames in GPU memory runs full
+/// batches, checks every frame and damages none.
+#[test]
+fn the_inference_stage_runs_full_batches_from_a_full_ring() {
+    if gpu(8, 8).is_none() {
+        return;
+    }
+    let mut config = RawConfig::default();
+    config.source.kind = SourceKind::TestPattern;
+    config.source.fps = 0.0;
+    config.card.sim_link = LinkPreset::Off;
+    config.ring.memory = RingMemory::CudaDevice;
+    config.ring.entries = 16;
+    config.ring.when_full = fpgagdrd::pipeline::queue::WhenFull::Wait;
+    config.inference.max_batch = 8;
+    let config = config.check().expect("a valid config");
+    let prepared = prepare(
+        &config,
+        &CardChoice::Sim,
+        &fpgagdrd::files::Policy::in_data_dir(),
+    )
+    .expect("prepare");
+    let shared = std::sync::Arc::new(Shared::default());
+    let mut sup = Supervisor::new(shared.clone());
+    sup.start_inference_only(prepared);
+    let info = sup.info().expect("info").clone();
+    assert_eq!(info.max_batch, 8, "{}", info.inference);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while shared.counters.read().frames_inferred < 200 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    sup.stop();
+    let c = shared.counters.read();
+    assert!(c.frames_inferred >= 200, "{c:?} {:?}", shared.fault());
+    assert_eq!(c.checksum_errors, 0, "{c:?}");
+    // A full ring: nearly every run is a full batch.
+    assert!(
+        c.frames_inferred as f64 / c.batches_run as f64 > 6.0,
+        "mean batch {}: {c:?}",
+        c.frames_inferred as f64 / c.batches_run as f64
+    );
 }
 
 #[test]

@@ -184,8 +184,12 @@ fn a_bundle_from_an_unknown_signer_is_refused_and_nothing_is_written() {
     let bundle =
         std::fs::read(env.bundle("foreign", COMPATIBLE, &keys().other, &image(2), false)).unwrap();
     let p = upload(&svc, &bundle).problem(422, "ota-bundle");
+    // RAUC's own reason (issue 18: it was replaced by RAUC 1.8's reason-less "rauc info
+    // error" of its D-Bus Info method).
+    let detail = p["detail"].as_str().unwrap();
+    assert!(detail.contains("RAUC refused"), "{p}");
     assert!(
-        p["detail"].as_str().unwrap().contains("RAUC refused"),
+        !detail.contains("rauc info error") && detail.contains("signature verification failed"),
         "{p}"
     );
     assert!(spool_files(&env).is_empty(), "{:?}", spool_files(&env));
@@ -788,4 +792,136 @@ fn a_bus_without_rauc_on_it_is_reported_as_such() {
             .is_some_and(|r| r.contains("is not on"))
     });
     assert_eq!(v["available"], false, "{v}");
+}
+
+// 10 (issue 18) ------------------------------------------------------------------------
+
+/// Headers and `Content-Length` of an upload of `len` bytes, on a new connection.
+fn upload_head(svc: &Service, len: Option<usize>) -> std::net::TcpStream {
+    let addr = svc.base.trim_start_matches("http://").to_string();
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    let length = match len {
+        Some(n) => format!("Content-Length: {n}"),
+        None => "Transfer-Encoding: chunked".to_string(),
+    };
+    write!(
+        s,
+        "POST /api/v1/ota/bundles HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/octet-stream\r\n{length}\r\n\r\n",
+        svc.token
+    )
+    .unwrap();
+    s
+}
+
+/// The status line and the body of the reply on `s` (read until the server closes).
+fn reply_of(s: &mut std::net::TcpStream, within: std::time::Duration) -> String {
+    use std::io::Read;
+    s.set_read_timeout(Some(within)).unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                out.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&out);
+                if text.contains("\r\n\r\n") && text.trim_end().ends_with('}') {
+                    break;
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    String::from_utf8_lossy(&out).to_string()
+}
+
+/// Defect (issue 18): a bundle upload that sent its `Content-Length` and then stalled
+/// blocked every other upload and install until the client went away. Now another
+/// client uploads and installs meanwhile, and the stalled upload is answered 408 after
+/// the stall limit (30 s by default), its partial file removed.
+#[test]
+fn a_stalled_upload_holds_up_no_other_upload_or_install_and_is_cut_off() {
+    if !rauc_ready("stalled upload") {
+        return;
+    }
+    let env = Rauc::start(true);
+    let svc = env.service();
+    wait_ota(&svc, "OTA available", |v| v["available"] == true);
+    let bundle =
+        std::fs::read(env.bundle("good", COMPATIBLE, &keys().good, &image(10), false)).unwrap();
+    let mut slow = upload_head(&svc, Some(bundle.len()));
+    slow.write_all(&bundle[..bundle.len() / 3]).unwrap();
+    wait_for("the stalled upload's partial file", || {
+        spool_files(&env)
+            .iter()
+            .any(|f| f.starts_with(".upload-"))
+            .then_some(())
+            .ok_or_else(|| format!("{:?}", spool_files(&env)))
+    });
+    let started = std::time::Instant::now();
+    let r = upload(&svc, &bundle);
+    assert_eq!(r.status, 201, "an upload while another stalls: {}", r.body);
+    let sha = r.json()["sha256"].as_str().unwrap().to_string();
+    assert_eq!(install(&svc, &sha).status, 202);
+    let v = wait_ota(&svc, "the install's result", |v| {
+        v["last_result"].is_object()
+    });
+    assert_eq!(v["last_result"]["ok"], true, "{v}");
+    let reply = reply_of(&mut slow, PATIENCE * 2);
+    assert!(
+        reply.starts_with("HTTP/1.1 408") && reply.contains("urn:fpgagdr:problem:ota-upload-stall"),
+        "after {:?}: {reply:?}",
+        started.elapsed()
+    );
+    wait_for("the stalled upload's partial file removed", || {
+        let f = spool_files(&env);
+        (!f.iter().any(|f| f.starts_with(".upload-")))
+            .then_some(())
+            .ok_or_else(|| format!("{f:?}"))
+    });
+}
+
+/// Defect (issue 18): a chunked upload (no `Content-Length`) skipped the free-space
+/// check. Here the spool's reserve is set so that 32 MiB more fill it: a chunked upload
+/// of 256 MiB is refused with 507 once it would eat into the reserve, and nothing stays.
+#[test]
+fn a_chunked_upload_is_held_to_the_free_space_too() {
+    if !rauc_ready("chunked upload and free space") {
+        return;
+    }
+    let env = Rauc::start(true);
+    let spool = env.path("spool");
+    let st = nix::sys::statvfs::statvfs(&spool).unwrap();
+    #[allow(clippy::unnecessary_cast)]
+    let free = st.blocks_available() as u64 * st.fragment_size() as u64;
+    let reserve = (free - (32 << 20)).to_string();
+    let svc = env.service_with(&["--ota-spool-reserve-bytes", &reserve]);
+    wait_ota(&svc, "OTA available", |v| v["available"] == true);
+    let mut s = upload_head(&svc, None);
+    let mut writer = s.try_clone().unwrap();
+    let sender = std::thread::spawn(move || {
+        let chunk = vec![0x5au8; 1 << 20];
+        for _ in 0..256 {
+            if write!(writer, "{:x}\r\n", chunk.len()).is_err()
+                || writer.write_all(&chunk).is_err()
+                || writer.write_all(b"\r\n").is_err()
+            {
+                return false;
+            }
+        }
+        let _ = writer.write_all(b"0\r\n\r\n");
+        true
+    });
+    let reply = reply_of(&mut s, PATIENCE);
+    assert!(
+        reply.starts_with("HTTP/1.1 507") && reply.contains("urn:fpgagdr:problem:ota-spool-space"),
+        "{reply:?}"
+    );
+    drop(s);
+    let _ = sender.join();
+    wait_for("nothing left in the spool", || {
+        let f = spool_files(&env);
+        f.is_empty().then_some(()).ok_or_else(|| format!("{f:?}"))
+    });
 }

@@ -1,5 +1,6 @@
 SUMMARY = "fpgagdr data: the default model with its labels and licences, and demo frames"
-DESCRIPTION = "EfficientNet-Lite0 (ONNX) and its ImageNet labels from models/, \
+DESCRIPTION = "EfficientNet-Lite0 (ONNX, and its fp16 copy for inference.precision fp16 \
+               on the CUDA provider) and its ImageNet labels from models/, \
                checked against models/SHA256SUMS, in the service's data directory; \
                and, in the -frames package, the five CC0 / public-domain \
                photographs the simulated card replays."
@@ -10,7 +11,7 @@ LICENSE:${PN} = "Apache-2.0 & BSD-3-Clause"
 LICENSE:${PN}-frames = "CC0-1.0 & PD"
 # The frames' licences are their notes in scikit-image's _fetchers.py (camera,
 # astronaut, chelsea, coffee, rocket), pinned with the wheel.
-LIC_FILES_CHKSUM = "file://models/LICENSE.efficientnet-lite0;md5=3b9ecc9b3c1b19e0be4ae0a4a9b4f24d \
+LIC_FILES_CHKSUM = "file://models/LICENSE.efficientnet-lite0;md5=24eab41cbdc6ba44eed754f8d5c26cff \
                     file://models/LICENSE.labels;md5=1f2593f1ddbd028b8ff52191b7057956 \
                     file://${FRAMES_DIR}/_fetchers.py;beginline=360;endline=372;md5=a9fed39db9e2ca5e2ffd841b825ee322 \
                     file://${FRAMES_DIR}/_fetchers.py;beginline=403;endline=414;md5=c8d7c646e8a77f5f80d6fe7f76190d48 \
@@ -42,7 +43,8 @@ do_install() {
     # The model is 18 MB of committed binary: refuse a copy that differs from its checksum.
     (cd ${S}/models && sha256sum --check --quiet SHA256SUMS)
     install -d ${D}${FPGAGDR_DATADIR}/models ${D}${FPGAGDR_DATADIR}/frames
-    install -m 0644 ${S}/models/efficientnet-lite0.onnx ${S}/models/efficientnet-lite0.labels.txt \
+    install -m 0644 ${S}/models/efficientnet-lite0.onnx ${S}/models/efficientnet-lite0.fp16.onnx \
+        ${S}/models/efficientnet-lite0.labels.txt \
         ${S}/models/LICENSE.efficientnet-lite0 ${S}/models/LICENSE.labels \
         ${D}${FPGAGDR_DATADIR}/models/
     for f in ${FRAMES}; do

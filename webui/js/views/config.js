@@ -73,7 +73,13 @@ function kindOf(s) {
   if (choices(s)) return 'enum';
   const t = s.type;
   if (t === 'object' || s.properties) return 'object';
-  if (Array.isArray(t)) return t.includes('null') && t.includes('string') ? 'nullable' : 'string';
+  if (Array.isArray(t)) {
+    if (t.includes('null') && t.includes('string')) return 'nullable';
+    // A nullable number (e.g. inference.tensorrt.dla_core): an empty box is null.
+    if (t.includes('integer')) return 'integer';
+    if (t.includes('number')) return 'number';
+    return 'string';
+  }
   if (t === 'boolean' || t === 'integer' || t === 'number') return t;
   return 'string';
 }

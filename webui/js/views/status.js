@@ -65,6 +65,8 @@ export class StatusView {
     this.shownSeq = null;
     /** whether a snapshot was shown: then counters come from snapshots only */
     this.haveSnapshot = false;
+    /** frames inferred and model runs of the previous snapshot (the batch size in use) */
+    this.lastRuns = { frames: NaN, batches: NaN };
   }
 
   /**
@@ -172,6 +174,8 @@ export class StatusView {
     this.setField('source', text(pipeline.source));
     this.setField('preprocess', text(pipeline.preprocess));
     this.setField('inference', text(pipeline.inference));
+    this.setField('batch_max', pipeline.batch ? `of ${pipeline.batch.max}` : '');
+    if (!this.haveSnapshot) this.setMetric('batch', pipeline.batch ? fmt.num3(pipeline.batch.mean) : fmt.NONE);
     const err = this.el('[data-field="pipeline_error"]');
     err.hidden = !(pipeline.state === 'failed' && pipeline.error);
     err.textContent = pipeline.error ? `Pipeline failed: ${pipeline.error}` : '';
@@ -227,6 +231,7 @@ export class StatusView {
     for (const name of COUNTERS) this.showCounter(name, s[name]);
     if (fmt.isNum(s.transfer_errors)) this.showCounter('transfer_errors', s.transfer_errors);
     if (fmt.isNum(s.frames_overrun)) this.showCounter('frames_overrun', s.frames_overrun);
+    this.showBatch(s);
     for (const [stage, prefix] of STAGE_METRICS) {
       const p = s.latency_us?.[stage];
       if (p) {
@@ -240,6 +245,19 @@ export class StatusView {
       const jitter = p && fmt.isNum(p.p99) && fmt.isNum(p.p50) ? p.p99 - p.p50 : NaN;
       this.setMetric(`${prefix}_jitter`, jitter > 0 ? fmt.latency(jitter) : jitter === 0 ? '0\u202fµs' : fmt.NONE);
     }
+  }
+
+  /**
+   * The batch size in use: frames per model run since the previous snapshot; the
+   * last value stays while no model ran.
+   * @param {Snapshot} s
+   */
+  showBatch(s) {
+    const runs = { frames: s.frames_inferred, batches: s.batches_run ?? NaN };
+    const frames = runs.frames - this.lastRuns.frames;
+    const batches = runs.batches - this.lastRuns.batches;
+    if (batches > 0 && frames >= 0) this.setMetric('batch', fmt.num3(frames / batches));
+    this.lastRuns = runs;
   }
 
   /**

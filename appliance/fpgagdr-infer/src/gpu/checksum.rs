@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 
-use super::kernels::{GpuError, GpuKernels, cuda};
+use super::kernels::{GEOM_WORDS, GpuError, GpuKernels, cuda};
 
 /// The reflected CRC-32 polynomial (IEEE 802.3; bit 31 is the x⁰ coefficient).
 const POLY: u32 = 0xedb8_8320;
@@ -55,21 +55,27 @@ __device__ void fg_tree(unsigned int* sh, int n, const unsigned int* shifts) {
     __syncthreads();
 }
 
-/* Block b, thread t: chunk g = b*256 + t of N = gridDim.x*256 chunks, covering bytes
-   [len - (N-g)*chunk, len - (N-g-1)*chunk) clipped at 0. shifts[0..8): x^(8*chunk*2^k). */
-extern "C" __global__ void fpgagdr_crc32_chunks(const unsigned char* data,
-    long long len, long long chunk, const unsigned int* shifts, unsigned int* partials)
+/* Frame z = blockIdx.y, its geometry record geom[z*8..] (pixel address in words 0-1,
+   payload length in word 6, 0 for a frame whose header failed). Block b, thread t: chunk
+   g = b*256 + t of N = gridDim.x*256 chunks, covering bytes [len - (N-g)*chunk,
+   len - (N-g-1)*chunk) clipped at 0. shifts[0..8): x^(8*chunk*2^k). */
+extern "C" __global__ void fpgagdr_crc32_chunks(const unsigned int* geom, long long chunk,
+    const unsigned int* shifts, unsigned int* partials)
 {
     __shared__ unsigned int table[256];
     __shared__ unsigned int sh[256];
     int t = threadIdx.x;
+    const unsigned int* g = geom + blockIdx.y * 8;
+    const unsigned char* data =
+        (const unsigned char*)((unsigned long long)g[0] | ((unsigned long long)g[1] << 32));
+    long long len = g[6];
     unsigned int c = t;
     for (int k = 0; k < 8; ++k) c = (c & 1u) ? (c >> 1) ^ POLY : (c >> 1);
     table[t] = c;
     __syncthreads();
     long long n_chunks = (long long)gridDim.x * 256;
-    long long g = (long long)blockIdx.x * 256 + t;
-    long long hi = len - (n_chunks - g - 1) * chunk;
+    long long gi = (long long)blockIdx.x * 256 + t;
+    long long hi = len - (n_chunks - gi - 1) * chunk;
     long long lo = hi - chunk;
     if (lo < 0) lo = 0;
     unsigned int crc = 0xffffffffu;
@@ -77,20 +83,22 @@ extern "C" __global__ void fpgagdr_crc32_chunks(const unsigned char* data,
         crc = table[(crc ^ data[i]) & 0xffu] ^ (crc >> 8);
     sh[t] = hi > 0 ? ~crc : 0u;
     fg_tree(sh, 256, shifts);
-    if (t == 0) partials[blockIdx.x] = sh[0];
+    if (t == 0) partials[blockIdx.y * gridDim.x + blockIdx.x] = sh[0];
 }
 
-/* One block of n_pow2 threads: partials[0..n_blocks) right-aligned in a tree of n_pow2
-   leaves. shifts[8..18): x^(8*chunk*256*2^k). */
+/* Frame z = blockIdx.x; one block of n_pow2 threads: partials[z*n_blocks ..][0..n_blocks)
+   right-aligned in a tree of n_pow2 leaves. shifts[8..18): x^(8*chunk*256*2^k). The CRC
+   goes to out[out_offset + z * out_stride]. */
 extern "C" __global__ void fpgagdr_crc32_blocks(const unsigned int* partials,
-    int n_blocks, int n_pow2, const unsigned int* shifts, unsigned int* out)
+    int n_blocks, int n_pow2, const unsigned int* shifts, unsigned int* out, int out_offset,
+    int out_stride)
 {
     __shared__ unsigned int sh[1024];
     int t = threadIdx.x;
     int i = t - (n_pow2 - n_blocks);
-    sh[t] = i >= 0 ? partials[i] : 0u;
+    sh[t] = i >= 0 ? partials[blockIdx.x * n_blocks + i] : 0u;
     fg_tree(sh, n_pow2, shifts + 8);
-    if (t == 0) out[0] = sh[0];
+    if (t == 0) out[out_offset + blockIdx.x * out_stride] = sh[0];
 }
 "#;
 
@@ -190,19 +198,28 @@ pub fn crc32_chunked(data: &[u8]) -> u32 {
     tree(&mut sh, &shifts[8..])
 }
 
-/// CRC-32 of bytes in GPU memory. Holds the two compiled kernels, the shift table for
-/// the current chunk length, the per-block partial CRCs and the result, all in device
-/// memory, allocated once (no allocation per frame while the frame size stays).
+/// CRC-32 of bytes in GPU memory, of one buffer or of every frame of a batch in one pair
+/// of launches. Holds the two compiled kernels, the shift table for the current chunk
+/// length, the per-block partial CRCs, a geometry record and the result for single
+/// buffers, all in device memory, allocated once (no allocation per frame while the
+/// frame size and batch stay).
 #[derive(Debug)]
 pub struct GpuCrc32 {
+    launcher: Launcher,
+    geom: CudaSlice<u32>,
+    out: CudaSlice<u32>,
+    staging: Option<CudaSlice<u8>>,
+}
+
+/// The kernels and the buffers only they use.
+#[derive(Debug)]
+struct Launcher {
     kernels: GpuKernels,
     chunks_fn: CudaFunction,
     blocks_fn: CudaFunction,
     shifts: CudaSlice<u32>,
     shifts_for: usize,
     partials: CudaSlice<u32>,
-    out: CudaSlice<u32>,
-    staging: Option<CudaSlice<u8>>,
 }
 
 impl GpuCrc32 {
@@ -220,23 +237,27 @@ impl GpuCrc32 {
     }
 
     fn with_kernels(kernels: GpuKernels) -> Result<Self, GpuError> {
-        let s = &kernels.stream;
+        let s = kernels.stream.clone();
         Ok(GpuCrc32 {
-            chunks_fn: kernels.function("fpgagdr_crc32_chunks")?,
-            blocks_fn: kernels.function("fpgagdr_crc32_blocks")?,
-            shifts: s.alloc_zeros::<u32>(18).map_err(cuda)?,
-            shifts_for: 0,
-            partials: s.alloc_zeros::<u32>(MAX_BLOCKS).map_err(cuda)?,
+            launcher: Launcher {
+                chunks_fn: kernels.function("fpgagdr_crc32_chunks")?,
+                blocks_fn: kernels.function("fpgagdr_crc32_blocks")?,
+                shifts: s.alloc_zeros::<u32>(18).map_err(cuda)?,
+                shifts_for: 0,
+                partials: s.alloc_zeros::<u32>(MAX_BLOCKS).map_err(cuda)?,
+                kernels,
+            },
+            geom: s.alloc_zeros::<u32>(GEOM_WORDS).map_err(cuda)?,
             out: s.alloc_zeros::<u32>(1).map_err(cuda)?,
             staging: None,
-            kernels,
         })
     }
 
     /// Queues the CRC of `len` bytes at device address `data` on the stream; read it
     /// with [`Self::result`].
     ///
-    /// Errors: [`GpuError::Geometry`] when `len` is 0 or over 2⁴⁰; [`GpuError::Cuda`].
+    /// Errors: [`GpuError::Geometry`] when `len` is 0 or over 4 GiB − 1 (a frame
+    /// payload's length is a u32); [`GpuError::Cuda`].
     ///
     /// # Safety
     /// `data .. data + len` must be device memory (or device-mapped host memory) of
@@ -244,66 +265,58 @@ impl GpuCrc32 {
     /// run the kernels.
     #[allow(unsafe_code)]
     pub unsafe fn launch(&mut self, data: u64, len: usize) -> Result<(), GpuError> {
-        if len == 0 || len as u64 > 1 << 40 {
+        if len == 0 || len > u32::MAX as usize {
             return Err(GpuError::Geometry(format!(
-                "a CRC over {len} bytes: the length must be 1 B ..= 1 TiB"
+                "a CRC over {len} bytes: the length must be 1 B ..= 4 GiB - 1"
             )));
         }
-        let (chunk, blocks) = geometry(len);
-        let stream = self.kernels.stream.clone();
-        if self.shifts_for != chunk {
-            stream
-                .memcpy_htod(&shift_table(chunk as u64), &mut self.shifts)
-                .map_err(cuda)?;
-            self.shifts_for = chunk;
+        let g: [u32; GEOM_WORDS] = [data as u32, (data >> 32) as u32, 0, 0, 0, 1, len as u32, 1];
+        let stream = self.launcher.kernels.stream.clone();
+        stream.memcpy_htod(&g, &mut self.geom).map_err(cuda)?;
+        // SAFETY: the one record just written describes `data .. data + len`, which the
+        // caller vouches for; `out` holds the one result.
+        unsafe {
+            self.launcher
+                .launch(&self.geom, 1, len, &mut self.out, 0, 1)
         }
-        let (len, chunk) = (len as i64, chunk as i64);
-        let cfg = LaunchConfig {
-            grid_dim: (blocks as u32, 1, 1),
-            block_dim: (CHUNKS_PER_BLOCK as u32, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut launch = stream.launch_builder(&self.chunks_fn);
-        launch
-            .arg(&data)
-            .arg(&len)
-            .arg(&chunk)
-            .arg(&self.shifts)
-            .arg(&mut self.partials);
-        // SAFETY: the arguments match the kernel's signature. Thread g of N reads bytes
-        // [max(0, len − (N−g)·chunk), len − (N−g−1)·chunk) ⊂ [0, len) from `data`, which
-        // the caller vouches for; block b writes partials[b], b < blocks ≤ MAX_BLOCKS =
-        // the length of `partials`; `shifts` holds the 18 entries the kernels index.
-        unsafe { launch.launch(cfg) }.map_err(cuda)?;
-        let n_pow2 = blocks.next_power_of_two();
-        let (n_blocks, n_pow2_i) = (blocks as i32, n_pow2 as i32);
-        let cfg = LaunchConfig {
-            grid_dim: (1, 1, 1),
-            block_dim: (n_pow2 as u32, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut launch = stream.launch_builder(&self.blocks_fn);
-        launch
-            .arg(&self.partials)
-            .arg(&n_blocks)
-            .arg(&n_pow2_i)
-            .arg(&self.shifts)
-            .arg(&mut self.out);
-        // SAFETY: the arguments match the kernel's signature; thread t < n_pow2 ≤ 1024
-        // reads partials[t − (n_pow2 − blocks)] only when that index is ≥ 0 (so < blocks),
-        // writes its own shared slot, and thread 0 writes out[0].
-        unsafe { launch.launch(cfg) }.map_err(cuda)?;
-        Ok(())
+    }
+
+    /// Queues the CRCs of the payloads of frames `0..n` that the geometry records in
+    /// `geom` describe (`GEOM_WORDS` u32 each: pixel address, …, payload length; a
+    /// record of length 0 gives CRC 0), each at most `max_payload` bytes; frame z's CRC
+    /// goes to `out[out_offset + z × out_stride]`.
+    ///
+    /// Errors: [`GpuError::Geometry`] when `max_payload` is 0 or over 4 GiB − 1, or the
+    /// buffers are too short for `n`; [`GpuError::Cuda`].
+    ///
+    /// # Safety
+    /// Every record's `payload length` bytes from its address must be device memory (or
+    /// device-mapped host memory) of this context that stays allocated and unwritten
+    /// until the stream has run the kernels, and no record may claim more than
+    /// `max_payload` bytes.
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn launch_batch(
+        &mut self,
+        geom: &CudaSlice<u32>,
+        n: usize,
+        max_payload: usize,
+        out: &mut CudaSlice<u32>,
+        out_offset: usize,
+        out_stride: usize,
+    ) -> Result<(), GpuError> {
+        // SAFETY: the caller's contract, passed on.
+        unsafe {
+            self.launcher
+                .launch(geom, n, max_payload, out, out_offset, out_stride)
+        }
     }
 
     /// Waits for the stream and returns the CRC the last [`Self::launch`] computed.
     pub fn result(&self) -> Result<u32, GpuError> {
+        let stream = &self.launcher.kernels.stream;
         let mut v = [0u32; 1];
-        self.kernels
-            .stream
-            .memcpy_dtoh(&self.out, &mut v)
-            .map_err(cuda)?;
-        self.kernels.stream.synchronize().map_err(cuda)?;
+        stream.memcpy_dtoh(&self.out, &mut v).map_err(cuda)?;
+        stream.synchronize().map_err(cuda)?;
         Ok(v[0])
     }
 
@@ -311,7 +324,7 @@ impl GpuCrc32 {
     /// buffer (tests and benchmarks).
     #[allow(unsafe_code)]
     pub fn of_host(&mut self, bytes: &[u8]) -> Result<u32, GpuError> {
-        let stream = self.kernels.stream.clone();
+        let stream = self.launcher.kernels.stream.clone();
         if self.staging.as_ref().is_none_or(|s| s.len() < bytes.len()) {
             self.staging = Some(stream.alloc_zeros::<u8>(bytes.len().max(1)).map_err(cuda)?);
         }
@@ -327,6 +340,87 @@ impl GpuCrc32 {
         // above on the same stream; `result` waits for the kernels before it returns.
         unsafe { self.launch(ptr, bytes.len()) }?;
         self.result()
+    }
+}
+
+impl Launcher {
+    /// See [`GpuCrc32::launch_batch`].
+    ///
+    /// # Safety
+    /// As [`GpuCrc32::launch_batch`].
+    #[allow(unsafe_code)]
+    unsafe fn launch(
+        &mut self,
+        geom: &CudaSlice<u32>,
+        n: usize,
+        max_payload: usize,
+        out: &mut CudaSlice<u32>,
+        out_offset: usize,
+        out_stride: usize,
+    ) -> Result<(), GpuError> {
+        if max_payload == 0 || max_payload > u32::MAX as usize {
+            return Err(GpuError::Geometry(format!(
+                "a CRC over up to {max_payload} bytes: the length must be 1 B ..= 4 GiB - 1"
+            )));
+        }
+        if n == 0 || geom.len() < n * GEOM_WORDS || out.len() <= out_offset + (n - 1) * out_stride {
+            return Err(GpuError::Geometry(format!(
+                "a CRC batch of {n} frames does not fit its buffers"
+            )));
+        }
+        let (chunk, blocks) = geometry(max_payload);
+        let stream = self.kernels.stream.clone();
+        if self.partials.len() < n * blocks {
+            self.partials = stream.alloc_zeros::<u32>(n * blocks).map_err(cuda)?;
+        }
+        if self.shifts_for != chunk {
+            stream
+                .memcpy_htod(&shift_table(chunk as u64), &mut self.shifts)
+                .map_err(cuda)?;
+            self.shifts_for = chunk;
+        }
+        let chunk = chunk as i64;
+        let cfg = LaunchConfig {
+            grid_dim: (blocks as u32, n as u32, 1),
+            block_dim: (CHUNKS_PER_BLOCK as u32, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut launch = stream.launch_builder(&self.chunks_fn);
+        launch
+            .arg(geom)
+            .arg(&chunk)
+            .arg(&self.shifts)
+            .arg(&mut self.partials);
+        // SAFETY: the arguments match the kernel's signature. Block (b, z) reads record
+        // z < n (inside `geom`, checked above); thread g of N reads bytes
+        // [max(0, len − (N−g)·chunk), len − (N−g−1)·chunk) ⊂ [0, len) of that record's
+        // payload, len ≤ max_payload ≤ N·chunk, which the caller vouches for; it writes
+        // partials[z·blocks + b] < n·blocks ≤ the length of `partials`; `shifts` holds the
+        // 18 entries the kernels index.
+        unsafe { launch.launch(cfg) }.map_err(cuda)?;
+        let n_pow2 = blocks.next_power_of_two();
+        let (n_blocks, n_pow2_i) = (blocks as i32, n_pow2 as i32);
+        let (offset, stride) = (out_offset as i32, out_stride as i32);
+        let cfg = LaunchConfig {
+            grid_dim: (n as u32, 1, 1),
+            block_dim: (n_pow2 as u32, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut launch = stream.launch_builder(&self.blocks_fn);
+        launch
+            .arg(&self.partials)
+            .arg(&n_blocks)
+            .arg(&n_pow2_i)
+            .arg(&self.shifts)
+            .arg(out)
+            .arg(&offset)
+            .arg(&stride);
+        // SAFETY: the arguments match the kernel's signature; block z < n, thread t <
+        // n_pow2 ≤ 1024 reads partials[z·blocks + t − (n_pow2 − blocks)] only when that
+        // index is ≥ z·blocks (so < (z+1)·blocks ≤ its length), and thread 0 writes
+        // out[out_offset + z·out_stride], inside `out` (checked above).
+        unsafe { launch.launch(cfg) }.map_err(cuda)?;
+        Ok(())
     }
 }
 

@@ -1,12 +1,17 @@
 //! What every GPU stage shares: the CUDA context of the frame ring, one stream, a module
 //! compiled at run time with NVRTC, CUDA event timing, and the error type.
 //!
-//! Owns: [`GpuError`], [`GpuKernels`], [`EventTimer`]. Must not: know a kernel's source;
-//! `checksum.rs` and `preprocess.rs` bring theirs.
+//! Owns: [`GpuError`], [`GpuKernels`], [`EventTimer`], the geometry record's size. Must
+//! not: know a kernel's source; `checksum.rs` and `preprocess.rs` bring theirs.
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream, sys};
+
+/// Words (u32) of one frame's geometry record, which the header kernel writes and the CRC
+/// and preprocessing kernels read: pixel address low, high, width, height, stride, bytes
+/// per pixel, payload length, valid (1) or not (0).
+pub(crate) const GEOM_WORDS: usize = 8;
 
 /// Why GPU work cannot run.
 #[derive(Debug, thiserror::Error)]

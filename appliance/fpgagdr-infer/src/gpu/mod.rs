@@ -1,6 +1,7 @@
 //! The GPU side of inference: kernels compiled at run time with NVRTC that read a frame
 //! where it lies in GPU memory: its payload CRC ([`GpuCrc32`]) and the model's input
-//! tensor ([`GpuPreprocessor`]), both in GPU memory, both timed with CUDA events.
+//! tensors ([`GpuPreprocessor`], which also checks each frame's header), a batch of frames
+//! at a time, all in GPU memory, timed with CUDA events.
 //!
 //! Owns: nothing but the names: `kernels.rs` holds [`GpuError`], [`GpuKernels`] (the
 //! context, one stream, the compiled module) and [`EventTimer`]; `checksum.rs` and
@@ -18,3 +19,4 @@ pub use checksum::{GpuCrc32, crc32_chunked, crc32_combine};
 pub(crate) use kernels::cuda;
 pub use kernels::{EventTimer, GpuError, GpuKernels};
 pub use preprocess::{GpuPreprocessor, GpuTiming, TOLERANCE};
+pub(crate) use preprocess::{RESULT_CRC, RESULT_WORDS};

@@ -1,47 +1,210 @@
-//! GPU preprocessing: the CUDA version of `preprocess.rs`, reading a frame where it lies
-//! in GPU memory and writing the model's input tensor in GPU memory.
+//! GPU preprocessing: the CUDA version of `preprocess.rs`, reading frames where they lie
+//! in GPU memory and writing a batch of input tensors in GPU memory, with no host round
+//! trip per frame.
 //!
-//! Owns: [`GpuPreprocessor`]. The arithmetic is the CPU reference's (centre crop of
-//! 87.5 % of the short side, rounded down; half-pixel-centre bilinear taps clamped at the
-//! edges; `(x − 127) / 128`; RGB planes, NCHW; mono copied to all three planes), in f32
-//! where the CPU computes tap positions in f64: outputs agree within [`TOLERANCE`].
+//! Owns: [`GpuPreprocessor`] and its two kernels:
+//! * `fpgagdr_headers`, one thread per frame of a batch: reads the frame's 64-byte header
+//!   in the ring entry, checks it as `FrameHeader::parse` does (magic, header CRC, pixel
+//!   format, geometry, frame length within the bytes received) and writes the frame's
+//!   geometry (`GEOM_WORDS` words: pixel address, width, height, stride, bytes per pixel,
+//!   payload length, valid) for the other kernels, and a copy of the header into the
+//!   batch's result record (`RESULT_WORDS` words) that the host reads once per batch;
+//! * `fpgagdr_preprocess`, one thread per output pixel of every frame of the batch
+//!   (grid z = frame): centre crop, then Pillow's antialiased bilinear resize computed
+//!   exactly as the CPU reference does (the same f64 coefficients, the same 22-bit fixed
+//!   point sums, horizontal then vertical, each rounded to 8 bits), `(x − 127) / 128`,
+//!   RGB planes NCHW; mono copied to all three planes. A frame whose header failed the
+//!   check gets a zero tensor (its result is discarded by the host).
+//!
+//! Outputs agree with the CPU reference within [`TOLERANCE`] (in practice bit for bit).
 
 // Kernel launches on device addresses: each `unsafe` states the bounds it relies on.
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PinnedHostSlice, PushKernelArg,
+};
 use fpgagdr::PixelFormat;
+use fpgagdr::frame::HEADER_LEN;
 
-use super::kernels::{EventTimer, GpuError, GpuKernels, cuda};
-use crate::preprocess::{CROP_FRACTION, FrameView, MEAN, SCALE};
+use super::checksum::GpuCrc32;
+use super::kernels::{EventTimer, GEOM_WORDS, GpuError, GpuKernels, cuda};
+use crate::preprocess::{FrameView, MEAN, SCALE, centre_crop};
 
 /// Largest difference between GPU and CPU preprocessing of the same frame, in the
-/// normalised units of the tensor (1/128 per grey level): 0.001 ≈ 0.13 grey levels.
+/// normalised units of the tensor (1/128 per grey level): 0.001 ≈ 0.13 grey levels. Both
+/// compute the same integers, so the observed difference is 0.
 pub const TOLERANCE: f32 = 1e-3;
 
+/// Words (u32) of one frame's result record: the 64-byte header (16 words), the payload
+/// CRC the GPU computed, valid, two spare.
+pub(crate) const RESULT_WORDS: usize = 20;
+/// Word of the result record holding the GPU's payload CRC.
+pub(crate) const RESULT_CRC: usize = 16;
+
+const BLOCK: u32 = 16;
+
 const KERNEL: &str = r#"
-extern "C" __global__ void fpgagdr_preprocess(
-    const unsigned char* src, int width, int height, int stride, int bpp,
-    float x0, float y0, float scale_x, float scale_y,
+#define FG_PRECISION 22
+#define FG_HALF (1 << (FG_PRECISION - 1))
+
+__device__ unsigned int fg_header_crc(const unsigned char* h) {
+    unsigned int c = 0xffffffffu;
+    for (int i = 0; i < 60; ++i) {
+        c ^= h[i];
+        for (int k = 0; k < 8; ++k) c = (c & 1u) ? (c >> 1) ^ 0xedb88320u : (c >> 1);
+    }
+    return ~c;
+}
+
+__device__ unsigned int fg_u32(const unsigned char* p) {
+    return p[0] | (p[1] << 8) | (p[2] << 16) | ((unsigned int)p[3] << 24);
+}
+
+/* frames[2z] = device address of frame z (its header), frames[2z+1] = bytes received.
+   Writes geom[z*8 ..] and result[z*20 ..] (header copy, valid). */
+extern "C" __global__ void fpgagdr_headers(const unsigned long long* frames, int n,
+    unsigned int* geom, unsigned int* result)
+{
+    int z = blockIdx.x * blockDim.x + threadIdx.x;
+    if (z >= n) return;
+    const unsigned char* h = (const unsigned char*)frames[2 * z];
+    unsigned long long received = frames[2 * z + 1];
+    unsigned int* g = geom + z * 8;
+    unsigned int* r = result + z * 20;
+    unsigned int valid = 0, width = 0, height = 0, stride = 0, bpp = 0, payload = 0;
+    if (received >= 64) {
+        for (int i = 0; i < 16; ++i) r[i] = fg_u32(h + 4 * i);
+        const char magic[8] = {'F', 'G', 'D', 'R', 'F', 'R', 'M', '1'};
+        int ok = 1;
+        for (int i = 0; i < 8; ++i) ok &= h[i] == (unsigned char)magic[i];
+        ok &= fg_header_crc(h) == fg_u32(h + 60);
+        unsigned int code = h[12] | (h[13] << 8);
+        bpp = code == 1 ? 1 : code == 2 ? 3 : 0;
+        width = fg_u32(h + 16); height = fg_u32(h + 20);
+        stride = fg_u32(h + 24); payload = fg_u32(h + 28);
+        ok &= bpp != 0 && width != 0 && height != 0;
+        ok &= (unsigned long long)stride >= (unsigned long long)width * bpp;
+        ok &= (unsigned long long)payload == (unsigned long long)stride * height;
+        ok &= 64ull + payload <= received;
+        valid = ok;
+    } else {
+        for (int i = 0; i < 16; ++i) r[i] = 0;
+    }
+    unsigned long long pix = frames[2 * z] + 64;
+    g[0] = (unsigned int)pix; g[1] = (unsigned int)(pix >> 32);
+    g[2] = width; g[3] = height; g[4] = stride; g[5] = bpp;
+    g[6] = valid ? payload : 0; g[7] = valid;
+    r[16] = 0; r[17] = valid; r[18] = 0; r[19] = 0;
+}
+
+__device__ double fg_bilinear(double x) {
+    if (x < 0.0) x = -x;
+    if (x < 1.0) return 1.0 - x;
+    return 0.0;
+}
+
+/* Pillow's precompute_coeffs + normalize_coeffs_8bpc for output o of in_size -> out_size:
+   writes count fixed-point weights to k, the first source pixel to *first; returns count,
+   or -1 when the filter needs more than ksize_max taps. */
+__device__ int fg_coeffs(int in_size, int out_size, int o, int ksize_max, int* k, int* first) {
+    double scale = (double)in_size / out_size;
+    double filterscale = scale < 1.0 ? 1.0 : scale;
+    double support = filterscale;
+    int ksize = (int)ceil(support) * 2 + 1;
+    if (ksize > ksize_max) return -1;
+    double center = (o + 0.5) * scale;
+    double ss = 1.0 / filterscale;
+    int xmin = (int)(center - support + 0.5);
+    if (xmin < 0) xmin = 0;
+    int xmax = (int)(center + support + 0.5);
+    if (xmax > in_size) xmax = in_size;
+    xmax -= xmin;
+    double ww = 0.0;
+    for (int x = 0; x < xmax; ++x) ww += fg_bilinear((x + xmin - center + 0.5) * ss);
+    for (int x = 0; x < xmax; ++x) {
+        double w = fg_bilinear((x + xmin - center + 0.5) * ss);
+        if (ww != 0.0) w /= ww;
+        k[x] = w < 0.0 ? (int)(-0.5 + w * 4194304.0) : (int)(0.5 + w * 4194304.0);
+    }
+    *first = xmin;
+    return xmax;
+}
+
+__device__ int fg_clip8(int s) {
+    int v = s >> FG_PRECISION;
+    return v < 0 ? 0 : (v > 255 ? 255 : v);
+}
+
+/* grid (ceil(out_w/16), ceil(out_h/16), n), block (16, 16); dynamic shared memory:
+   2 * 16 * ksize_max + 64 ints. */
+extern "C" __global__ void fpgagdr_preprocess(const unsigned int* geom, int ksize_max,
     float mean, float inv_scale, float* out, int out_w, int out_h)
 {
-    int ox = blockIdx.x * blockDim.x + threadIdx.x;
-    int oy = blockIdx.y * blockDim.y + threadIdx.y;
-    if (ox >= out_w || oy >= out_h) return;
-    float sx = fminf(fmaxf(x0 + (ox + 0.5f) * scale_x - 0.5f, 0.0f), (float)(width - 1));
-    float sy = fminf(fmaxf(y0 + (oy + 0.5f) * scale_y - 0.5f, 0.0f), (float)(height - 1));
-    int xa = (int)floorf(sx), ya = (int)floorf(sy);
-    int xb = min(xa + 1, width - 1), yb = min(ya + 1, height - 1);
-    float wx = sx - xa, wy = sy - ya;
-    const unsigned char* ra = src + (size_t)ya * stride;
-    const unsigned char* rb = src + (size_t)yb * stride;
+    extern __shared__ int sh[];
+    int* kx = sh;
+    int* ky = sh + 16 * ksize_max;
+    int* bx = ky + 16 * ksize_max; /* [16] first, [16] count */
+    int* by = bx + 32;
+    int z = blockIdx.z;
+    const unsigned int* g = geom + z * 8;
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int ox = blockIdx.x * 16 + tx, oy = blockIdx.y * 16 + ty;
     int plane = out_w * out_h;
-    for (int c = 0; c < 3; ++c) {
-        int ch = bpp == 1 ? 0 : c;
-        float top = ra[xa * bpp + ch] * (1.0f - wx) + ra[xb * bpp + ch] * wx;
-        float bot = rb[xa * bpp + ch] * (1.0f - wx) + rb[xb * bpp + ch] * wx;
-        out[c * plane + oy * out_w + ox] = (top * (1.0f - wy) + bot * wy - mean) * inv_scale;
+    float* o = out + (size_t)z * 3 * plane;
+    unsigned int width = g[2], height = g[3], stride = g[4], bpp = g[5], valid = g[7];
+    unsigned int side = (unsigned int)(((unsigned long long)min(width, height) * 7) / 8);
+    if (side < 1) side = 1;
+    if (valid) {
+        if (ty == 0) {
+            int f = 0, c = -1;
+            if (ox < out_w) c = fg_coeffs(side, out_w, ox, ksize_max, kx + tx * ksize_max, &f);
+            bx[tx] = f; bx[16 + tx] = c;
+        }
+        if (tx == 0) {
+            int f = 0, c = -1;
+            if (oy < out_h) c = fg_coeffs(side, out_h, oy, ksize_max, ky + ty * ksize_max, &f);
+            by[ty] = f; by[16 + ty] = c;
+        }
+    }
+    __syncthreads();
+    if (ox >= out_w || oy >= out_h) return;
+    int i = oy * out_w + ox;
+    int nx = valid ? bx[16 + tx] : -1, ny = valid ? by[16 + ty] : -1;
+    if (nx < 0 || ny < 0) {
+        o[i] = 0.0f; o[plane + i] = 0.0f; o[2 * plane + i] = 0.0f;
+        return;
+    }
+    unsigned long long pix = (unsigned long long)g[0] | ((unsigned long long)g[1] << 32);
+    unsigned int left = (width - side) / 2, top = (height - side) / 2;
+    const unsigned char* base = (const unsigned char*)pix
+        + (size_t)(top + by[ty]) * stride + (size_t)(left + bx[tx]) * bpp;
+    const int* wx = kx + tx * ksize_max;
+    const int* wy = ky + ty * ksize_max;
+    int v0 = FG_HALF, v1 = FG_HALF, v2 = FG_HALF;
+    for (int j = 0; j < ny; ++j) {
+        const unsigned char* row = base + (size_t)j * stride;
+        int s0 = FG_HALF, s1 = FG_HALF, s2 = FG_HALF;
+        if (bpp == 1) {
+            for (int x = 0; x < nx; ++x) s0 += row[x] * wx[x];
+            v0 += fg_clip8(s0) * wy[j];
+        } else {
+            for (int x = 0; x < nx; ++x) {
+                const unsigned char* p = row + 3 * x;
+                int w = wx[x];
+                s0 += p[0] * w; s1 += p[1] * w; s2 += p[2] * w;
+            }
+            v0 += fg_clip8(s0) * wy[j]; v1 += fg_clip8(s1) * wy[j]; v2 += fg_clip8(s2) * wy[j];
+        }
+    }
+    float r = ((float)fg_clip8(v0) - mean) * inv_scale;
+    if (bpp == 1) {
+        o[i] = r; o[plane + i] = r; o[2 * plane + i] = r;
+    } else {
+        o[i] = r;
+        o[plane + i] = ((float)fg_clip8(v1) - mean) * inv_scale;
+        o[2 * plane + i] = ((float)fg_clip8(v2) - mean) * inv_scale;
     }
 }
 "#;
@@ -53,60 +216,105 @@ pub struct GpuTiming {
     pub kernel_us: f64,
 }
 
-/// Frame → input tensor on the GPU. Holds the compiled kernel, the output tensor (device
-/// memory, 3 × H × W f32), a pair of timing events and a staging buffer for frames that
-/// start in host memory.
+/// Frames → input tensors on the GPU, a batch at a time. Holds the compiled kernels, the
+/// batch's output tensor (device memory, `max_batch × 3 × H × W` f32), the frame table
+/// and its pinned host staging, the geometry and result records, a pair of timing
+/// events and a staging buffer for frames that start in host memory.
 #[derive(Debug)]
 pub struct GpuPreprocessor {
     kernels: GpuKernels,
-    func: CudaFunction,
+    headers_fn: CudaFunction,
+    resample_fn: CudaFunction,
     timer: EventTimer,
     out: CudaSlice<f32>,
     out_w: usize,
     out_h: usize,
+    max_batch: usize,
+    ksize_max: usize,
+    frames_host: PinnedHostSlice<u64>,
+    frames: CudaSlice<u64>,
+    geom: CudaSlice<u32>,
+    results: CudaSlice<u32>,
     staging: Option<CudaSlice<u8>>,
-    last: Option<(PixelFormat, u32, u32, u32, u64, usize)>,
+    last: Option<(PixelFormat, u32, u32, u32, usize)>,
+}
+
+/// Taps per output pixel the resample kernel must hold for frames of at most
+/// `max_payload` bytes (the crop side is at most 7/8 of √max_payload), at least 3.
+fn ksize_for(max_payload: usize, out_w: usize, out_h: usize) -> usize {
+    let side = ((max_payload as f64).sqrt() * 7.0 / 8.0).ceil() as usize;
+    let out_min = out_w.min(out_h).max(1);
+    (side.div_ceil(out_min) * 2 + 1).max(3)
 }
 
 impl GpuPreprocessor {
-    /// Compiles the kernel for a model input of `out_w` × `out_h` pixels, in the
-    /// context the frame ring lives in, on a new stream.
+    /// Compiles the kernels for a model input of `out_w` × `out_h` pixels, in the
+    /// context the frame ring lives in, on a new stream; one frame per batch, frames of
+    /// up to 64 MiB.
     ///
     /// Errors: [`GpuError::Unavailable`] without a CUDA driver or NVRTC library;
     /// [`GpuError::Cuda`].
     pub fn new(out_w: usize, out_h: usize) -> Result<Self, GpuError> {
-        Self::with_kernels(GpuKernels::compile(KERNEL)?, out_w, out_h)
+        Self::with_kernels(GpuKernels::compile(KERNEL)?, out_w, out_h, 1, 64 << 20)
     }
 
-    /// As [`Self::new`], with the kernel running on `stream`.
+    /// As [`Self::new`], with the kernels running on `stream`, batches of up to
+    /// `max_batch` frames, each at most `max_frame` bytes (header included: the ring
+    /// entry's length).
     pub fn on_stream(
         stream: &Arc<CudaStream>,
         out_w: usize,
         out_h: usize,
+        max_batch: usize,
+        max_frame: usize,
     ) -> Result<Self, GpuError> {
-        Self::with_kernels(GpuKernels::compile_on(stream, KERNEL)?, out_w, out_h)
-    }
-
-    fn with_kernels(kernels: GpuKernels, out_w: usize, out_h: usize) -> Result<Self, GpuError> {
-        let func = kernels.function("fpgagdr_preprocess")?;
-        let timer = EventTimer::new(&kernels)?;
-        let out = kernels
-            .stream
-            .alloc_zeros::<f32>(3 * out_w * out_h)
-            .map_err(cuda)?;
-        Ok(GpuPreprocessor {
-            kernels,
-            func,
-            timer,
-            out,
+        Self::with_kernels(
+            GpuKernels::compile_on(stream, KERNEL)?,
             out_w,
             out_h,
+            max_batch,
+            max_frame,
+        )
+    }
+
+    fn with_kernels(
+        kernels: GpuKernels,
+        out_w: usize,
+        out_h: usize,
+        max_batch: usize,
+        max_frame: usize,
+    ) -> Result<Self, GpuError> {
+        let max_batch = max_batch.max(1);
+        let s = &kernels.stream;
+        #[allow(unsafe_code)]
+        // SAFETY: page-locked host memory written by the CPU and read only by copies on
+        // `stream` that the batch waits for before it is written again.
+        let frames_host =
+            unsafe { kernels.ctx.alloc_pinned::<u64>(2 * max_batch) }.map_err(cuda)?;
+        Ok(GpuPreprocessor {
+            headers_fn: kernels.function("fpgagdr_headers")?,
+            resample_fn: kernels.function("fpgagdr_preprocess")?,
+            timer: EventTimer::new(&kernels)?,
+            out: s
+                .alloc_zeros::<f32>(max_batch * 3 * out_w * out_h)
+                .map_err(cuda)?,
+            frames: s.alloc_zeros::<u64>(2 * max_batch).map_err(cuda)?,
+            geom: s.alloc_zeros::<u32>(max_batch * GEOM_WORDS).map_err(cuda)?,
+            results: s
+                .alloc_zeros::<u32>(max_batch * RESULT_WORDS)
+                .map_err(cuda)?,
+            frames_host,
+            out_w,
+            out_h,
+            max_batch,
+            ksize_max: ksize_for(max_frame.saturating_sub(HEADER_LEN), out_w, out_h),
             staging: None,
             last: None,
+            kernels,
         })
     }
 
-    /// The stream the kernel runs on.
+    /// The stream the kernels run on.
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.kernels.stream
     }
@@ -116,54 +324,150 @@ impl GpuPreprocessor {
         &self.kernels
     }
 
-    /// Length of the output tensor, f32 elements (3 × H × W).
+    /// Length of one frame's tensor, f32 elements (3 × H × W).
     pub fn output_len(&self) -> usize {
         3 * self.out_w * self.out_h
     }
 
-    /// The output tensor in device memory, `[1, 3, H, W]` f32, valid once the stream has
-    /// run the last preprocessing.
+    /// Frames per batch this preprocessor holds tensors for.
+    pub fn max_batch(&self) -> usize {
+        self.max_batch
+    }
+
+    /// The batch's tensors in device memory, `[max_batch, 3, H, W]` f32; frame i's are
+    /// valid once the stream has run the batch that held it.
     pub fn tensor(&self) -> &CudaSlice<f32> {
         &self.out
     }
 
-    /// Preprocesses a frame whose pixels are at device address `pixels`, `available`
-    /// bytes long, and waits for it.
-    ///
-    /// Errors: [`GpuError::Geometry`] when `stride × (height − 1) + width × bpp` exceeds
-    /// `available`; [`GpuError::Cuda`].
-    ///
-    /// # Safety
-    /// `pixels .. pixels + available` must be device memory (or device-mapped host
-    /// memory) of this context that stays allocated, and that nothing writes, until the
-    /// stream has finished the kernel (this call waits for it).
-    #[allow(clippy::too_many_arguments)]
-    #[allow(unsafe_code)]
-    pub unsafe fn run_device(
-        &mut self,
-        format: PixelFormat,
-        width: u32,
-        height: u32,
-        stride: u32,
-        pixels: u64,
-        available: usize,
-    ) -> Result<GpuTiming, GpuError> {
-        self.timer.start(&self.kernels.stream)?;
-        // SAFETY: the caller's contract above.
-        unsafe { self.launch(format, width, height, stride, pixels, available) }?;
-        self.timer.stop(&self.kernels.stream)?;
-        Ok(GpuTiming {
-            kernel_us: self.timer.elapsed_us()?,
-        })
+    /// The frames' result records (`RESULT_WORDS` u32 each).
+    pub(crate) fn results(&self) -> &CudaSlice<u32> {
+        &self.results
     }
 
-    /// Queues the kernel on the stream without waiting (the frame path records its own
-    /// events around it).
+    /// Queues the payload CRCs of frames `0..n` (whose headers
+    /// [`Self::launch_headers`] checked) into their result records.
     ///
-    /// Errors and safety: as [`Self::run_device`], except that the memory must stay
-    /// valid until the stream has run the kernel, which this call does not wait for.
+    /// # Safety
+    /// As [`Self::launch_headers`]; `max_payload` ≥ every received length − 64.
     #[allow(unsafe_code)]
-    pub(crate) unsafe fn launch(
+    pub(crate) unsafe fn launch_crcs(
+        &mut self,
+        crc: &mut GpuCrc32,
+        n: usize,
+        max_payload: usize,
+    ) -> Result<(), GpuError> {
+        // SAFETY: the header kernel gave a payload length only to a frame it checked:
+        // payload ≤ received − 64 ≤ max_payload, inside memory the caller vouches for;
+        // other records have length 0.
+        unsafe {
+            crc.launch_batch(
+                &self.geom,
+                n,
+                max_payload,
+                &mut self.results,
+                RESULT_CRC,
+                RESULT_WORDS,
+            )
+        }
+    }
+
+    /// Queues the header check of a batch: `frames[i]` = (device address of frame i's
+    /// header, bytes received). Fills the geometry and result records of frames
+    /// `0..frames.len()`; nothing waits.
+    ///
+    /// Errors: [`GpuError::Geometry`] for more than [`Self::max_batch`] frames;
+    /// [`GpuError::Cuda`].
+    ///
+    /// # Safety
+    /// Each `(addr, len)` must be device memory (or device-mapped host memory) of this
+    /// context, `len ≥` what the frame's header may claim is checked by the kernel, that
+    /// stays allocated and unwritten until the stream has run this batch's kernels.
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn launch_headers(&mut self, frames: &[(u64, u64)]) -> Result<(), GpuError> {
+        let n = frames.len();
+        if n == 0 || n > self.max_batch {
+            return Err(GpuError::Geometry(format!(
+                "a batch of {n} frames: this preprocessor holds 1..={}",
+                self.max_batch
+            )));
+        }
+        let stream = self.kernels.stream.clone();
+        {
+            let host = self.frames_host.as_mut_slice().map_err(cuda)?;
+            for (i, &(addr, len)) in frames.iter().enumerate() {
+                host[2 * i] = addr;
+                host[2 * i + 1] = len;
+            }
+        }
+        stream
+            .memcpy_htod(&self.frames_host, &mut self.frames)
+            .map_err(cuda)?;
+        let n_i = n as i32;
+        let cfg = LaunchConfig {
+            grid_dim: ((n as u32).div_ceil(32), 1, 1),
+            block_dim: (32, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut launch = stream.launch_builder(&self.headers_fn);
+        launch
+            .arg(&self.frames)
+            .arg(&n_i)
+            .arg(&mut self.geom)
+            .arg(&mut self.results);
+        // SAFETY: the arguments match the kernel's signature; thread z < n reads 64 bytes
+        // of frame z only when it received ≥ 64 (the caller vouches for them) and writes
+        // geom[z·8 .. +8] and results[z·20 .. +20], inside buffers of max_batch ≥ n
+        // records.
+        unsafe { launch.launch(cfg) }.map_err(cuda)?;
+        Ok(())
+    }
+
+    /// Queues the resize of frames `0..n` of the batch whose headers
+    /// [`Self::launch_headers`] checked (or whose geometry was written from the host).
+    ///
+    /// # Safety
+    /// The pixels the geometry records point at must stay allocated and unwritten until
+    /// the stream has run the kernel (the kernel reads only inside what a valid record
+    /// describes).
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn launch_resample(&mut self, n: usize) -> Result<(), GpuError> {
+        let (out_w, out_h) = (self.out_w as i32, self.out_h as i32);
+        let ksize = self.ksize_max as i32;
+        let inv_scale = 1.0 / SCALE;
+        let cfg = LaunchConfig {
+            grid_dim: (
+                (self.out_w as u32).div_ceil(BLOCK),
+                (self.out_h as u32).div_ceil(BLOCK),
+                n as u32,
+            ),
+            block_dim: (BLOCK, BLOCK, 1),
+            shared_mem_bytes: ((2 * BLOCK as usize * self.ksize_max + 64) * 4) as u32,
+        };
+        let mut launch = self.kernels.stream.launch_builder(&self.resample_fn);
+        launch
+            .arg(&self.geom)
+            .arg(&ksize)
+            .arg(&MEAN)
+            .arg(&inv_scale)
+            .arg(&mut self.out)
+            .arg(&out_w)
+            .arg(&out_h);
+        // SAFETY: the arguments match the kernel's signature; block z reads geom record
+        // z < n ≤ max_batch; a valid record's reads stay inside its crop, rows top ..
+        // top + side − 1 < height and columns left .. left + side − 1 < width, so below
+        // stride × (height − 1) + width × bpp ≤ payload length (checked by the header
+        // kernel or by `write_geometry`); coefficient writes stay inside the 2 × 16 ×
+        // ksize_max + 64 shared ints (a frame needing more taps is marked invalid); every
+        // tensor write is inside frame z's 3 × H × W floats of `out`.
+        unsafe { launch.launch(cfg) }.map_err(cuda)?;
+        Ok(())
+    }
+
+    /// Writes frame 0's geometry from the host (a frame with no header: tests, benchmarks
+    /// and frames that start in host memory). Errors: [`GpuError::Geometry`] when
+    /// `stride × (height − 1) + width × bpp` exceeds `available`.
+    fn write_geometry(
         &mut self,
         format: PixelFormat,
         width: u32,
@@ -184,51 +488,60 @@ impl GpuPreprocessor {
                 need.map_or("more than usize".to_string(), |n| n.to_string())
             )));
         }
-        let (w, h) = (width as f64, height as f64);
-        let crop = (w.min(h) * CROP_FRACTION).floor().max(1.0);
-        let (x0, y0) = (
-            ((w - crop) / 2.0).floor() as f32,
-            ((h - crop) / 2.0).floor() as f32,
-        );
-        let (scale_x, scale_y) = (
-            (crop / self.out_w as f64) as f32,
-            (crop / self.out_h as f64) as f32,
-        );
-        let (out_w, out_h) = (self.out_w as i32, self.out_h as i32);
-        let (width, height, stride, bpp) = (width as i32, height as i32, stride as i32, bpp as i32);
-        let inv_scale = 1.0 / SCALE;
-        let cfg = LaunchConfig {
-            grid_dim: (
-                self.out_w.div_ceil(16) as u32,
-                self.out_h.div_ceil(16) as u32,
-                1,
-            ),
-            block_dim: (16, 16, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut launch = self.kernels.stream.launch_builder(&self.func);
-        launch
-            .arg(&pixels)
-            .arg(&width)
-            .arg(&height)
-            .arg(&stride)
-            .arg(&bpp)
-            .arg(&x0)
-            .arg(&y0)
-            .arg(&scale_x)
-            .arg(&scale_y)
-            .arg(&MEAN)
-            .arg(&inv_scale)
-            .arg(&mut self.out)
-            .arg(&out_w)
-            .arg(&out_h);
-        // SAFETY: the argument list matches the kernel's signature; every source read is
-        // at (row ≤ height − 1) × stride + (column ≤ width − 1) × bpp + channel < `need`
-        // ≤ `available` bytes from `pixels` (checked above; the caller vouches for those
-        // bytes), and every write is inside `out`, which holds 3 × out_w × out_h floats
-        // (threads outside return early).
-        unsafe { launch.launch(cfg) }.map_err(cuda)?;
-        Ok(())
+        // This frame's filter may be wider than the buffer's bound assumed (a staging
+        // buffer larger than the frames in it): size the kernel's tap tables for it.
+        let (_, _, side) = centre_crop(width, height);
+        let out_min = self.out_w.min(self.out_h).max(1);
+        self.ksize_max = self
+            .ksize_max
+            .max((side as usize).div_ceil(out_min) * 2 + 1);
+        let g: [u32; GEOM_WORDS] = [
+            pixels as u32,
+            (pixels >> 32) as u32,
+            width,
+            height,
+            stride,
+            bpp as u32,
+            need.unwrap_or(0) as u32,
+            1,
+        ];
+        self.kernels
+            .stream
+            .memcpy_htod(&g[..], &mut self.geom.slice_mut(..GEOM_WORDS))
+            .map_err(cuda)
+    }
+
+    /// Preprocesses one frame whose pixels are at device address `pixels`, `available`
+    /// bytes long, into the batch's first tensor, and waits for it.
+    ///
+    /// Errors: [`GpuError::Geometry`] when `stride × (height − 1) + width × bpp` exceeds
+    /// `available`; [`GpuError::Cuda`].
+    ///
+    /// # Safety
+    /// `pixels .. pixels + available` must be device memory (or device-mapped host
+    /// memory) of this context that stays allocated, and that nothing writes, until the
+    /// stream has finished the kernel (this call waits for it).
+    #[allow(clippy::too_many_arguments)]
+    #[allow(unsafe_code)]
+    pub unsafe fn run_device(
+        &mut self,
+        format: PixelFormat,
+        width: u32,
+        height: u32,
+        stride: u32,
+        pixels: u64,
+        available: usize,
+    ) -> Result<GpuTiming, GpuError> {
+        self.write_geometry(format, width, height, stride, pixels, available)?;
+        let stream = self.kernels.stream.clone();
+        self.timer.start(&stream)?;
+        // SAFETY: the geometry just written was checked against `available` bytes, which
+        // the caller vouches for until this call returns (it waits for the stream).
+        unsafe { self.launch_resample(1) }?;
+        self.timer.stop(&stream)?;
+        Ok(GpuTiming {
+            kernel_us: self.timer.elapsed_us()?,
+        })
     }
 
     /// Preprocesses a frame in host memory: copies it to a device staging buffer first
@@ -245,22 +558,22 @@ impl GpuPreprocessor {
             .memcpy_htod(frame.pixels, &mut staging.slice_mut(..len))
             .map_err(cuda)?;
         let ptr = {
-            use cudarc::driver::DevicePtr;
             let (p, _sync) = staging.device_ptr(&stream);
             p
         };
-        let last = (
-            frame.format,
-            frame.width,
-            frame.height,
-            frame.stride,
-            ptr,
-            len,
-        );
         // SAFETY: `ptr .. ptr + len` is the staging buffer this struct owns; it lives
         // until replaced by a larger one in a later `run_host`, after this one has waited.
-        let timing = unsafe { self.run_device(last.0, last.1, last.2, last.3, last.4, last.5) }?;
-        self.last = Some(last);
+        let timing = unsafe {
+            self.run_device(
+                frame.format,
+                frame.width,
+                frame.height,
+                frame.stride,
+                ptr,
+                len,
+            )
+        }?;
+        self.last = Some((frame.format, frame.width, frame.height, frame.stride, len));
         Ok(timing)
     }
 
@@ -268,18 +581,46 @@ impl GpuPreprocessor {
     /// kernel alone). Errors: [`GpuError::Geometry`] when nothing has run yet.
     #[allow(unsafe_code)]
     pub fn run_again(&mut self) -> Result<GpuTiming, GpuError> {
-        let (format, w, h, stride, pixels, available) = self
+        let (format, width, height, stride, len) = self
             .last
             .ok_or_else(|| GpuError::Geometry("no frame has been preprocessed yet".into()))?;
+        let stream = self.kernels.stream.clone();
+        let staging = self.staging.as_ref().expect("set with `last`");
+        let ptr = {
+            let (p, _sync) = staging.device_ptr(&stream);
+            p
+        };
         // SAFETY: `last` is only set by `run_host`: the frame is in the staging buffer
         // this struct owns, which only a later `run_host` replaces (and re-sets `last`).
-        unsafe { self.run_device(format, w, h, stride, pixels, available) }
+        unsafe { self.run_device(format, width, height, stride, ptr, len) }
     }
 
-    /// Copies the output tensor to host memory (`out.len()` = [`Self::output_len`]).
+    /// Copies the first frame's tensor to host memory (`out.len()` =
+    /// [`Self::output_len`]).
     pub fn tensor_to_host(&self, out: &mut [f32]) -> Result<(), GpuError> {
         let stream = &self.kernels.stream;
-        stream.memcpy_dtoh(&self.out, out).map_err(cuda)?;
+        stream
+            .memcpy_dtoh(&self.out.slice(..self.output_len()), out)
+            .map_err(cuda)?;
         stream.synchronize().map_err(cuda)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tap_bound_covers_every_frame_that_fits() {
+        // A square mono frame filling the buffer has the largest crop.
+        for (payload, out) in [(1usize << 20, 224usize), (3840 * 2160 * 3, 224), (64, 224)] {
+            let side = ((payload as f64).sqrt() as u32) * 7 / 8;
+            let c = crate::preprocess::coefficients(side.max(1), out as u32);
+            assert!(
+                c.ksize <= ksize_for(payload, out, out),
+                "{payload}: {}",
+                c.ksize
+            );
+        }
     }
 }

@@ -32,7 +32,7 @@ fn with_etag(config: &Config) -> Response {
     responses((status = 200, description = "The config in force", body = Config,
         headers(("ETag" = String, description = "Strong ETag of this document, for If-Match")))))]
 pub(super) async fn get_config(State(s): State<AppState>) -> Response {
-    with_etag(s.config.lock().await.current())
+    with_etag(&s.config.current())
 }
 
 /// The config document's JSON Schema (every range and default).
@@ -123,45 +123,73 @@ pub(super) async fn patch_config(
 }
 
 /// Checks, builds the new pipeline, saves, then swaps — in that order, so any failure
-/// leaves everything as it was.
+/// leaves everything as it was. Readers of the config see the old one until the swap.
 async fn apply_config(
     s: &AppState,
     headers: &HeaderMap,
     make: impl FnOnce(&Config) -> Result<Config, ApiError>,
 ) -> Result<Response, ApiError> {
-    let mut store = s.config.lock().await;
-    check_if_match(headers, store.current())?;
-    let new = make(store.current())?;
-    if &new == store.current() {
+    let turn = s.changes.turn().await?;
+    let current = s.config.current();
+    check_if_match(headers, &current)?;
+    let new = make(&current)?;
+    if new == *current {
         return Ok(with_etag(&new));
     }
-    let (sup, card, cfg) = (s.supervisor.clone(), s.card.clone(), new.clone());
+    let (sup, card, cfg, files) = (
+        s.supervisor.clone(),
+        s.card.clone(),
+        new.clone(),
+        s.files.clone(),
+    );
     // A running pipeline is replaced; a failed one is started, since the change may be
     // the fix; a stopped one stays stopped.
     let restart = s.shared.state() != PipelineState::Stopped;
-    let prepared =
-        blocking(move || prepare(&cfg, &card))
-            .await?
-            .map_err(|e| ApiError::ConfigApply {
-                message: e.message,
-                field: e.field,
-            })?;
-    store.save(new.clone()).map_err(|e| {
-        ApiError::Internal(format!(
+    let wait = s.changes.wait();
+    let prepared = s
+        .changes
+        .build(
+            move || {
+                let p = prepare(&cfg, &card, &files);
+                if p.is_err() {
+                    crate::heap::release_freed();
+                }
+                p
+            },
+            move || ApiError::ConfigApply {
+                message: format!(
+                    "rule change-timeout: building the pipeline for this config took longer \
+                     than {} s (--change-timeout-s); nothing changed",
+                    wait.as_secs()
+                ),
+                field: None,
+            },
+        )
+        .await?
+        .map_err(|e| ApiError::ConfigApply {
+            message: e.message,
+            field: e.field,
+        })?;
+    if let Err(e) = s.config.write(&new) {
+        drop(prepared);
+        return Err(ApiError::Internal(format!(
             "saving {}: {e}; nothing changed",
-            store.path().display()
-        ))
-    })?;
+            s.config.path().display()
+        )));
+    }
     // Either way a new generation: a page showing the pipeline's facts re-reads them.
-    blocking(move || {
-        let mut sup = sup.lock().expect("supervisor poisoned");
-        if restart {
-            sup.start(prepared);
-        } else {
-            sup.adopt(prepared);
-        }
-    })
-    .await?;
-    tracing::info!("config changed and saved to {}", store.path().display());
+    if restart {
+        blocking(move || sup.lock().expect("supervisor poisoned").start(prepared)).await?;
+    } else {
+        blocking(move || {
+            sup.lock().expect("supervisor poisoned").adopt(prepared);
+            crate::heap::release_freed();
+        })
+        .await?;
+    }
+    // Readers see the new config once its pipeline runs.
+    s.config.set_current(new.clone());
+    drop(turn);
+    tracing::info!("config changed and saved to {}", s.config.path().display());
     Ok(with_etag(&new))
 }

@@ -105,6 +105,54 @@ pub enum ApiError {
     /// `ota-bundle`, 413 `ota-bundle-size`, 507 `ota-spool-space`, 400 `ota-upload`.
     #[error(transparent)]
     Ota(#[from] OtaError),
+    /// 408 `body-timeout`: the request body did not arrive whole in time.
+    #[error("{0}")]
+    BodyTimeout(String),
+    /// 429 `rate-limit`: this client sends changes faster than the limit.
+    #[error(
+        "rule rate-limit: this client sends changes faster than the limit (--change-rate per second, bursts of --change-burst); retry in {retry_after_s} s"
+    )]
+    RateLimit {
+        /// Seconds until a change is accepted again (`Retry-After`).
+        retry_after_s: u64,
+    },
+    /// 503 `connection-limit`: no connection free for this client (written by the
+    /// accept loop, `server.rs`).
+    #[error(
+        "rule connection-limit: no connection is free: {full} (--max-connections, --max-client-connections); retry in {retry_after_s} s"
+    )]
+    ConnectionLimit {
+        /// Which limit.
+        full: Full,
+        /// `Retry-After`, s.
+        retry_after_s: u64,
+    },
+    /// 503 `stream-limit`: no SSE stream free for this client.
+    #[error(
+        "rule stream-limit: no live stream is free: {full} (--max-streams, --max-client-streams); retry in {retry_after_s} s"
+    )]
+    StreamLimit {
+        /// Which limit.
+        full: Full,
+        /// `Retry-After`, s.
+        retry_after_s: u64,
+    },
+    /// 503 `change-busy`: an earlier change is still being built, or waiting for one
+    /// took too long.
+    #[error("{message}")]
+    ChangeBusy {
+        /// What is still going on.
+        message: String,
+        /// `Retry-After`, s.
+        retry_after_s: u64,
+    },
+    /// 421 `host`: the `Host` header names a host this service does not answer for
+    /// (DNS rebinding).
+    #[error("{0}")]
+    Host(String),
+    /// 403 `origin`: the `Origin` header names a page this service does not answer.
+    #[error("{0}")]
+    Origin(String),
     /// 500 `internal`: something that should not happen; the detail says what.
     #[error("{0}")]
     Internal(String),
@@ -178,6 +226,27 @@ impl ApiError {
                 "Install request malformed",
             ),
             ApiError::Ota(e) => ota_kind(e),
+            ApiError::BodyTimeout(_) => {
+                (S::REQUEST_TIMEOUT, "body-timeout", "Request body too slow")
+            }
+            ApiError::RateLimit { .. } => (S::TOO_MANY_REQUESTS, "rate-limit", "Too many changes"),
+            ApiError::ConnectionLimit { .. } => (
+                S::SERVICE_UNAVAILABLE,
+                "connection-limit",
+                "Too many connections",
+            ),
+            ApiError::StreamLimit { .. } => (
+                S::SERVICE_UNAVAILABLE,
+                "stream-limit",
+                "Too many live streams",
+            ),
+            ApiError::ChangeBusy { .. } => (
+                S::SERVICE_UNAVAILABLE,
+                "change-busy",
+                "A change is still in progress",
+            ),
+            ApiError::Host(_) => (S::MISDIRECTED_REQUEST, "host", "Host not served here"),
+            ApiError::Origin(_) => (S::FORBIDDEN, "origin", "Origin not allowed"),
             ApiError::Internal(_) => (S::INTERNAL_SERVER_ERROR, "internal", "Internal error"),
         }
     }
@@ -245,6 +314,9 @@ fn ota_kind(e: &OtaError) -> (StatusCode, &'static str, &'static str) {
             "ota-upload",
             "The upload did not arrive whole",
         ),
+        OtaError::Spool(SpoolError::Stalled { .. }) => {
+            (S::REQUEST_TIMEOUT, "ota-upload-stall", "The upload stalled")
+        }
         _ => (S::INTERNAL_SERVER_ERROR, "internal", "Internal error"),
     }
 }
@@ -276,13 +348,48 @@ impl IntoResponse for ApiError {
         let mut resp = (status, axum::Json(self.problem())).into_response();
         let h = resp.headers_mut();
         h.insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM));
-        if let ApiError::AuthToken { .. } = self {
-            h.insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Bearer realm=\"fpgagdr\""),
-            );
+        match self {
+            ApiError::AuthToken { .. } => {
+                h.insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer realm=\"fpgagdr\""),
+                );
+            }
+            ApiError::RateLimit { retry_after_s } => {
+                h.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
+                // Answered before the body was read: the connection cannot carry another
+                // request, and a client must not reuse it.
+                h.insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            ApiError::BodySize(_) | ApiError::BodyTimeout(_) => {
+                h.insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            ApiError::ConnectionLimit { retry_after_s, .. }
+            | ApiError::StreamLimit { retry_after_s, .. }
+            | ApiError::ChangeBusy { retry_after_s, .. } => {
+                h.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
+            }
+            _ => {}
         }
         resp
+    }
+}
+
+/// Why a counted place (a connection, a live stream; `limits.rs`) was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Full {
+    /// Every place is taken (the limit of all clients).
+    All(usize),
+    /// This client holds its limit.
+    Client(usize),
+}
+
+impl std::fmt::Display for Full {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Full::All(n) => write!(f, "all {n} are taken"),
+            Full::Client(n) => write!(f, "this client already holds its {n}"),
+        }
     }
 }
 

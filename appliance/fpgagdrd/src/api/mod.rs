@@ -11,7 +11,13 @@
 //! `spawn_blocking`; config changes are serialised by one async mutex, and a change is
 //! made current only after the new pipeline was built and the file was saved, so a bad
 //! request leaves the running pipeline and the file as they were.
-//! Every request that is not `GET`/`HEAD` passes `auth.rs` first (the API token).
+//! In front of every handler, outermost first (issue 18): `X-Content-Type-Options:
+//! nosniff` on every answer, gzip, the `Host`/`Origin` check (`host.rs`), the rate of
+//! changes per client (`limits.rs`), the API token for every request that is not
+//! `GET`/`HEAD` (`auth.rs`), and the body read whole within its size and time limits
+//! (`body.rs`; uploads stream instead). Connections themselves are admitted, timed and
+//! closed by `server.rs`, the service's accept loop, which puts each request's client
+//! into its extensions.
 //! Neighbours: `auth.rs` (token), `error.rs` (problem+json), `live.rs` (SSE),
 //! `prometheus.rs`, `system.rs` (versions), `ota.rs` (updates), `crate::assets`.
 
@@ -19,17 +25,22 @@ pub mod auth;
 mod body;
 mod config;
 pub mod error;
+pub mod host;
+pub mod limits;
 pub mod live;
 pub mod openapi;
 pub mod ota;
 mod pipeline;
 pub mod prometheus;
+pub mod server;
 mod state;
 pub mod system;
 mod telemetry;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderValue, header};
+use axum::middleware::from_fn_with_state;
 use axum::routing::{get, post};
 
 use error::ApiError;
@@ -37,7 +48,7 @@ use error::ApiError;
 pub use body::MAX_BODY;
 pub use openapi::document as openapi_document;
 pub use pipeline::{CardInfo, MemoryInfo, PipelineStatus, StatusBody};
-pub use state::AppState;
+pub use state::{AppState, Changes};
 
 /// The whole HTTP surface.
 pub fn router(state: AppState) -> Router {
@@ -54,7 +65,13 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/pipeline/start", post(pipeline::start))
         .route("/api/v1/pipeline/stop", post(pipeline::stop))
         .route("/api/v1/results/latest", get(pipeline::latest))
-        .route("/api/v1/stream", get(live::stream))
+        .route(
+            "/api/v1/stream",
+            get(live::stream).layer(from_fn_with_state(
+                state.streams.clone(),
+                limits::stream_slot,
+            )),
+        )
         .route("/api/v1/telemetry", get(telemetry::telemetry_latest))
         .route(
             "/api/v1/telemetry/history",
@@ -76,13 +93,22 @@ pub fn router(state: AppState) -> Router {
         .fallback(|| async { ApiError::NoRoute("no such resource".into()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(MAX_BODY))
-        .layer(axum::middleware::from_fn_with_state(
-            state.token.clone(),
-            auth::require,
+        .layer(from_fn_with_state(
+            state.limits.body_timeout,
+            body::whole_body,
         ))
+        .layer(from_fn_with_state(state.token.clone(), auth::require))
+        .layer(from_fn_with_state(state.rate.clone(), limits::change_rate))
+        .layer(from_fn_with_state(state.hosts.clone(), host::check))
         // gzip where the client asks for it: the dashboard's files and the histories it
         // loads on open shrink about 3x and 10x. tower-http's default predicate leaves
         // the SSE stream (text/event-stream), images and bodies under 32 bytes alone.
         .layer(tower_http::compression::CompressionLayer::new())
+        .layer(
+            tower_http::set_header::SetResponseHeaderLayer::if_not_present(
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            ),
+        )
         .with_state(state)
 }

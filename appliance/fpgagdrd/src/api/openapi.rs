@@ -2,8 +2,11 @@
 //! handlers' `#[utoipa::path]` annotations and the types they answer with; the config
 //! document's schema from the same JSON Schema `GET /api/v1/config/schema` serves.
 //!
-//! Owns: [`document`] and the handlers of `/openapi.json` and `/api/v1/openapi.json`.
-//! Must not: describe anything by hand that a type or a handler already says.
+//! Owns: [`document`] and the handlers of `/openapi.json` and `/api/v1/openapi.json`,
+//! and the refusals that come from the layers around the handlers rather than from a
+//! handler (Host/Origin, connection and stream limits, the rate of changes, body
+//! timeouts: `add_refusals`). Must not: describe anything by hand that a type or a
+//! handler already says.
 
 use std::borrow::Cow;
 
@@ -97,9 +100,95 @@ pub fn document() -> Value {
             }
         }
     }
+    add_refusals(&mut doc);
     // schemars refers to "#/$defs/X"; in OpenAPI the definitions live under components.
     let text = doc.to_string().replace("#/$defs/", "#/components/schemas/");
     serde_json::from_str(&text).expect("still valid JSON")
+}
+
+/// A problem response described by `description`, with `Retry-After` when `retry`.
+fn problem_response(description: &str, retry: bool) -> Value {
+    let mut r = serde_json::json!({
+        "description": description,
+        "content": {super::error::PROBLEM: {"schema": {"$ref": "#/components/schemas/Problem"}}},
+    });
+    if retry {
+        r["headers"] = serde_json::json!({"Retry-After": {
+            "description": "Seconds to wait before trying again",
+            "schema": {"type": "integer", "minimum": 1},
+        }});
+    }
+    r
+}
+
+/// Adds to every operation the answers of the layers around the handlers (issue 18):
+/// 403 `origin`, 421 `host` and 503 `connection-limit` (and `stream-limit` on the
+/// stream) everywhere; 429 `rate-limit` on every change; 408 on every change with a
+/// body (`body-timeout`, or `ota-upload-stall` for an upload). A status a handler
+/// already describes keeps its description.
+fn add_refusals(doc: &mut Value) {
+    let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for (path, item) in paths.iter_mut() {
+        let Some(item) = item.as_object_mut() else {
+            continue;
+        };
+        for (method, op) in item.iter_mut() {
+            let Some(responses) = op.get_mut("responses").and_then(Value::as_object_mut) else {
+                continue;
+            };
+            let mut add = |status: &str, r: Value| {
+                responses.entry(status).or_insert(r);
+            };
+            add(
+                "403",
+                problem_response(
+                    "The `Origin` header names a page this service does not answer (`origin`)",
+                    false,
+                ),
+            );
+            add(
+                "421",
+                problem_response(
+                    "The `Host` header names a host this service does not answer for (`host`)",
+                    false,
+                ),
+            );
+            let unavailable = if path == "/api/v1/stream" {
+                "Too many connections (`connection-limit`) or live streams (`stream-limit`), for this client or in all"
+            } else {
+                "Too many connections, for this client or in all (`connection-limit`)"
+            };
+            add("503", problem_response(unavailable, true));
+            if method != "get" {
+                add(
+                    "429",
+                    problem_response(
+                        "This client sends changes faster than the limit (`rate-limit`)",
+                        true,
+                    ),
+                );
+            }
+            if method != "get" && op_has_body(path, method) {
+                let slow = if path == "/api/v1/ota/bundles" {
+                    "No byte of the upload came for the stall limit (`ota-upload-stall`)"
+                } else {
+                    "The body did not arrive whole in time (`body-timeout`)"
+                };
+                add("408", problem_response(slow, false));
+            }
+        }
+    }
+}
+
+/// Whether `method path` takes a request body.
+fn op_has_body(path: &str, method: &str) -> bool {
+    matches!(
+        (method, path),
+        ("put" | "patch", "/api/v1/config")
+            | ("post", "/api/v1/ota/install" | "/api/v1/ota/bundles")
+    )
 }
 
 /// This document.

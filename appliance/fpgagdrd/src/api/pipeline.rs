@@ -110,6 +110,9 @@ pub struct PipelineStatus {
     pub preprocess: Option<String>,
     /// Which ONNX Runtime execution provider runs the model, and why.
     pub inference: Option<String>,
+    /// Batch size: the largest a model run takes, and the mean over the last quarter
+    /// second (null before a pipeline was prepared).
+    pub batch: Option<BatchStatus>,
     /// The frame source.
     pub source: Option<String>,
     /// The pipeline generation these facts belong to: changes on every start, stop,
@@ -119,13 +122,22 @@ pub struct PipelineStatus {
     pub running_s: Option<f64>,
 }
 
-/// The status as `/status` shows it now.
-pub(super) async fn status_body(s: &AppState) -> StatusBody {
-    let sup = s.supervisor.clone();
-    let info = blocking(move || sup.lock().expect("supervisor poisoned").info().cloned())
-        .await
-        .ok()
-        .flatten();
+/// The batch size in use.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct BatchStatus {
+    /// Largest frames per model run (`inference.max_batch`, or the one chosen).
+    pub max: u64,
+    /// Mean frames per model run over the last quarter second (0 when idle).
+    pub mean: f64,
+}
+
+/// The status as `/status` shows it now (never waiting for a start or stop).
+pub(super) fn status_body(s: &AppState) -> StatusBody {
+    let info = s
+        .pipeline_info
+        .lock()
+        .expect("pipeline info poisoned")
+        .clone();
     let card = match &info {
         Some(i) => CardInfo {
             kind: match s.card {
@@ -194,6 +206,10 @@ pub(super) async fn status_body(s: &AppState) -> StatusBody {
             model: info.as_ref().map(|i| i.model.clone()),
             preprocess: info.as_ref().map(|i| i.preprocess.clone()),
             inference: info.as_ref().map(|i| i.inference.clone()),
+            batch: info.as_ref().map(|i| BatchStatus {
+                max: i.max_batch as u64,
+                mean: shared.batch.mean(),
+            }),
             source: info.as_ref().map(|i| i.source.clone()),
             generation: now.generation,
             running_s: now.running.map(|d| d.as_secs_f64()),
@@ -211,7 +227,7 @@ fn path_text(p: &Path) -> String {
 #[utoipa::path(get, path = "/api/v1/status", tag = "pipeline", operation_id = "status",
     responses((status = 200, description = "Status", body = StatusBody)))]
 pub(super) async fn status(State(s): State<AppState>) -> Json<StatusBody> {
-    Json(status_body(&s).await)
+    Json(status_body(&s))
 }
 
 /// Starts the pipeline with the config in force (nothing happens when it runs).
@@ -221,34 +237,48 @@ pub(super) async fn status(State(s): State<AppState>) -> Json<StatusBody> {
         (status = 200, description = "Status after the start", body = StatusBody),
         (status = 401, description = "No API token (`auth-token`)", body = Problem, content_type = PROBLEM),
         (status = 422, description = "The pipeline cannot start (`pipeline-start`)", body = Problem, content_type = PROBLEM),
+        (status = 503, description = "A change is still in progress (`change-busy`)", body = Problem, content_type = PROBLEM),
     ))]
 pub(super) async fn start(State(s): State<AppState>) -> Result<Json<StatusBody>, ApiError> {
-    // Holding the config lock serialises start, stop and config changes.
-    let store = s.config.lock().await;
+    // The turn serialises start, stop and config changes.
+    let turn = s.changes.turn().await?;
     if s.shared.state() != PipelineState::Running {
-        let config = store.current().clone();
-        let (sup, card) = (s.supervisor.clone(), s.card.clone());
-        let result = blocking(move || {
-            let prepared = prepare(&config, &card);
-            let mut sup = sup.lock().expect("supervisor poisoned");
-            match prepared {
-                Ok(p) => {
-                    sup.start(p);
-                    Ok(())
-                }
-                Err(e) => {
-                    sup.start_failed(e.message.clone());
-                    Err(e)
-                }
-            }
-        })
-        .await?;
+        let config = s.config.current();
+        let (sup, card, files) = (s.supervisor.clone(), s.card.clone(), s.files.clone());
+        let wait = s.changes.wait();
+        let result = s
+            .changes
+            .build(
+                move || {
+                    let prepared = prepare(&config, &card, &files);
+                    let mut sup = sup.lock().expect("supervisor poisoned");
+                    match prepared {
+                        Ok(p) => {
+                            sup.start(p);
+                            Ok(())
+                        }
+                        Err(e) => {
+                            sup.start_failed(e.message.clone());
+                            crate::heap::release_freed();
+                            Err(e)
+                        }
+                    }
+                },
+                move || {
+                    ApiError::PipelineStart(format!(
+                        "rule change-timeout: building the pipeline took longer than {} s \
+                         (--change-timeout-s)",
+                        wait.as_secs()
+                    ))
+                },
+            )
+            .await?;
         if let Err(e) = result {
             return Err(ApiError::PipelineStart(e.message));
         }
     }
-    drop(store);
-    Ok(Json(status_body(&s).await))
+    drop(turn);
+    Ok(Json(status_body(&s)))
 }
 
 /// Stops the pipeline (a failed one becomes stopped: stopping acknowledges the failure).
@@ -257,13 +287,14 @@ pub(super) async fn start(State(s): State<AppState>) -> Result<Json<StatusBody>,
     responses(
         (status = 200, description = "Status after the stop", body = StatusBody),
         (status = 401, description = "No API token (`auth-token`)", body = Problem, content_type = PROBLEM),
+        (status = 503, description = "A change is still in progress (`change-busy`)", body = Problem, content_type = PROBLEM),
     ))]
 pub(super) async fn stop(State(s): State<AppState>) -> Result<Json<StatusBody>, ApiError> {
-    let store = s.config.lock().await;
+    let turn = s.changes.turn().await?;
     let sup = s.supervisor.clone();
     blocking(move || sup.lock().expect("supervisor poisoned").stop()).await?;
-    drop(store);
-    Ok(Json(status_body(&s).await))
+    drop(turn);
+    Ok(Json(status_body(&s)))
 }
 
 /// The latest inferred frame: its geometry, top-5 and per-stage latency (the frame

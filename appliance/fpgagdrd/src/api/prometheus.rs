@@ -94,12 +94,23 @@ pub fn render(
         "C2H transfers that built (or rebuilt) their descriptor chain.",
         c.chain_cache_misses,
     );
+    counter(
+        "inference_batches_total",
+        "Model runs (each on a batch of frames).",
+        c.batches_run,
+    );
     if let Some(rate) = c.chain_cache_hit_rate() {
         let _ = writeln!(
             out,
             "# HELP fpgagdr_chain_cache_hit_ratio Chain-cache hits over all C2H transfers into the frame ring.\n# TYPE fpgagdr_chain_cache_hit_ratio gauge\nfpgagdr_chain_cache_hit_ratio {rate}"
         );
     }
+    let _ = writeln!(
+        out,
+        "# HELP fpgagdr_inference_batch_size Mean frames per model run over the last quarter second.\n# TYPE fpgagdr_inference_batch_size gauge\nfpgagdr_inference_batch_size {}\n# HELP fpgagdr_inference_max_batch Largest frames per model run of the pipeline.\n# TYPE fpgagdr_inference_max_batch gauge\nfpgagdr_inference_max_batch {}",
+        shared.batch.mean(),
+        shared.batch.max()
+    );
     let state = shared.state();
     let _ = writeln!(
         out,

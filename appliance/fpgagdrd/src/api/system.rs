@@ -5,7 +5,9 @@
 //! Owns: [`SystemBody`] and its parts, [`versions`] (reading the version files), the
 //! handler, and the model digest cache. Must not:
 //! hash the model on an async worker (it is tens of MB; [`model_digest`] runs on
-//! `spawn_blocking` and is cached by path, size and modification time).
+//! `spawn_blocking`, within the file time limit, and is cached by path, size and
+//! modification time). The model is read as the pipeline reads it (`crate::files`:
+//! confined, a regular file, bounded), and shown relative to its root.
 //! Files are read under the `--sysfs-root` (`/` normally), so tests can lay a fixture:
 //! `etc/fpgagdr-image-version`, `etc/os-release`, `sys/module/fpgagdr/version`,
 //! `proc/sys/kernel/osrelease`, `proc/uptime`.
@@ -26,6 +28,7 @@ use utoipa::ToSchema;
 use super::error::{ApiError, PROBLEM, Problem};
 use super::pipeline::{CardInfo, MemoryInfo, PipelineStatus, status_body};
 use super::state::{AppState, blocking};
+use crate::files::{self, Kind, Named};
 
 /// `GET /api/v1/system`: versions, the model file, the card, the pipeline, the telemetry
 /// sources and uptimes.
@@ -129,9 +132,9 @@ pub struct ModuleInfo {
 /// The model file of the config in force.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ModelFile {
-    /// Its path, resolved.
-    #[schema(value_type = String)]
-    pub path: PathBuf,
+    /// Its path relative to the data directory (`models/x.onnx`) or to the
+    /// `--model-root` it lies in (`model-root/x.onnx`); never absolute.
+    pub path: String,
     /// Size, bytes (null when unreadable).
     pub bytes: Option<u64>,
     /// Hex SHA-256 (null when unreadable).
@@ -150,10 +153,21 @@ pub struct ModelFile {
     ))]
 pub(super) async fn system(State(s): State<AppState>) -> Result<Json<SystemBody>, ApiError> {
     let root = s.sysfs_root.clone();
-    let model_path = s.config.lock().await.current().model_path();
-    let (v, path, digest) = blocking(move || {
-        let digest = model_digest(&model_path);
-        (versions(&root), model_path, digest)
+    let given = s.config.current().model.path.clone();
+    let files = s.files.clone();
+    let (v, (path, digest)) = blocking(move || {
+        let digest = match files.roots.confine(&given, Kind::Model) {
+            Ok(named) => {
+                let (limit, timeout) = (files.max_model_bytes, files.timeout);
+                let shown = named.shown.clone();
+                let digest = files::with_deadline(timeout, move || Ok(model_digest(&named, limit)))
+                    .map_err(|e| e.to_string())
+                    .and_then(|d| d);
+                (shown, digest)
+            }
+            Err(e) => (given.display().to_string(), Err(e.to_string())),
+        };
+        (versions(&root), digest)
     })
     .await?;
     let model = match digest {
@@ -170,7 +184,7 @@ pub(super) async fn system(State(s): State<AppState>) -> Result<Json<SystemBody>
             error: Some(e),
         },
     };
-    let st = status_body(&s).await;
+    let st = status_body(&s);
     Ok(Json(SystemBody {
         service: v.service,
         image: v.image,
@@ -292,31 +306,41 @@ pub fn versions(root: &Path) -> Versions {
 type DigestCache = Option<(PathBuf, u64, SystemTime, String)>;
 static DIGEST: Mutex<DigestCache> = Mutex::new(None);
 
-/// Size and SHA-256 (hex) of the model file; blocking, cached until the file changes.
-pub fn model_digest(path: &Path) -> Result<(u64, String), String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+/// Size and SHA-256 (hex) of the model file `named` (a regular file of at most `limit`
+/// bytes); blocking, cached until the file changes. The error names the rule.
+pub fn model_digest(named: &Named, limit: u64) -> Result<(u64, String), String> {
+    let (mut f, len) =
+        files::open_regular(named, limit, "an ONNX model").map_err(|e| e.to_string())?;
+    let meta = f.metadata().map_err(|e| format!("{}: {e}", named.shown))?;
     let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-    let key = (path.to_path_buf(), meta.len(), mtime);
-    if let Some((p, len, t, hex)) = &*DIGEST.lock().expect("digest cache poisoned")
-        && (p, *len, *t) == (&key.0, key.1, key.2)
+    let key = (named.path.clone(), len, mtime);
+    if let Some((p, l, t, hex)) = &*DIGEST.lock().expect("digest cache poisoned")
+        && (p, *l, *t) == (&key.0, key.1, key.2)
     {
-        return Ok((*len, hex.clone()));
+        return Ok((*l, hex.clone()));
     }
-    let mut f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
+    let mut read = 0u64;
     loop {
         let n = f
             .read(&mut buf)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+            .map_err(|e| format!("{}: {e}", named.shown))?;
         if n == 0 {
             break;
+        }
+        read += n as u64;
+        if read > limit {
+            return Err(format!(
+                "{}: grew past {limit} bytes while read",
+                named.shown
+            ));
         }
         h.update(&buf[..n]);
     }
     let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
-    *DIGEST.lock().expect("digest cache poisoned") = Some((key.0, key.1, key.2, hex.clone()));
-    Ok((key.1, hex))
+    *DIGEST.lock().expect("digest cache poisoned") = Some((key.0, read, key.2, hex.clone()));
+    Ok((read, hex))
 }
 
 #[cfg(test)]
@@ -354,12 +378,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("m.onnx");
         std::fs::write(&p, b"abc").unwrap();
-        let (len, hex) = model_digest(&p).unwrap();
+        let named = |path: PathBuf| Named {
+            path,
+            shown: "m.onnx".into(),
+        };
+        let (len, hex) = model_digest(&named(p.clone()), 100).unwrap();
         assert_eq!(len, 3);
         assert_eq!(
             hex,
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
-        assert!(model_digest(&dir.path().join("none")).is_err());
+        assert!(model_digest(&named(dir.path().join("none")), 100).is_err());
+        assert!(
+            model_digest(&named(p), 2)
+                .unwrap_err()
+                .contains("rule file-size")
+        );
     }
 }

@@ -218,3 +218,71 @@ impl ChainCount {
             .store(self.before.misses + run.misses, Ordering::Relaxed);
     }
 }
+
+/// The feed of `Supervisor::start_inference_only`: fills every ring entry once from the
+/// card (a frame wait and a C2H each, as `run` does), then hands each entry the
+/// inference thread releases straight back as a new frame, bytes as they are, so the
+/// inference stage runs on a ring that is always full. Counts only the first fills as
+/// captured.
+pub(crate) fn recycle(
+    ring: Arc<Ring>,
+    mut trigger: Box<dyn FrameTrigger>,
+    params: CaptureParams,
+    shared: Arc<Shared>,
+    stop: Arc<AtomicBool>,
+) {
+    let queue = &ring.queue;
+    queue.register_producer();
+    let c = &shared.counters;
+    // Bytes of the frame in each entry; 0 = not filled yet.
+    let mut lens = vec![0u64; ring.buffers.len()];
+    let mut seq = 0u64;
+    // The entries in turn, slot by slot (the queue hands out an entry of a given card
+    // slot); the inference thread releases them in the same order.
+    let mut turn = 0usize;
+    while !stop.load(Ordering::Relaxed) {
+        shared.beats.beat(Thread::Capture);
+        let Some(claim) = queue.claim(turn, &stop) else {
+            break;
+        };
+        turn = turn.wrapping_add(1);
+        let index = claim.index;
+        let t_submit = now_ns();
+        if lens[index] == 0 {
+            let filled = trigger.wait_frame(params.timeout).and_then(|slot| {
+                ring.card.read_c2h(
+                    params.channel,
+                    &ring.buffers[index],
+                    slot.card_addr,
+                    slot.len,
+                    params.timeout,
+                )
+            });
+            match filled {
+                Ok(t) => {
+                    Counters::bump(&c.frames_captured);
+                    c.bytes_captured.fetch_add(t.bytes, Ordering::Relaxed);
+                    lens[index] = t.bytes;
+                }
+                Err(e) => {
+                    queue.abandon(index);
+                    shared.fail(format!("filling the frame ring: {e}"));
+                    stop.store(true, Ordering::Relaxed);
+                    return;
+                }
+            }
+        }
+        seq += 1;
+        queue.publish(
+            index,
+            FrameMeta {
+                seq,
+                bytes: lens[index],
+                // No frame-done interrupt: the frame is "there" when its entry is.
+                t_arrived: t_submit,
+                t_submit,
+                t_done: now_ns(),
+            },
+        );
+    }
+}

@@ -1,12 +1,16 @@
-//! The inference thread: takes the oldest ready frame, checks and preprocesses it where
-//! it lies (`fpgagdr_infer::FramePrep`: CUDA kernels for a GPU ring, the CPU otherwise; every
-//! device-to-host copy counted), releases the ring entry, runs the model, and records
-//! every stage.
+//! The inference thread: takes the oldest ready frame and every frame ready behind it,
+//! up to the batch (`inference.max_batch`), waiting at most `inference.batch_wait_us`
+//! for more; checks and preprocesses them where they lie and runs the model once on the
+//! batch (`fpgagdr_infer::FramePrep`: CUDA kernels and the model on one stream for a GPU
+//! ring, the CPU otherwise); releases the ring entries; and records every frame's
+//! stages, result and drop on its own.
 //!
 //! Next hop: `metrics.rs` (histograms and the latest result, published every
 //! [`PUBLISH_EVERY`] for the frame board).
-//! The entry is released as soon as the input tensor is built, before the model runs,
-//! so capture gets it back one model-run earlier than DESIGN §3's sketch.
+//! An entry preprocessed on the CPU is released as soon as its tensor is built, before
+//! the model runs (so capture gets it back one model-run earlier than DESIGN §3's
+//! sketch); one read by the GPU kernels stays taken until the batch's results are in
+//! (the ring holds twice the batch, so capture fills the other half meanwhile).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,8 +19,9 @@ use std::time::{Duration, Instant};
 
 use fpgagdr::frame::FrameHeader;
 
-use fpgagdr_infer::{Classification, FramePrep, Model, PrepError, TOP_K};
+use fpgagdr_infer::{Classification, FramePrep, Model, PrepError, Pushed, TOP_K};
 
+use super::queue::FrameMeta;
 use super::ring::Ring;
 use super::shared::{Shared, Thread, now_ns};
 use crate::metrics::{Counters, FrameInfo, FrameResult, Published, STAGES, Stage, StageRecorder};
@@ -28,6 +33,8 @@ pub(crate) const PUBLISH_EVERY: Duration = Duration::from_millis(250);
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct InferParams {
     pub(crate) verify_checksum: bool,
+    /// Longest wait for a batch to fill once its first frame is taken.
+    pub(crate) batch_wait: Duration,
 }
 
 /// The latest result in raw form (no allocation per frame); labelled at publish time.
@@ -38,6 +45,16 @@ struct Latest {
     checked: bool,
     top: [(u32, f32); TOP_K],
     stages: [(Stage, u64); STAGES],
+}
+
+/// A frame of the batch being built.
+#[derive(Debug, Clone, Copy)]
+struct Taken {
+    index: usize,
+    meta: FrameMeta,
+    t_take: u64,
+    /// Its entry stays taken until the batch is done.
+    pending: bool,
 }
 
 pub(crate) fn run(
@@ -54,79 +71,141 @@ pub(crate) fn run(
     let mut recorder = StageRecorder::default();
     let mut latest: Option<Latest> = None;
     let mut next_publish = Instant::now() + PUBLISH_EVERY;
-    let mut top = [(0u32, 0f32); TOP_K];
-    loop {
+    let max_batch = prep.max_batch();
+    let mut batch: Vec<Taken> = Vec::with_capacity(max_batch);
+    // Frames and model runs since the last publish (the batch size in use).
+    let (mut window_frames, mut window_batches) = (0u64, 0u64);
+    let fail = |why: String| {
+        shared.fail(why);
+        stop.store(true, Ordering::Relaxed);
+    };
+    'frames: loop {
         shared.beats.beat(Thread::Inference);
         if Instant::now() >= next_publish {
+            shared.batch.set_window(window_frames, window_batches);
+            (window_frames, window_batches) = (0, 0);
             publish(&shared, &model, &mut recorder, latest);
             next_publish += PUBLISH_EVERY;
         }
-        let Some((k, meta)) = queue.take(&stop, PUBLISH_EVERY) else {
+        let Some(first) = queue.take(&stop, PUBLISH_EVERY) else {
             if stop.load(Ordering::Relaxed) {
                 break;
             }
             continue;
         };
-        let t_take = now_ns();
-        // SAFETY: entry k is InUse. Capture claims only Free entries, or under
-        // drop-oldest a Ready one, never an InUse one, so no C2H into this buffer runs
-        // until `queue.release(k)` below, which comes after `prep.run` has returned (the
-        // tensor it hands back lives in prep's own buffers).
-        #[allow(unsafe_code)]
-        let prepared = unsafe {
-            prep.run(
-                &ring.buffers[k],
-                meta.bytes as usize,
-                params.verify_checksum,
-            )
-        };
-        queue.release(k);
-        let (p, tensor) = match prepared {
-            Ok(v) => v,
-            Err(PrepError::Frame(e)) => {
-                Counters::bump(&c.checksum_errors);
-                Counters::bump(&c.frames_dropped);
-                tracing::debug!("frame {} rejected: {e}", meta.seq);
-                continue;
+        // The batch: this frame, then every frame ready behind it, waiting for more only
+        // until the deadline.
+        let deadline = Instant::now() + params.batch_wait;
+        let mut next = Some(first);
+        while let Some((index, meta)) = next {
+            let t_take = now_ns();
+            // SAFETY: entry `index` is InUse: capture claims only Free entries, or under
+            // drop-oldest a Ready one, never an InUse one. It is released below only
+            // after `push` returned `Read` (the CPU read it and built the tensor in its
+            // own buffer), or, when `push` returned `Pending`, after `finish` returned.
+            #[allow(unsafe_code)]
+            let pushed = unsafe {
+                prep.push(
+                    &ring.buffers[index],
+                    meta.bytes as usize,
+                    params.verify_checksum,
+                )
+            };
+            match pushed {
+                Ok(p) => {
+                    if p == Pushed::Read {
+                        queue.release(index);
+                    }
+                    batch.push(Taken {
+                        index,
+                        meta,
+                        t_take,
+                        pending: p == Pushed::Pending,
+                    });
+                }
+                Err(PrepError::Frame(e)) => {
+                    queue.release(index);
+                    Counters::bump(&c.checksum_errors);
+                    Counters::bump(&c.frames_dropped);
+                    tracing::debug!("frame {} rejected: {e}", meta.seq);
+                }
+                Err(e) => {
+                    queue.release(index);
+                    release_pending(&ring, &mut batch);
+                    fail(format!("frame preprocessing: {e}"));
+                    break 'frames;
+                }
             }
-            Err(PrepError::Path(why)) => {
-                shared.fail(format!("frame preprocessing: {why}"));
-                stop.store(true, Ordering::Relaxed);
+            if batch.len() >= max_batch {
+                break;
+            }
+            next = queue.take(&stop, deadline.saturating_duration_since(Instant::now()));
+        }
+        if batch.is_empty() {
+            continue;
+        }
+        let finished = prep.finish(&mut model, params.verify_checksum);
+        let t_inf = now_ns();
+        release_pending(&ring, &mut batch);
+        let (outcomes, times) = match finished {
+            Ok(v) => v,
+            Err(e) => {
+                batch.clear();
+                fail(match e {
+                    PrepError::Model(m) => m.to_string(),
+                    e => format!("frame preprocessing: {e}"),
+                });
                 break;
             }
         };
-        let t_pre = now_ns();
-        let classified = model.classify_tensor(tensor, &mut top);
-        if let Err(e) = classified {
-            shared.fail(e.to_string());
-            stop.store(true, Ordering::Relaxed);
-            break;
-        }
-        let t_inf = now_ns();
-        Counters::bump(&c.frames_inferred);
-        let stages = [
-            (Stage::Pickup, meta.t_submit.saturating_sub(meta.t_arrived)),
-            (Stage::Dma, meta.t_done - meta.t_submit),
-            (Stage::Queue, t_take - meta.t_done),
-            (Stage::D2h, p.d2h_ns.unwrap_or(0)),
-            (Stage::Preprocess, p.preprocess_ns),
-            (Stage::Inference, t_inf - t_pre),
-            (Stage::EndToEnd, t_inf.saturating_sub(meta.t_arrived)),
-        ];
-        for (stage, ns) in stages {
-            if stage != Stage::D2h || p.d2h_ns.is_some() {
-                recorder.record(stage, ns);
+        Counters::bump(&c.batches_run);
+        window_batches += 1;
+        window_frames += batch.len() as u64;
+        for (taken, out) in batch.iter().zip(outcomes) {
+            let header = match &out.header {
+                Ok(h) => *h,
+                Err(e) => {
+                    Counters::bump(&c.checksum_errors);
+                    Counters::bump(&c.frames_dropped);
+                    tracing::debug!("frame {} rejected: {e}", taken.meta.seq);
+                    continue;
+                }
+            };
+            Counters::bump(&c.frames_inferred);
+            let meta = taken.meta;
+            let stages = [
+                (Stage::Pickup, meta.t_submit.saturating_sub(meta.t_arrived)),
+                (Stage::Dma, meta.t_done - meta.t_submit),
+                (Stage::Queue, taken.t_take.saturating_sub(meta.t_done)),
+                (Stage::D2h, out.d2h_ns.unwrap_or(0)),
+                (Stage::Preprocess, out.preprocess_ns),
+                (Stage::Inference, times.inference_ns),
+                (Stage::EndToEnd, t_inf.saturating_sub(meta.t_arrived)),
+            ];
+            for (stage, ns) in stages {
+                if stage != Stage::D2h || out.d2h_ns.is_some() {
+                    recorder.record(stage, ns);
+                }
             }
+            latest = Some(Latest {
+                header,
+                bytes: meta.bytes,
+                checked: params.verify_checksum,
+                top: out.top,
+                stages,
+            });
         }
-        latest = Some(Latest {
-            header: p.header,
-            bytes: meta.bytes,
-            checked: params.verify_checksum,
-            top,
-            stages,
-        });
+        batch.clear();
     }
     publish(&shared, &model, &mut recorder, latest);
+}
+
+/// Releases the entries of the batch that the GPU path kept taken.
+fn release_pending(ring: &Ring, batch: &mut [Taken]) {
+    for t in batch.iter_mut().filter(|t| t.pending) {
+        ring.queue.release(t.index);
+        t.pending = false;
+    }
 }
 
 fn publish(shared: &Shared, model: &Model, recorder: &mut StageRecorder, latest: Option<Latest>) {

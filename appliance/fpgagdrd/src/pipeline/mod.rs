@@ -20,17 +20,120 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use fpgagdr::{Card, CardStatus, DmaMemory, FrameTrigger, MemoryKind, frame_ring_kind};
-use fpgagdr_infer::{FramePrep, Model, ModelError};
+use fpgagdr_infer::{FramePrep, Model, ModelError, ModelOptions, TensorRtOptions};
 use fpgagdr_sim::{Replay, SimCard, SimConfig, SimSensor, TestPattern};
 
 use crate::config::{CardChoice, Config, RingMemory, SourceKind};
+use crate::files::{self, FileError, Kind, Named, Policy};
 use queue::FrameQueue;
 use ring::Ring;
-pub use shared::{Heartbeats, PipelineNow, Shared, State, Thread, now_ns};
+pub use shared::{BatchSize, Heartbeats, PipelineNow, Shared, State, Thread, now_ns};
 
-/// Largest frame ring accepted, bytes (1 GiB): the ring is pinned memory, and an Orin
-/// shares its DRAM between CPU and GPU.
+/// Largest frame memory accepted, bytes (1 GiB): the ring (pinned) and the decoded
+/// replay frames together (DESIGN §10's one memory rule); an Orin shares its DRAM
+/// between CPU and GPU.
 pub const MAX_RING_BYTES: u64 = 1 << 30;
+
+/// The ring's bytes: `entries` entries of the longest frame, each rounded up to
+/// `align`.
+fn ring_bytes(entries: usize, max_frame_len: usize, align: usize) -> (usize, u64) {
+    let entry_len = max_frame_len.div_ceil(align) * align;
+    (entry_len, entry_len as u64 * entries as u64)
+}
+
+/// The memory rule: the ring and the decoded frames within [`MAX_RING_BYTES`].
+fn memory_rule(
+    entries: usize,
+    entry_len: usize,
+    ring: u64,
+    decoded: u64,
+) -> Result<(), PrepareError> {
+    if ring.saturating_add(decoded) <= MAX_RING_BYTES {
+        return Ok(());
+    }
+    let frames = if decoded > 0 {
+        format!(" + {decoded} bytes of decoded replay frames")
+    } else {
+        String::new()
+    };
+    Err(fail(
+        Some("/ring/entries"),
+        format!(
+            "rule ring-memory: {entries} entries x {entry_len} bytes (the largest frame) = {ring} bytes{frames} \
+             exceeds the frame memory limit of {MAX_RING_BYTES} bytes; use fewer entries or fewer or smaller frames"
+        ),
+    ))
+}
+
+/// The config field a file's error belongs to.
+fn file_fail(field: &'static str, e: FileError) -> PrepareError {
+    fail(Some(field), e)
+}
+
+/// The model and labels bytes and the opened replay files of `config`, read within the
+/// policy's time limit (off the caller's thread).
+struct Loaded {
+    model: (Vec<u8>, Named),
+    labels: (Vec<u8>, Named),
+    frames: Option<(Named, Vec<(String, std::fs::File)>)>,
+}
+
+fn load_files(config: &Config, policy: &Policy) -> Result<Loaded, PrepareError> {
+    let roots = &policy.roots;
+    let model = roots
+        .confine(&config.model.path, Kind::Model)
+        .map_err(|e| file_fail("/model/path", e))?;
+    let labels_given = config
+        .model
+        .labels
+        .clone()
+        .unwrap_or_else(|| config.model.path.with_extension("labels.txt"));
+    let labels = roots
+        .confine(&labels_given, Kind::Model)
+        .map_err(|e| file_fail("/model/labels", e))?;
+    let frames = match config.source.kind {
+        SourceKind::Replay => Some(
+            roots
+                .confine(&config.source.path, Kind::Frames)
+                .map_err(|e| file_fail("/source/path", e))?,
+        ),
+        SourceKind::TestPattern => None,
+    };
+    let (roots, max_model) = (roots.clone(), policy.max_model_bytes);
+    files::with_deadline(policy.timeout, move || {
+        Ok(read_files(model, labels, frames, &roots, max_model))
+    })
+    .map_err(|e| file_fail("/source/path", e))?
+    .map_err(|(field, e): (&'static str, FileError)| file_fail(field, e))
+}
+
+/// What [`load_files`] reads on its thread; an error names its config field.
+fn read_files(
+    model: Named,
+    labels: Named,
+    frames: Option<Named>,
+    roots: &files::Roots,
+    max_model: u64,
+) -> Result<Loaded, (&'static str, FileError)> {
+    {
+        let model_bytes = files::read_regular(&model, max_model, "an ONNX model")
+            .map_err(|e| ("/model/path", e))?;
+        let labels_bytes = files::read_regular(&labels, files::MAX_LABELS_BYTES, "a labels file")
+            .map_err(|e| ("/model/labels", e))?;
+        let frames = match frames {
+            Some(named) => {
+                let files = roots.frame_files(&named).map_err(|e| ("/source/path", e))?;
+                Some((named, files))
+            }
+            None => None,
+        };
+        Ok(Loaded {
+            model: (model_bytes, model),
+            labels: (labels_bytes, labels),
+            frames,
+        })
+    }
+}
 
 /// Facts about the running (or last prepared) pipeline, for `/status`.
 #[derive(Debug, Clone)]
@@ -49,6 +152,8 @@ pub struct PipelineInfo {
     pub preprocess: String,
     /// Which ONNX Runtime execution provider runs the model, and why.
     pub inference: String,
+    /// Largest number of frames one model run takes.
+    pub max_batch: usize,
     /// Frame source description.
     pub source: String,
     /// Ring entries × bytes each.
@@ -165,47 +270,104 @@ fn ring_memory(
     })
 }
 
-/// Builds a pipeline from `config`: opens the card, loads the frames and the model,
+/// Builds a pipeline from `config`: reads its files as `policy` allows (confined,
+/// bounded, within a time limit), opens the card, loads the frames and the model,
 /// allocates and pins the ring. Slow (hundreds of ms: model load), never partial.
-pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, PrepareError> {
-    let model = Model::load(
-        &config.model_path(),
-        &config.labels_path(),
-        config.inference.threads,
-        config.inference.provider,
+pub fn prepare(
+    config: &Config,
+    card_choice: &CardChoice,
+    policy: &Policy,
+) -> Result<Prepared, PrepareError> {
+    let loaded = load_files(config, policy)?;
+    let (model_bytes, model_file) = loaded.model;
+    let (labels_bytes, labels_file) = loaded.labels;
+    // The ring's memory decides where preprocessing runs; a CUDA ring gets one stream
+    // that the kernels and the model share (the model reads the tensors where the
+    // kernels left them, in order, with no synchronisation in between).
+    let (kind, _, _) = ring_memory(config.ring.memory, matches!(card_choice, CardChoice::Sim))?;
+    let stream = match kind {
+        MemoryKind::CudaDevice | MemoryKind::CudaHost => fpgagdr::cuda_context()
+            .map(|ctx| ctx.new_stream())
+            .transpose()
+            .map_err(|e| {
+                fail(
+                    Some("/ring/memory"),
+                    format!("rule cuda: a CUDA stream: {e}"),
+                )
+            })?,
+        MemoryKind::Host => None,
+    };
+    let inf = &config.inference;
+    let options = ModelOptions {
+        threads: inf.threads,
+        provider: inf.provider,
+        precision: inf.precision,
+        max_batch: inf.max_batch,
+        batch_limit: (config.ring.entries / 2).max(1),
+        cuda_graph: inf.cuda_graph,
+        nhwc: None,
+        tensorrt: TensorRtOptions {
+            cache_dir: config.tensorrt_cache_dir(),
+            dla_core: inf.tensorrt.dla_core,
+        },
+        stream,
+    };
+    let model = Model::from_memory(
+        &model_bytes,
+        std::path::Path::new(&model_file.shown),
+        Some(&model_file.path),
+        &labels_bytes,
+        std::path::Path::new(&labels_file.shown),
+        &options,
     )
     .map_err(|e| {
         let field = match e {
             ModelError::Labels { .. } => "/model/labels",
             ModelError::Runtime { .. } => "/model",
             ModelError::Provider(_) => "/inference/provider",
+            ModelError::Precision(_) => "/inference/precision",
             _ => "/model/path",
         };
         fail(Some(field), e)
     })?;
-    let (card, trigger): (Card, Box<dyn FrameTrigger>) = match card_choice {
+    drop((model_bytes, labels_bytes));
+    let (card, trigger, decoded): (Card, Box<dyn FrameTrigger>, u64) = match card_choice {
         CardChoice::Sim => {
             let sim = Arc::new(SimCard::new(SimConfig {
                 preset: config.card.sim_link,
                 ..SimConfig::default()
             }));
-            let source: Box<dyn fpgagdr_sim::FrameSource> = match config.source.kind {
-                SourceKind::Replay => Box::new(
-                    Replay::load(&config.source_path())
-                        .map_err(|e| fail(Some("/source/path"), e))?,
-                ),
-                SourceKind::TestPattern => Box::new(
-                    TestPattern::new(
-                        config.source.format,
-                        config.source.width,
-                        config.source.height,
-                    )
-                    .map_err(|e| fail(Some("/source/width"), e))?,
-                ),
-            };
+            let align = sim_alignment(&sim);
+            let (source, decoded): (Box<dyn fpgagdr_sim::FrameSource>, u64) =
+                match (config.source.kind, loaded.frames) {
+                    (SourceKind::Replay, Some((named, files))) => {
+                        let plan = Replay::plan(named.shown.clone(), files)
+                            .map_err(|e| fail(Some("/source/path"), e))?;
+                        // The memory rule before anything is decoded (the ring as it will
+                        // be: k x the sensor's frame slots).
+                        let entries =
+                            ring_entries(config.ring.entries, fpgagdr_sim::SENSOR_SLOTS as usize);
+                        let (entry_len, ring) = ring_bytes(entries, plan.max_frame_len(), align);
+                        memory_rule(entries, entry_len, ring, plan.decoded_bytes())?;
+                        let replay = plan.decode().map_err(|e| fail(Some("/source/path"), e))?;
+                        let decoded = replay.decoded_bytes();
+                        (Box::new(replay), decoded)
+                    }
+                    _ => (
+                        Box::new(
+                            TestPattern::new(
+                                config.source.format,
+                                config.source.width,
+                                config.source.height,
+                            )
+                            .map_err(|e| fail(Some("/source/width"), e))?,
+                        ),
+                        0,
+                    ),
+                };
             let sensor = SimSensor::new(sim.clone(), source, config.source.fps, 0)
                 .map_err(|e| fail(Some("/source"), e))?;
-            (Card::from_backend(sim), Box::new(sensor))
+            (Card::from_backend(sim), Box::new(sensor), decoded)
         }
         CardChoice::Device(path) => {
             let card = Card::open_path(path).map_err(|e| fail(None, e))?;
@@ -218,7 +380,8 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
                     ),
                 )
             })?;
-            (card, trigger)
+            // The card's own frames: nothing is decoded on the host.
+            (card, trigger, 0)
         }
     };
     let status = card.status().clone();
@@ -232,24 +395,12 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
         ));
     }
     let align = status.alignment as usize;
-    let entry_len = trigger.max_frame_len().div_ceil(align) * align;
     let slots = trigger.slots().max(1) as usize;
     let entries = ring_entries(config.ring.entries, slots);
-    let ring_bytes = entry_len as u64 * entries as u64;
-    if ring_bytes > MAX_RING_BYTES {
-        return Err(fail(
-            Some("/ring/entries"),
-            format!(
-                "rule ring-memory: {entries} entries ({} x the card's {slots} frame slots, for ring.entries {}) \
-                 x {entry_len} bytes (the largest frame) = {ring_bytes} bytes \
-                 exceeds the frame ring's limit of {MAX_RING_BYTES} bytes; use fewer entries or smaller frames",
-                entries / slots,
-                config.ring.entries
-            ),
-        ));
-    }
-    let simulated = status.simulated;
-    let (kind, detail, data_path) = ring_memory(config.ring.memory, simulated)?;
+    let (entry_len, ring) = ring_bytes(entries, trigger.max_frame_len(), align);
+    memory_rule(entries, entry_len, ring, decoded)?;
+    // The description follows the card as opened (a module's card may be simulated too).
+    let (_, detail, data_path) = ring_memory(config.ring.memory, status.simulated)?;
     let mut buffers = Vec::with_capacity(entries);
     for _ in 0..entries {
         let mem = DmaMemory::for_frames(entry_len, align, kind)
@@ -257,8 +408,7 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
         buffers.push(card.pin(mem).map_err(|e| fail(Some("/ring/entries"), e))?);
     }
     let memory = buffers[0].kind();
-    let (w, h) = model.input_size();
-    let (prep, preprocess) = FramePrep::new(memory, w, h, model.takes_device_input());
+    let (prep, preprocess) = FramePrep::new(memory, entry_len, &model);
     let info = PipelineInfo {
         card: status,
         memory,
@@ -267,6 +417,7 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
         model: model.name(),
         preprocess,
         inference: model.provider().to_string(),
+        max_batch: model.max_batch(),
         source: trigger.describe(),
         ring: (entries, entry_len),
         slots,
@@ -299,9 +450,25 @@ pub fn prepare(config: &Config, card_choice: &CardChoice) -> Result<Prepared, Pr
         },
         infer: infer::InferParams {
             verify_checksum: config.inference.verify_checksum,
+            batch_wait: Duration::from_micros(config.inference.batch_wait_us),
         },
         info,
     })
+}
+
+/// What fills the ring.
+#[derive(Debug, Clone, Copy)]
+enum Feed {
+    /// The capture thread: the card's frames, one C2H each.
+    Capture,
+    /// Each entry filled once, then handed back as it is (the inference stage alone).
+    Recycle,
+}
+
+/// The simulated card's pin alignment, bytes.
+fn sim_alignment(sim: &Arc<SimCard>) -> usize {
+    use fpgagdr::Backend;
+    sim.status().alignment as usize
 }
 
 struct Running {
@@ -309,19 +476,22 @@ struct Running {
     threads: Vec<JoinHandle<()>>,
 }
 
+/// Where the [`Supervisor`] publishes the facts of the current (or last) pipeline, for
+/// readers that must not wait for a start or stop in progress (`/status`).
+pub type InfoSlot = Arc<std::sync::Mutex<Option<PipelineInfo>>>;
+
 /// Starts and stops the pipeline threads. One per service.
 pub struct Supervisor {
     shared: Arc<Shared>,
     running: Option<Running>,
-    info: Option<PipelineInfo>,
+    info: InfoSlot,
 }
 
 impl std::fmt::Debug for Supervisor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Supervisor")
             .field("running", &self.running.is_some())
-            .field("info", &self.info)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -331,27 +501,55 @@ impl Supervisor {
         Supervisor {
             shared,
             running: None,
-            info: None,
+            info: InfoSlot::default(),
         }
     }
 
     /// Facts about the current (or last) pipeline.
-    pub fn info(&self) -> Option<&PipelineInfo> {
-        self.info.as_ref()
+    pub fn info(&self) -> Option<PipelineInfo> {
+        self.info.lock().expect("pipeline info poisoned").clone()
     }
 
-    /// Stops what runs (if anything) and starts `prepared`.
+    /// Where those facts are published, for readers that must not wait for this
+    /// supervisor.
+    pub fn info_slot(&self) -> InfoSlot {
+        self.info.clone()
+    }
+
+    /// Stops what runs (if anything) and starts `prepared`: first the model's warm-up
+    /// (every batch size it will run, so CUDA graphs are captured while no other thread
+    /// of the service uses the GPU), then the capture and inference threads. A warm-up
+    /// that fails leaves the pipeline failed, with the reason.
     pub fn start(&mut self, prepared: Prepared) {
+        self.start_fed(prepared, Feed::Capture);
+    }
+
+    /// As [`Self::start`], but the inference stage alone is measured: each ring entry is
+    /// filled once through the card (a real C2H), then, instead of capture, a thread
+    /// hands every entry the inference thread releases straight back as a new frame,
+    /// its bytes as they are. A benchmark mode (what the inference stage does when
+    /// capture is not the limit: `benches/infer_stage.rs`); no config reaches it.
+    pub fn start_inference_only(&mut self, prepared: Prepared) {
+        self.start_fed(prepared, Feed::Recycle);
+    }
+
+    fn start_fed(&mut self, prepared: Prepared, feed: Feed) {
         self.stop();
         let Prepared {
             ring,
             trigger,
-            model,
-            prep,
+            mut model,
+            mut prep,
             capture,
             infer,
             info,
         } = prepared;
+        self.shared.batch.set_max(info.max_batch);
+        *self.info.lock().expect("pipeline info poisoned") = Some(info);
+        if let Err(e) = prep.warm_up(&mut model) {
+            self.shared.fail(format!("model warm-up: {e}"));
+            return;
+        }
         let ring = Arc::new(ring);
         let stop = Arc::new(AtomicBool::new(false));
         self.shared.clear_fault();
@@ -367,10 +565,16 @@ impl Supervisor {
                 .expect("spawn pipeline thread")
         };
         let (r, s, st) = (ring.clone(), self.shared.clone(), stop.clone());
-        let t_capture = spawn(
-            "fpgagdr-capture",
-            Box::new(move || capture::run(r, trigger, capture, s, st)),
-        );
+        let t_capture = match feed {
+            Feed::Capture => spawn(
+                "fpgagdr-capture",
+                Box::new(move || capture::run(r, trigger, capture, s, st)),
+            ),
+            Feed::Recycle => spawn(
+                "fpgagdr-recycle",
+                Box::new(move || capture::recycle(r, trigger, capture, s, st)),
+            ),
+        };
         let (r, s, st) = (ring, self.shared.clone(), stop.clone());
         let t_infer = spawn(
             "fpgagdr-infer",
@@ -380,14 +584,13 @@ impl Supervisor {
             stop,
             threads: vec![t_capture, t_infer],
         });
-        self.info = Some(info);
     }
 
     /// Keeps the facts of a pipeline prepared for a config saved while stopped, so the
     /// status shows what a start would run, and starts a new generation; the prepared
     /// pipeline itself is released (a start prepares it again).
     pub fn adopt(&mut self, prepared: Prepared) {
-        self.info = Some(prepared.info);
+        *self.info.lock().expect("pipeline info poisoned") = Some(prepared.info);
         self.shared.next_generation();
     }
 
@@ -409,6 +612,9 @@ impl Supervisor {
                 t.thread().unpark();
                 panicked |= t.join().is_err();
             }
+            // The threads dropped the model, the frames and the ring: give the freed
+            // heap back (heap.rs says why).
+            crate::heap::release_freed();
         }
         // The latency window describes a running pipeline; the latest result stays.
         self.shared

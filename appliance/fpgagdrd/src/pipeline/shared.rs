@@ -53,6 +53,8 @@ pub struct Shared {
     pub totals: Mutex<Totals>,
     /// When each pipeline thread last went round its loop.
     pub beats: Heartbeats,
+    /// The batch size in use.
+    pub batch: BatchSize,
     state: AtomicU8,
     fault: Mutex<Option<String>>,
     /// Changes on every start, stop, failure and config change (see
@@ -74,6 +76,7 @@ impl Default for Shared {
             published: Mutex::default(),
             totals: Mutex::default(),
             beats: Heartbeats::default(),
+            batch: BatchSize::default(),
             state: AtomicU8::new(State::Stopped as u8),
             fault: Mutex::new(None),
             generation: AtomicU64::new(epoch_ms),
@@ -93,6 +96,36 @@ pub struct PipelineNow {
     pub generation: u64,
     /// How long the running pipeline has run; `None` unless running.
     pub running: Option<Duration>,
+}
+
+/// The batch size in use: the largest a model run takes, and the mean over the inference
+/// thread's last publish window (a quarter of a second).
+#[derive(Debug, Default)]
+pub struct BatchSize {
+    max: AtomicU64,
+    mean_milli: AtomicU64,
+}
+
+impl BatchSize {
+    /// Largest frames per model run of the running (or last) pipeline; 0 before one ran.
+    pub fn max(&self) -> u64 {
+        self.max.load(Ordering::Relaxed)
+    }
+
+    /// Mean frames per model run over the last publish window; 0 when none ran in it.
+    pub fn mean(&self) -> f64 {
+        self.mean_milli.load(Ordering::Relaxed) as f64 / 1000.0
+    }
+
+    pub(super) fn set_max(&self, max: usize) {
+        self.max.store(max as u64, Ordering::Relaxed);
+    }
+
+    /// Records the window's frames and model runs.
+    pub(super) fn set_window(&self, frames: u64, batches: u64) {
+        let milli = (frames * 1000).checked_div(batches).unwrap_or(0);
+        self.mean_milli.store(milli, Ordering::Relaxed);
+    }
 }
 
 /// A pipeline thread, as [`Heartbeats`] names it.

@@ -185,11 +185,30 @@ pub(crate) struct Service {
 }
 
 fn command(config: &Path, log: &Path, token: Option<&str>) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fpgagdrd"));
+    command_wrapped(&[], config, log, token)
+}
+
+/// As [`command`], run through `wrapper` (a program and its arguments, e.g. `prlimit
+/// --nofile=256:256`) when it is not empty.
+fn command_wrapped(wrapper: &[&str], config: &Path, log: &Path, token: Option<&str>) -> Command {
+    let mut cmd = match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut c = Command::new(program);
+            c.args(args).arg(env!("CARGO_BIN_EXE_fpgagdrd"));
+            c
+        }
+        None => Command::new(env!("CARGO_BIN_EXE_fpgagdrd")),
+    };
     match token {
         Some(t) => cmd.env("FPGAGDR_TOKEN", t),
         None => cmd.env_remove("FPGAGDR_TOKEN"),
     };
+    // The test models (tests/data) and the frames tests write to temporary directories
+    // lie outside the data directory: roots of their own (issue 18).
+    cmd.arg("--model-root")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data"))
+        .arg("--frames-root")
+        .arg(std::env::temp_dir());
     cmd.args(["--listen", "127.0.0.1:0", "--config"])
         .arg(config)
         .env("ORT_DYLIB_PATH", ort_library())
@@ -265,12 +284,43 @@ impl Service {
         token: Option<&str>,
         env: &[(&str, &std::ffi::OsStr)],
     ) -> Service {
-        let dir = tempfile::tempdir().expect("temp dir");
+        Self::start_wrapped(&[], text, args, token, env)
+    }
+
+    /// As [`Service::start_env`], the binary run through `wrapper` (a program and its
+    /// arguments, such as `prlimit --nofile=256:256`).
+    pub(crate) fn start_wrapped(
+        wrapper: &[&str],
+        text: Option<&str>,
+        args: &[&str],
+        token: Option<&str>,
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Service {
+        Self::start_in(
+            tempfile::tempdir().expect("temp dir"),
+            wrapper,
+            text,
+            args,
+            token,
+            env,
+        )
+    }
+
+    /// As [`Service::start_wrapped`], with its config file (`config.json`) and log in
+    /// `dir`, which the test may have filled before.
+    pub(crate) fn start_in(
+        dir: tempfile::TempDir,
+        wrapper: &[&str],
+        text: Option<&str>,
+        args: &[&str],
+        token: Option<&str>,
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Service {
         let (config_path, log_path) = (dir.path().join("config.json"), dir.path().join("log"));
         if let Some(text) = text {
             std::fs::write(&config_path, text).expect("write config");
         }
-        let mut child = command(&config_path, &log_path, token)
+        let mut child = command_wrapped(wrapper, &config_path, &log_path, token)
             .args(args)
             .envs(env.iter().copied())
             .spawn()
@@ -345,6 +395,24 @@ impl Service {
             std::thread::sleep(Duration::from_millis(50));
         }
         None
+    }
+
+    /// The process id (for signals and `/proc`).
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// What the service logged on stderr so far.
+    pub(crate) fn log(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub(crate) fn addr(&self) -> std::net::SocketAddr {
+        self.base
+            .trim_start_matches("http://")
+            .parse()
+            .expect("the service's address")
     }
 
     pub(crate) fn agent(&self) -> &ureq::Agent {

@@ -402,15 +402,27 @@ impl Rauc {
 
     /// Starts fpgagdrd on this bus, pipeline off.
     pub(crate) fn service(&self) -> Service {
+        self.service_with(&[])
+    }
+
+    /// As [`Rauc::service`], with more command-line arguments.
+    pub(crate) fn service_with(&self, extra: &[&str]) -> Service {
         let spool = self.path("spool");
-        Service::start_with_args(
+        let mut args = vec![
+            "--rauc-bus",
+            &self.bus,
+            "--ota-spool",
+            spool.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        // RAUC 1.8 gives no reason over D-Bus when it refuses a bundle; the service asks
+        // its command line, which needs this RAUC's system.conf.
+        let conf = self.path("system.conf");
+        Service::start_env(
             Some(r#"{"autostart": false}"#),
-            &[
-                "--rauc-bus",
-                &self.bus,
-                "--ota-spool",
-                spool.to_str().unwrap(),
-            ],
+            &args,
+            Some(super::TOKEN),
+            &[("FPGAGDR_RAUC_CONF", conf.as_os_str())],
         )
     }
 }

@@ -1,6 +1,7 @@
 """Writes the small ONNX models the service tests use: two that load but cannot serve
-(refused before they replace a working model), and one that serves, slowly (the
-watchdog test: a model run far longer than --stall-limit-s).
+(refused before they replace a working model), one that serves, slowly (the
+watchdog test: a model run far longer than --stall-limit-s), and one whose batch
+dimension is fixed at 1 (a user's model exported without dynamic axes).
 
   int-output.onnx     input float32 [1,3,8,8] -> GlobalAveragePool -> Flatten -> Cast(int64)
                       output [1,3]: declared int64, not float32 logits
@@ -11,6 +12,13 @@ watchdog test: a model run far longer than --stall-limit-s).
                       AVX-512 core, longer elsewhere) -> mean -> + bias [0,1,2,3,4] ->
                       logits float32 [1,5] (class 4 wins). The matrix is derived from
                       the input, so ONNX Runtime cannot fold it away at load.
+  fixed-batch.onnx    input float32 [1,3,8,8] -> GlobalAveragePool -> Flatten -> Gemm
+                      (10 x identity, no bias) -> logits float32 [1,3]: the channel with
+                      the largest mean wins (labels red, green, blue); the batch is
+                      fixed at 1, so it runs one frame at a time.
+  huge-input.onnx     input float32 [1,3,60000,60000] -> GlobalAveragePool -> Flatten ->
+                      logits float32 [1,3]: a valid classifier whose declared input
+                      (43 GB as float32) must be refused before anything is allocated.
 
 Needs the PyPI package `onnx` (tested with 1.23.2). Run: python3 make_bad_models.py
 The files are committed; this script says how they were made.
@@ -75,6 +83,36 @@ g = helper.make_graph(
 slow = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=7)
 onnx.checker.check_model(slow)
 onnx.save(slow, os.path.join(here, "slow.onnx"))
-for name, n in [("int-output", 3), ("reshape-fails", 5), ("slow", 5)]:
+huge = helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 60000, 60000])
+g = helper.make_graph(
+    [
+        helper.make_node("GlobalAveragePool", ["input"], ["p"]),
+        helper.make_node("Flatten", ["p"], ["logits"]),
+    ],
+    "huge_input",
+    [huge],
+    [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 3])],
+)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=7),
+          os.path.join(here, "huge-input.onnx"))
+for name, n in [("int-output", 3), ("reshape-fails", 5), ("slow", 5), ("huge-input", 3)]:
     with open(os.path.join(here, name + ".labels.txt"), "w") as f:
         f.write("".join(f"class {i}\n" for i in range(n)))
+
+g = helper.make_graph(
+    [
+        helper.make_node("GlobalAveragePool", ["input"], ["p"]),
+        helper.make_node("Flatten", ["p"], ["f"]),
+        helper.make_node("Gemm", ["f", "w"], ["logits"]),
+    ],
+    "fixed_batch",
+    [inp],
+    [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 3])],
+    initializer=[
+        helper.make_tensor("w", TensorProto.FLOAT, [3, 3], [10, 0, 0, 0, 10, 0, 0, 0, 10])
+    ],
+)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=7),
+          os.path.join(here, "fixed-batch.onnx"))
+with open(os.path.join(here, "fixed-batch.labels.txt"), "w") as f:
+    f.write("red\ngreen\nblue\n")

@@ -1,0 +1,253 @@
+//! The model's input bound where preprocessing left it in GPU memory, on the
+//! preprocessing stream, with one CUDA graph per batch size in use.
+//!
+//! Owns: [`DeviceRunner`]: per run size an ONNX Runtime I/O binding (input: a view of the
+//! caller's tensor buffer; output: a device tensor of its own), the run options that
+//! name its graph (`gpu_graph_id`) and skip ONNX Runtime's own device synchronisation,
+//! and the page-locked host buffer the logits come back to. Must not: choose providers
+//! (`providers.rs`) or read labels (`mod.rs`).
+//!
+//! A captured graph replays fixed addresses, so each run size keeps its binding for the
+//! life of the runner. With graphs, a batch of n frames runs as the next power of two
+//! (or the largest batch), so at most log2(max batch) + 2 graphs are captured; the
+//! padding slots hold stale tensors whose results are not read. Without graphs a batch
+//! runs at its own size.
+
+use std::ffi::CString;
+use std::sync::Arc;
+
+use cudarc::driver::{CudaStream, PinnedHostSlice};
+use ort::AsPointer;
+use ort::memory::{AllocationDevice, Allocator, AllocatorType, MemoryInfo, MemoryType};
+use ort::session::{IoBinding, RunOptions, Session};
+use ort::value::{Shape, Tensor, TensorRefMut};
+
+/// One run size's binding.
+struct Bucket {
+    binding: IoBinding,
+    /// The ONNX Runtime value over the caller's tensor buffer, bound as the input; kept
+    /// alive while bound.
+    _input: TensorRefMut<'static, f32>,
+    /// Device address of the bound output tensor (the binding holds the tensor).
+    output: u64,
+    options: RunOptions,
+}
+
+/// See the module documentation.
+pub(crate) struct DeviceRunner {
+    stream: Arc<CudaStream>,
+    info: MemoryInfo<'static>,
+    allocator: Allocator,
+    graphs: bool,
+    classes: usize,
+    buckets: Vec<Option<Bucket>>,
+    input_addr: u64,
+    /// The graph id the next binding gets: ONNX Runtime keeps a captured graph per id
+    /// for the session's life, so a binding to another address must not reuse one.
+    next_graph: u64,
+    logits: PinnedHostSlice<f32>,
+}
+
+impl DeviceRunner {
+    /// A runner for `session` (on a GPU provider running on `stream`), `classes` outputs
+    /// per frame, batches of up to `max_batch`.
+    pub(crate) fn new(
+        session: &Session,
+        stream: Arc<CudaStream>,
+        graphs: bool,
+        classes: usize,
+        max_batch: usize,
+    ) -> Result<Self, String> {
+        let info = MemoryInfo::new(
+            AllocationDevice::CUDA,
+            0,
+            AllocatorType::Device,
+            MemoryType::Default,
+        )
+        .map_err(|e| e.to_string())?;
+        let allocator = Allocator::new(session, info.clone()).map_err(|e| e.to_string())?;
+        #[allow(unsafe_code)]
+        // SAFETY: page-locked host memory, written only by copies on `stream` that `run`
+        // waits for before it reads.
+        let logits = unsafe { stream.context().alloc_pinned::<f32>(max_batch * classes) }
+            .map_err(|e| e.to_string())?;
+        Ok(DeviceRunner {
+            stream,
+            info,
+            allocator,
+            graphs,
+            classes,
+            buckets: (0..=max_batch).map(|_| None).collect(),
+            input_addr: 0,
+            next_graph: 1,
+            logits,
+        })
+    }
+
+    pub(crate) fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// The size a batch of `n` runs as.
+    fn run_size(&self, n: usize) -> usize {
+        let max = self.buckets.len() - 1;
+        if self.graphs {
+            n.next_power_of_two().min(max)
+        } else {
+            n
+        }
+    }
+
+    /// Every size [`Self::run`] can use up to `max_batch`, smallest first (all of them
+    /// with graphs; without, the two ends, for warming up).
+    pub(crate) fn run_sizes(&self, max_batch: usize) -> Vec<usize> {
+        let mut sizes: Vec<usize> = if self.graphs {
+            (0..usize::BITS)
+                .map(|k| 1usize << k)
+                .take_while(|&n| n < max_batch)
+                .collect()
+        } else {
+            vec![1]
+        };
+        sizes.push(max_batch);
+        sizes.dedup();
+        sizes
+    }
+
+    /// Runs `n` frames whose tensors start at `addr` and returns their logits
+    /// (`n × classes`, host memory), after waiting for the stream.
+    ///
+    /// # Safety
+    /// As `Model::classify_batch_device`: `addr` holds at least `run_size(n)` tensors
+    /// of `chw` floats in device memory that stays allocated while bindings to it are
+    /// kept (they are dropped when another address comes).
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn run(
+        &mut self,
+        session: &mut Session,
+        input: &str,
+        addr: u64,
+        chw: usize,
+        n: usize,
+    ) -> Result<&[f32], String> {
+        if addr != self.input_addr {
+            // Bindings (and graphs) of the old address are of no use: forget them; new
+            // bindings get new graph ids.
+            self.buckets.iter_mut().for_each(|b| *b = None);
+            self.input_addr = addr;
+        }
+        let r = self.run_size(n);
+        if self.buckets[r].is_none() {
+            // SAFETY: the caller's contract: `addr` holds r tensors for as long as the
+            // binding is kept.
+            self.buckets[r] = Some(unsafe { self.bind(session, input, addr, chw, r) }?);
+        }
+        let bucket = self.buckets[r].as_ref().expect("bound above");
+        drop(
+            session
+                .run_binding_with_options(&bucket.binding, &bucket.options)
+                .map_err(|e| e.to_string())?,
+        );
+        let src = bucket.output;
+        let len = n * self.classes;
+        let dst = &mut self.logits.as_mut_slice().map_err(|e| e.to_string())?[..len];
+        // SAFETY: `src` is the bound output tensor (r ≥ n rows of `classes` floats) in
+        // device memory ONNX Runtime wrote with work queued on this stream; `dst` is
+        // page-locked host memory of `len` floats that nothing reads until the stream is
+        // synchronised below.
+        unsafe { cudarc::driver::result::memcpy_dtoh_async(dst, src, self.stream.cu_stream()) }
+            .map_err(|e| e.to_string())?;
+        self.stream.synchronize().map_err(|e| e.to_string())?;
+        Ok(&self.logits.as_slice().map_err(|e| e.to_string())?[..len])
+    }
+
+    /// A binding of `r` tensors at `addr` to the session's input, an output tensor of its
+    /// own, and run options naming a graph id of its own.
+    ///
+    /// # Safety
+    /// `addr` holds `r × chw` floats of device memory that outlive the binding.
+    #[allow(unsafe_code)]
+    unsafe fn bind(
+        &mut self,
+        session: &Session,
+        input: &str,
+        addr: u64,
+        chw: usize,
+        r: usize,
+    ) -> Result<Bucket, String> {
+        let err = |e: ort::Error| e.to_string();
+        // The input's H and W come from the session; chw = 3 × H × W.
+        let (h, w) = session_hw(session).unwrap_or((chw / 3, 1));
+        let dims = [r as i64, 3, h as i64, w as i64];
+        // SAFETY: `addr` holds r × chw floats of device memory described by `self.info`
+        // (device 0), outliving the value (the caller's contract).
+        let tensor = unsafe {
+            TensorRefMut::<f32>::from_raw(
+                self.info.clone(),
+                addr as *mut std::ffi::c_void,
+                Shape::new(dims),
+            )
+        }
+        .map_err(err)?;
+        let mut binding = session.create_binding().map_err(err)?;
+        // `IoBinding::bind_input` copies a borrowed tensor first (to keep the data alive);
+        // the whole point here is that ONNX Runtime reads the caller's buffer in place,
+        // whose lifetime the caller guarantees, so bind through the C API.
+        let name = CString::new(input).map_err(|e| e.to_string())?;
+        // SAFETY: the binding and the value are live ONNX Runtime objects; the value stays
+        // alive in the bucket as long as the binding does; the name is a C string.
+        let status =
+            unsafe { (ort::api().BindInput)(binding.ptr_mut(), name.as_ptr(), tensor.ptr()) };
+        // SAFETY: a status returned by the C API, read and released once.
+        unsafe { check(status) }?;
+        let output = Tensor::<f32>::new(&self.allocator, [r, self.classes]).map_err(err)?;
+        let out_addr = output.data_ptr() as u64;
+        let out_name = session.outputs()[0].name().to_string();
+        binding.bind_output(out_name, output).map_err(err)?;
+        let mut options = RunOptions::new().map_err(err)?;
+        let graph = if self.graphs {
+            self.next_graph += 1;
+            (self.next_graph - 1).to_string()
+        } else {
+            "-1".into()
+        };
+        options.set("gpu_graph_id", graph).map_err(err)?;
+        // The caller waits for the stream once, after the logits are copied back.
+        options.disable_device_sync().map_err(err)?;
+        Ok(Bucket {
+            binding,
+            _input: tensor,
+            output: out_addr,
+            options,
+        })
+    }
+}
+
+/// The session input's H and W.
+fn session_hw(session: &Session) -> Option<(usize, usize)> {
+    match session.inputs().first()?.dtype() {
+        ort::value::ValueType::Tensor { shape, .. } if shape.len() == 4 => {
+            Some((shape[2] as usize, shape[3] as usize))
+        }
+        _ => None,
+    }
+}
+
+/// An ONNX Runtime status: `Ok` when null, else its message (the status is released).
+///
+/// # Safety
+/// `status` is a status the C API just returned.
+#[allow(unsafe_code)]
+unsafe fn check(status: ort::sys::OrtStatusPtr) -> Result<(), String> {
+    if status.0.is_null() {
+        return Ok(());
+    }
+    // SAFETY: a non-null status from the C API: read its message, then release it once.
+    let message = unsafe {
+        let text = std::ffi::CStr::from_ptr((ort::api().GetErrorMessage)(status.0));
+        let m = text.to_string_lossy().into_owned();
+        (ort::api().ReleaseStatus)(status.0);
+        m
+    };
+    Err(message)
+}

@@ -1,0 +1,256 @@
+//! Which ONNX Runtime execution providers a session gets, in the order TensorRT, CUDA,
+//! CPU, and why each one that was not used was not: the words status shows.
+//!
+//! Owns: [`Provider`], [`Precision`], [`TensorRtOptions`], [`register`] and the record
+//! of what it did ([`Registered`]). Must not: load a model or run one (`mod.rs`).
+//!
+//! TensorRT is written, not run here (DESIGN §10): its libraries cannot be obtained on
+//! the machines this project is tested on. What is tested is the negative path: the GPU
+//! build of ONNX Runtime has the TensorRT provider, loading it fails for want of
+//! `libnvinfer`, the reason is kept, and CUDA runs.
+
+use std::path::PathBuf;
+
+use cudarc::driver::CudaStream;
+use ort::ep::ExecutionProvider;
+use ort::session::builder::SessionBuilder;
+use serde::{Deserialize, Serialize};
+
+/// Which ONNX Runtime execution provider runs the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Provider {
+    /// The fastest that loads: TensorRT (with CUDA for what TensorRT does not take), else
+    /// CUDA, else the CPU; status says which ran and why the others did not.
+    #[default]
+    Auto,
+    /// The CPU provider.
+    Cpu,
+    /// The CUDA provider, or the model is refused (`rule execution-provider`).
+    Cuda,
+    /// The TensorRT provider (CUDA for the nodes it does not take), or the model is
+    /// refused (`rule execution-provider`).
+    Tensorrt,
+}
+
+/// The arithmetic the model runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Precision {
+    /// 32-bit floats (the model file as it is).
+    #[default]
+    Fp32,
+    /// 16-bit floats on the GPU: TensorRT builds an fp16 engine from the model; the CUDA
+    /// provider loads the model's fp16 copy (`<model>.fp16.onnx`, made by
+    /// `models/make_fp16.py`). The CPU provider runs fp32 and status says so.
+    Fp16,
+}
+
+impl Precision {
+    /// `"fp32"` or `"fp16"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Precision::Fp32 => "fp32",
+            Precision::Fp16 => "fp16",
+        }
+    }
+}
+
+/// TensorRT settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorRtOptions {
+    /// Where built engines (and the timing cache) are kept, so a restart does not build
+    /// them again (minutes on an Orin).
+    pub cache_dir: PathBuf,
+    /// Run on this DLA core of an Orin (0 or 1) instead of the GPU; layers the DLA cannot
+    /// run fall back to the GPU.
+    pub dla_core: Option<u32>,
+}
+
+impl Default for TensorRtOptions {
+    fn default() -> Self {
+        TensorRtOptions {
+            cache_dir: PathBuf::from("/var/lib/fpgagdr/tensorrt"),
+            dla_core: None,
+        }
+    }
+}
+
+/// Which provider a session runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ran {
+    /// TensorRT, with CUDA for the nodes it does not take.
+    TensorRt,
+    /// CUDA.
+    Cuda,
+    /// The CPU.
+    Cpu,
+}
+
+/// What [`register`] did: the provider that will run, and a sentence per provider that
+/// was tried and not used.
+#[derive(Debug, Clone)]
+pub(crate) struct Registered {
+    pub(crate) ran: Ran,
+    pub(crate) not_used: Vec<String>,
+}
+
+/// What a session needs to know to register providers.
+pub(crate) struct Wanted<'a> {
+    pub(crate) provider: Provider,
+    pub(crate) precision: Precision,
+    pub(crate) tensorrt: &'a TensorRtOptions,
+    /// Input name, height, width and largest batch (TensorRT's optimisation profile).
+    pub(crate) input: (&'a str, usize, usize, usize),
+    /// Capture CUDA graphs (only when the input is bound in GPU memory).
+    pub(crate) cuda_graph: bool,
+    /// NHWC convolutions in the CUDA provider (`prefer_nhwc`).
+    pub(crate) nhwc: bool,
+    /// The stream to run on (the preprocessing stream), if any.
+    pub(crate) stream: Option<&'a CudaStream>,
+}
+
+/// The ONNX Runtime library path the service loads.
+pub(crate) fn runtime_path() -> String {
+    std::env::var("ORT_DYLIB_PATH").unwrap_or_else(|_| "libonnxruntime.so".into())
+}
+
+/// Registers TensorRT, then CUDA, on `builder` as `wanted` asks; the CPU provider is
+/// always there. Errors (the message for `rule execution-provider`) only when
+/// `wanted.provider` names a provider that cannot run.
+pub(crate) fn register(
+    builder: &mut SessionBuilder,
+    wanted: &Wanted<'_>,
+) -> Result<Registered, String> {
+    let mut not_used = Vec::new();
+    if wanted.provider == Provider::Cpu {
+        return Ok(Registered {
+            ran: Ran::Cpu,
+            not_used: vec!["GPU providers not tried (inference.provider is cpu)".into()],
+        });
+    }
+    if let fpgagdr::GpuMemory::Absent(why) = fpgagdr::gpu_memory() {
+        let why = format!("no CUDA: {why}");
+        return match wanted.provider {
+            Provider::Auto => Ok(Registered {
+                ran: Ran::Cpu,
+                not_used: vec![format!("TensorRT and CUDA not used: {why}")],
+            }),
+            _ => Err(why),
+        };
+    }
+    let mut tried_trt = false;
+    if matches!(wanted.provider, Provider::Auto | Provider::Tensorrt) {
+        tried_trt = true;
+        match register_tensorrt(builder, wanted) {
+            Ok(()) => {
+                // CUDA takes the nodes TensorRT does not; its failure is not TensorRT's.
+                // One provider captures the CUDA graph: TensorRT's (ONNX Runtime allows
+                // graph capture on one provider only).
+                if let Err(why) = register_cuda(builder, wanted, false) {
+                    not_used.push(format!("CUDA (for nodes TensorRT does not take): {why}"));
+                }
+                return Ok(Registered {
+                    ran: Ran::TensorRt,
+                    not_used,
+                });
+            }
+            Err(why) if wanted.provider == Provider::Tensorrt => return Err(why),
+            Err(why) => not_used.push(format!("TensorRT not used: {why}")),
+        }
+    }
+    match register_cuda(builder, wanted, wanted.cuda_graph) {
+        Ok(()) => Ok(Registered {
+            ran: Ran::Cuda,
+            not_used,
+        }),
+        Err(why) if wanted.provider == Provider::Cuda => Err(why),
+        Err(why) => {
+            if !tried_trt {
+                not_used.push("TensorRT not tried".into());
+            }
+            not_used.push(format!("CUDA not used: {why}"));
+            Ok(Registered {
+                ran: Ran::Cpu,
+                not_used,
+            })
+        }
+    }
+}
+
+/// The raw stream handle ONNX Runtime takes (`user_compute_stream`).
+fn stream_ptr(stream: &CudaStream) -> *mut () {
+    stream.cu_stream() as *mut ()
+}
+
+fn register_tensorrt(builder: &mut SessionBuilder, w: &Wanted<'_>) -> Result<(), String> {
+    match ort::ep::TensorRT::is_available() {
+        Ok(true) => {}
+        Ok(false) => {
+            return Err(format!(
+                "the ONNX Runtime at {} has no TensorRT execution provider",
+                runtime_path()
+            ));
+        }
+        Err(e) => return Err(e.to_string()),
+    }
+    let t = w.tensorrt;
+    if let Err(e) = std::fs::create_dir_all(&t.cache_dir) {
+        return Err(format!(
+            "its engine cache {} cannot be created: {e}",
+            t.cache_dir.display()
+        ));
+    }
+    let (name, h, wd, max) = w.input;
+    let dir = t.cache_dir.to_string_lossy().into_owned();
+    let mut trt = ort::ep::TensorRT::default()
+        .with_device_id(0)
+        .with_engine_cache(true)
+        .with_engine_cache_path(&dir)
+        .with_timing_cache(true)
+        .with_timing_cache_path(&dir)
+        .with_fp16(w.precision == Precision::Fp16)
+        .with_profile_min_shapes(format!("{name}:1x3x{h}x{wd}"))
+        .with_profile_opt_shapes(format!("{name}:{max}x3x{h}x{wd}"))
+        .with_profile_max_shapes(format!("{name}:{max}x3x{h}x{wd}"))
+        .with_cuda_graph(w.cuda_graph);
+    if let Some(core) = t.dla_core {
+        trt = trt.with_dla(true).with_dla_core(core);
+    }
+    if let Some(s) = w.stream {
+        #[allow(unsafe_code)]
+        // SAFETY: the stream is the preprocessing stream, which the `Model` holds (an
+        // `Arc`) for as long as its session lives.
+        let with_stream = unsafe { trt.with_compute_stream(stream_ptr(s)) };
+        trt = with_stream;
+    }
+    trt.register(builder)
+        .map_err(|e| format!("the TensorRT execution provider failed to start: {e}"))
+}
+
+fn register_cuda(builder: &mut SessionBuilder, w: &Wanted<'_>, graph: bool) -> Result<(), String> {
+    match ort::ep::CUDA::is_available() {
+        Ok(true) => {}
+        Ok(false) => {
+            return Err(format!(
+                "the ONNX Runtime at {} has no CUDA execution provider",
+                runtime_path()
+            ));
+        }
+        Err(e) => return Err(e.to_string()),
+    }
+    let mut cuda = ort::ep::CUDA::default()
+        .with_device_id(0)
+        .with_cuda_graph(graph)
+        .with_prefer_nhwc(w.nhwc);
+    if let Some(s) = w.stream {
+        #[allow(unsafe_code)]
+        // SAFETY: as in `register_tensorrt`: the model holds the stream.
+        let with_stream = unsafe { cuda.with_compute_stream(stream_ptr(s)) };
+        cuda = with_stream;
+    }
+    cuda.register(builder)
+        .map_err(|e| format!("the CUDA execution provider failed to start: {e}"))
+}

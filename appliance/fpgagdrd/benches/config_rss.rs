@@ -1,0 +1,133 @@
+//! The service's resident memory across config changes (issue 18: it climbed from about
+//! 110 MB to 550 MB over 100 changes and stayed there). A benchmark, not a test: it
+//! prints figures and checks nothing but that every change is accepted.
+//!
+//! ```sh
+//! ORT_DYLIB_PATH=$PWD/.deps/onnxruntime/libonnxruntime.so FPGAGDR_DATA_DIR=$PWD/.deps/share \
+//!   cargo bench -p fpgagdrd --bench config_rss -- [--changes 100]
+//! ```
+//!
+//! It starts the real `fpgagdrd` (this build's binary, or `$FPGAGDRD_BIN`) with the default
+//! config (replay of the default frames at 30 frames/s, simulated Orin link), and applies
+//! `--changes` config changes, each of which builds a new pipeline (model, frames, ring)
+//! and replaces the running one: `ring.entries` alternates between 4 and 5. After each
+//! change it reads `VmRSS` from `/proc/PID/status` (the change's reply has come, so the
+//! old pipeline is gone). It prints RSS after the first change and every tenth, the
+//! largest, and the last as a share of the first.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .expect("the service's /proc status")
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .expect("VmRSS")
+}
+
+struct Service {
+    child: Child,
+    base: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const TOKEN: &str = "bench-token-0123456789abcdef";
+
+fn start() -> Service {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("config.json");
+    std::fs::write(&config, "{}").expect("write config");
+    let bin =
+        std::env::var_os("FPGAGDRD_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_fpgagdrd").into());
+    let mut child = Command::new(bin)
+        .args(["--listen", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .env("FPGAGDR_TOKEN", TOKEN)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn fpgagdrd");
+    let out = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if let Some(url) = line.strip_prefix("fpgagdrd: dashboard at ") {
+                let _ = tx.send(url.trim_end_matches('/').to_string());
+            }
+        }
+    });
+    let base = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("fpgagdrd printed its address");
+    Service {
+        child,
+        base,
+        _dir: dir,
+    }
+}
+
+fn main() {
+    let mut changes = 100usize;
+    let mut it = std::env::args().skip(1);
+    while let Some(k) = it.next() {
+        if k == "--changes" {
+            changes = it.next().and_then(|v| v.parse().ok()).expect("--changes N");
+        }
+    }
+    let svc = start();
+    let pid = svc.child.id();
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(120)))
+        .build()
+        .into();
+    std::thread::sleep(Duration::from_secs(3));
+    let start_rss = rss_kib(pid);
+    let mut rows = Vec::new();
+    for i in 1..=changes {
+        let entries = 4 + i % 2;
+        let mut r = agent
+            .patch(format!("{}/api/v1/config", svc.base))
+            .header("authorization", &format!("Bearer {TOKEN}"))
+            .header("content-type", "application/json")
+            // Each change is paced like a person at the dashboard, and slower than the
+            // service's rate limit for changes (docs/api.md, Limits).
+            .send(format!(r#"{{"ring": {{"entries": {entries}}}}}"#))
+            .expect("PATCH /api/v1/config");
+        let status = r.status().as_u16();
+        let body = r.body_mut().read_to_string().unwrap_or_default();
+        assert_eq!(status, 200, "change {i}: {body}");
+        rows.push((i, rss_kib(pid)));
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    let first = rows[0].1;
+    let (max_at, max) = rows.iter().copied().max_by_key(|r| r.1).unwrap();
+    let last = rows.last().unwrap().1;
+    println!(
+        "config_rss: {changes} changes; RSS before the first {:.1} MiB",
+        start_rss as f64 / 1024.0
+    );
+    println!("| after change | RSS MiB |");
+    println!("|---|---|");
+    for (i, kib) in rows.iter().filter(|(i, _)| *i == 1 || i % 10 == 0) {
+        println!("| {i} | {:.1} |", *kib as f64 / 1024.0);
+    }
+    println!(
+        "largest {:.1} MiB (after change {max_at}); last {:.1} MiB = {:+.1} % of the first change's",
+        max as f64 / 1024.0,
+        last as f64 / 1024.0,
+        (last as f64 / first as f64 - 1.0) * 100.0
+    );
+}
