@@ -532,7 +532,7 @@ impl Model {
         top_k_rows(logits, n, tops)
     }
 
-    /// Runs every batch size the device path will use [`WARM_UP_RUNS`] times on the
+    /// Runs every batch size the device path will use three times (`WARM_UP_RUNS`) on the
     /// tensors at `tensor` (whatever they hold), so that convolution algorithms are
     /// chosen and CUDA graphs captured now, while no other thread of this process uses
     /// the GPU (ONNX Runtime captures in CUDA's global capture mode). Does nothing without
