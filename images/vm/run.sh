@@ -85,7 +85,9 @@ vm_new() {
 	token=""
 }
 
-# vm_start: powers the machine on (the disk and variables as they are).
+# vm_start: powers the machine on (the disk and variables as they are). The network card
+# has no option ROM (no iPXE for the firmware to load and try) and the disk boots first:
+# 26 -> 14 s from power-on to GRUB under emulation on the loaded development machine.
 vm_start() {
 	api_port=$(free_port)
 	mc_port=$(free_port)
@@ -94,9 +96,9 @@ vm_start() {
 		-drive "if=pflash,format=raw,unit=0,readonly=on,file=$ovmf_code" \
 		-drive "if=pflash,format=raw,unit=1,file=$run/vars.fd" \
 		-drive "if=none,id=disk,format=qcow2,file=$run/disk.qcow2" \
-		-device nvme,drive=disk,serial=fpgagdr-vm \
+		-device nvme,drive=disk,serial=fpgagdr-vm,bootindex=0 \
 		-netdev "user,id=net,hostfwd=tcp:127.0.0.1:$api_port-:8080" \
-		-device virtio-net-pci,netdev=net \
+		-device virtio-net-pci,netdev=net,romfile= \
 		-chardev "file,id=con,path=$run/serial.log,append=on" -serial chardev:con \
 		-chardev "socket,id=mc,host=127.0.0.1,port=$mc_port,server=on,wait=off" -serial chardev:mc \
 		>>"$run/qemu.log" 2>&1 &
