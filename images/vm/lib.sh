@@ -8,7 +8,8 @@ die() {
 }
 
 installed() {
-	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
+	# (No pipe into grep -q: under pipefail its early exit can fail the pipeline.)
+	[[ $(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) == *'install ok installed'* ]]
 }
 
 # need_pkgs PKG...: installs the missing Debian packages (root only).
@@ -54,3 +55,45 @@ need_vm_tools() {
 	need_pkgs mmdebstrap ovmf grub-efi-amd64-bin grub-common gdisk dosfstools mtools \
 		e2fsprogs rauc squashfs-tools openssl curl jq binutils
 }
+
+# --- the serial console of a run ($run/serial.log: the firmware's lines, the guest's) ---
+# Boots so far, from the firmware's console lines (grub.cfg prints one per boot).
+boots() { grep -c 'fpgagdr-grub: .*booting' "$run/serial.log" || true; }
+# The slot of boot N.
+boot_slot() {
+	grep -a 'fpgagdr-grub: .*booting' "$run/serial.log" | sed -n "${1}p" |
+		sed -n 's/.*booting \(rootfs \)\{0,1\}slot \([AB]\).*/\2/p'
+}
+# boot_log N: the console of boot N (from its firmware line to the next one).
+boot_log() {
+	tr -d '\r' <"$run/serial.log" | awk -v n="$1" '/fpgagdr-grub: .*booting/ { b++ } b == n'
+}
+# boot_has N TEXT: whether the console of boot N has a line containing TEXT. awk reads
+# the whole log before it answers: `boot_log | grep -q` stops reading at the first
+# match, the writer then dies of SIGPIPE, and pipefail turns the match into a failure.
+boot_has() {
+	boot_log "$1" | awk -v t="$2" 'index($0, t) { found = 1 } END { exit !found }'
+}
+
+# log_selftest: the readers above on a made-up console log as long as a real one, the
+# line looked for near its start (where `boot_log | grep -q` failed under pipefail).
+log_selftest() (
+	set -euo pipefail
+	run=$(mktemp -d)
+	trap 'rm -rf "$run"' EXIT
+	{
+		echo 'fpgagdr-grub: booting rootfs slot A (2 attempts left)'
+		echo 'nv_update_verifier (test double): boot confirmed'
+		seq 1 200000 | sed 's/^/[ 1.0] kernel line /'
+		echo 'fpgagdr-grub: slot B is unbootable: skipped'
+		printf 'fpgagdr-grub: booting rootfs slot B (1 attempts left)\r\n'
+		echo 'fpgagdrd: marked slot rootfs.1 as good'
+	} >"$run/serial.log"
+	[ "$(boots)" = 2 ] || die "self-test: boots counted $(boots), not 2"
+	[ "$(boot_slot 2)" = B ] || die "self-test: boot 2's slot read as '$(boot_slot 2)', not B"
+	boot_has 1 'nv_update_verifier (test double): boot confirmed' ||
+		die "self-test: boot_has missed a line near the start of a long boot"
+	boot_has 1 'slot B is unbootable: skipped' || die "self-test: boot_has missed the line before boot 2"
+	boot_has 2 'marked slot rootfs.1 as good' || die "self-test: boot_has missed boot 2's line"
+	if boot_has 2 'boot confirmed'; then die "self-test: boot_has found boot 1's line in boot 2"; fi
+)

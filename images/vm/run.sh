@@ -59,6 +59,7 @@ done
 
 shellcheck "$here"/*.sh
 shellcheck -s sh "$here/nvbootctrl-grubenv-test-double"
+log_selftest
 app=$("$here/build.sh")
 if [ ! -r "$ovmf_code" ] || [ ! -r "$ovmf_vars" ]; then die "OVMF (package ovmf) is missing"; fi
 
@@ -84,7 +85,9 @@ vm_new() {
 	token=""
 }
 
-# vm_start: powers the machine on (the disk and variables as they are).
+# vm_start: powers the machine on (the disk and variables as they are). The network card
+# has no option ROM (no iPXE for the firmware to load and try) and the disk boots first:
+# 26 -> 14 s from power-on to GRUB under emulation on the loaded development machine.
 vm_start() {
 	api_port=$(free_port)
 	mc_port=$(free_port)
@@ -93,9 +96,9 @@ vm_start() {
 		-drive "if=pflash,format=raw,unit=0,readonly=on,file=$ovmf_code" \
 		-drive "if=pflash,format=raw,unit=1,file=$run/vars.fd" \
 		-drive "if=none,id=disk,format=qcow2,file=$run/disk.qcow2" \
-		-device nvme,drive=disk,serial=fpgagdr-vm \
+		-device nvme,drive=disk,serial=fpgagdr-vm,bootindex=0 \
 		-netdev "user,id=net,hostfwd=tcp:127.0.0.1:$api_port-:8080" \
-		-device virtio-net-pci,netdev=net \
+		-device virtio-net-pci,netdev=net,romfile= \
 		-chardev "file,id=con,path=$run/serial.log,append=on" -serial chardev:con \
 		-chardev "socket,id=mc,host=127.0.0.1,port=$mc_port,server=on,wait=off" -serial chardev:mc \
 		>>"$run/qemu.log" 2>&1 &
@@ -125,14 +128,6 @@ vm_kill() {
 trap vm_kill EXIT
 
 vm_alive() { [ -n "$qemu_pid" ] && kill -0 "$qemu_pid" 2>/dev/null; }
-
-# Boots so far, from the firmware's console lines (grub.cfg prints one per boot).
-boots() { grep -c 'fpgagdr-grub: .*booting' "$run/serial.log" || true; }
-# The slot of boot N.
-boot_slot() {
-	grep -a 'fpgagdr-grub: .*booting' "$run/serial.log" | sed -n "${1}p" |
-		sed -n 's/.*booting \(rootfs \)\{0,1\}slot \([AB]\).*/\2/p'
-}
 
 api() { # api PATH: GET, prints the body
 	curl -fsS --max-time 20 "http://127.0.0.1:$api_port$1"
@@ -315,7 +310,8 @@ image_version() { api /api/v1/system | jq -r '.image.version'; }
 # first_boot: the factory boot; reads the token the service generated and printed.
 first_boot() {
 	wait_boot 1 A
-	token=$(tr -d '\r' <"$run/serial.log" | sed -n 's/.*fpgagdrd: API token (saved to [^)]*): \([0-9a-f]*\).*/\1/p' | head -n 1)
+	token=$(tr -d '\r' <"$run/serial.log" | sed -n 's/.*fpgagdrd: API token (saved to [^)]*): \([0-9a-f]*\).*/\1/p' |
+		awk 'NR == 1')
 	[ -n "$token" ] || fail "the first boot did not print the generated API token"
 	expect "first boot image" "$(image_version)" vm-1.0
 }
@@ -382,13 +378,9 @@ other() { if [ "$1" = A ]; then echo B; else echo A; fi; }
 rauc_slot() { if [ "$1" = A ]; then echo rootfs.0; else echo rootfs.1; fi; }
 partlabel() { if [ "$1" = A ]; then echo APP; else echo APP_b; fi; }
 
-# boot_log N: the console of boot N (from its firmware line to the next one).
-boot_log() {
-	tr -d '\r' <"$run/serial.log" | awk -v n="$1" '/fpgagdr-grub: .*booting/ { b++ } b == n'
-}
 # confirmed N: whether nv_update_verifier (its test double) confirmed boot N.
 confirmed() {
-	if boot_log "$1" | grep -aq 'nv_update_verifier (test double): boot confirmed'; then echo yes; else echo no; fi
+	if boot_has "$1" 'nv_update_verifier (test double): boot confirmed'; then echo yes; else echo no; fi
 }
 # wait_confirmed: waits up to 30 s for this boot's confirmation (it follows mark-good).
 wait_confirmed() {
@@ -475,7 +467,7 @@ step_good() {
 	expect "image on $cur" "$(image_version)" "$ver"
 	mark_good
 	expect "mark-good on $cur" "$mg" active
-	boot_log "$n" | grep -aq "marked slot $(rauc_slot "$cur") as good" || fail "mark-good did not mark slot $cur good"
+	boot_has "$n" "marked slot $(rauc_slot "$cur") as good" || fail "mark-good did not mark slot $cur good"
 	note "ok: mark-good marked slot $cur good"
 	wait_confirmed
 	expect "slot $cur (RAUC boot-status)" "$(slot_status "$(rauc_slot "$cur")")" good
@@ -496,7 +488,7 @@ step_good() {
 # A bundle whose service is broken -> reboot -> health fails -> marked bad, not confirmed
 # -> the next boot is the old slot, still good; nothing loops.
 step_broken() {
-	local from=$cur to log
+	local from=$cur to
 	to=$(other "$cur")
 	ota_install broken.raucb
 	expect "primary after install" "$(ota | jq -r .primary_slot)" "$(rauc_slot "$to")"
@@ -517,10 +509,8 @@ step_broken() {
 	expect "mark-good's verdict on slot $to (its stamp there)" \
 		"$(vmsh "mkdir -p /run/peer && mount -o ro /dev/disk/by-partlabel/$(partlabel "$to") /run/peer && awk '{ print \$NF }' /run/peer/var/lib/fpgagdr/ota/mark-good.stamp; umount /run/peer")" bad
 	expect "boot $((n - 1)) confirmed to the firmware" "$(confirmed $((n - 1)))" no
-	# (GRUB prints the skip before the line that starts boot n.)
-	# (Read whole first: grep -q closing the pipe early fails the pipeline under pipefail.)
-	log=$(boot_log $((n - 1)) && boot_log "$n")
-	grep -aq "fpgagdr-grub: slot $to is unbootable: skipped" <<<"$log" ||
+	# (GRUB prints the skip before the line that starts boot n: it ends boot n-1's log.)
+	boot_has $((n - 1)) "fpgagdr-grub: slot $to is unbootable: skipped" ||
 		fail "the firmware did not skip slot $to as unbootable"
 	note "ok: boot $n: the firmware skipped slot $to"
 	expect "image on $from" "$(image_version)" "$ver"
@@ -566,7 +556,7 @@ scenario_noab() {
 	vm_start
 	n=1
 	first_boot
-	boot_log 1 | grep -aq 'fpgagdr-grub: rootfs A/B is not enabled' ||
+	boot_has 1 'fpgagdr-grub: rootfs A/B is not enabled' ||
 		fail "the firmware did not report rootfs A/B off"
 	mark_good
 	expect "mark-good (A/B off: left alone)" "$mg" active
