@@ -32,6 +32,7 @@ pub mod openapi;
 pub mod ota;
 mod pipeline;
 pub mod prometheus;
+mod results;
 pub mod server;
 mod state;
 pub mod system;
@@ -65,6 +66,14 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/pipeline/start", post(pipeline::start))
         .route("/api/v1/pipeline/stop", post(pipeline::stop))
         .route("/api/v1/results/latest", get(pipeline::latest))
+        .route("/api/v1/results", get(results::results_page))
+        .route(
+            "/api/v1/results/stream",
+            get(results::results_stream).layer(from_fn_with_state(
+                state.streams.clone(),
+                limits::stream_slot,
+            )),
+        )
         .route(
             "/api/v1/stream",
             get(live::stream).layer(from_fn_with_state(

@@ -25,6 +25,7 @@ use super::queue::FrameMeta;
 use super::ring::Ring;
 use super::shared::{Shared, Thread, now_ns};
 use crate::metrics::{Counters, FrameInfo, FrameResult, Published, STAGES, Stage, StageRecorder};
+use crate::results::{RawResult, Tap};
 
 /// How often the thread publishes its window and latest result.
 pub(crate) const PUBLISH_EVERY: Duration = Duration::from_millis(250);
@@ -62,6 +63,7 @@ pub(crate) fn run(
     mut model: Model,
     mut prep: FramePrep,
     params: InferParams,
+    tap: Option<Tap>,
     shared: Arc<Shared>,
     stop: Arc<AtomicBool>,
 ) {
@@ -159,6 +161,9 @@ pub(crate) fn run(
             }
         };
         Counters::bump(&c.batches_run);
+        // The wall clock of the results (one reading per batch; a frame's arrival is
+        // placed on it by its monotonic age).
+        let wall_ns = unix_ns();
         window_batches += 1;
         window_frames += batch.len() as u64;
         for (taken, out) in batch.iter().zip(outcomes) {
@@ -187,6 +192,21 @@ pub(crate) fn run(
                     recorder.record(stage, ns);
                 }
             }
+            if let Some(tap) = &tap {
+                tap.send(RawResult {
+                    seq: header.seq,
+                    arrived_unix_ns: wall_ns.saturating_sub(t_inf.saturating_sub(meta.t_arrived)),
+                    result_unix_ns: wall_ns,
+                    width: header.width,
+                    height: header.height,
+                    format: header.format.as_str(),
+                    bytes: meta.bytes,
+                    checksum_checked: params.verify_checksum,
+                    top: out.top,
+                    stages,
+                    d2h: out.d2h_ns.is_some(),
+                });
+            }
             latest = Some(Latest {
                 header,
                 bytes: meta.bytes,
@@ -198,6 +218,14 @@ pub(crate) fn run(
         batch.clear();
     }
     publish(&shared, &model, &mut recorder, latest);
+}
+
+/// Now on the wall clock, Unix ns (0 before 1970).
+fn unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
 }
 
 /// Releases the entries of the batch that the GPU path kept taken.

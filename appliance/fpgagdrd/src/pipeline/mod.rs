@@ -545,6 +545,12 @@ impl Supervisor {
             info,
         } = prepared;
         self.shared.batch.set_max(info.max_batch);
+        // This run's results go to the results room (when one is connected).
+        let tap = self.shared.outlet.tap(
+            model.labels().to_vec(),
+            info.card.name.clone(),
+            capture.channel,
+        );
         *self.info.lock().expect("pipeline info poisoned") = Some(info);
         if let Err(e) = prep.warm_up(&mut model) {
             self.shared.fail(format!("model warm-up: {e}"));
@@ -578,7 +584,7 @@ impl Supervisor {
         let (r, s, st) = (ring, self.shared.clone(), stop.clone());
         let t_infer = spawn(
             "fpgagdr-infer",
-            Box::new(move || infer::run(r, model, prep, infer, s, st)),
+            Box::new(move || infer::run(r, model, prep, infer, tap, s, st)),
         );
         self.running = Some(Running {
             stop,

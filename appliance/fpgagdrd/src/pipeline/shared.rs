@@ -13,6 +13,8 @@ use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::metrics::{Counters, Published, Totals};
+use crate::results::Outlet;
+use std::sync::Arc;
 
 /// Nanoseconds of the service's monotonic clock (since first use).
 pub fn now_ns() -> u64 {
@@ -55,6 +57,8 @@ pub struct Shared {
     pub beats: Heartbeats,
     /// The batch size in use.
     pub batch: BatchSize,
+    /// Where the inference thread hands every result (the results room connects).
+    pub outlet: Arc<Outlet>,
     state: AtomicU8,
     fault: Mutex<Option<String>>,
     /// Changes on every start, stop, failure and config change (see
@@ -77,6 +81,7 @@ impl Default for Shared {
             totals: Mutex::default(),
             beats: Heartbeats::default(),
             batch: BatchSize::default(),
+            outlet: Arc::default(),
             state: AtomicU8::new(State::Stopped as u8),
             fault: Mutex::new(None),
             generation: AtomicU64::new(epoch_ms),
