@@ -46,6 +46,10 @@ struct Broker {
 impl Broker {
     fn new(port: u16, users: &[(&str, &str)]) -> Broker {
         let dir = tempfile::tempdir().unwrap();
+        // Started as root, mosquitto drops to its own user: it must be able to write
+        // its sessions (persistence) here.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
         let mut conf = format!(
             "listener {port} 127.0.0.1\npersistence true\npersistence_location {}/\nlog_dest file {}/log\n",
             dir.path().display(),
@@ -253,6 +257,58 @@ fn the_log_pages_by_key_and_matches_the_latest_result() {
     });
     assert_eq!(found["top"][0]["index"], latest["top5"][0]["index"]);
     assert_eq!(found["top"][0]["label"], latest["top5"][0]["label"]);
+    // Fleet metrics: stage histograms in seconds, cumulative buckets ending at the
+    // count; drops labelled by reason.
+    let metrics = svc.get("/metrics").body;
+    for stage in ["dma", "inference", "end_to_end"] {
+        let mut last = 0u64;
+        let mut buckets = 0;
+        for line in metrics.lines().filter(|l| {
+            l.starts_with(&format!(
+                "fpgagdr_stage_duration_seconds_bucket{{stage=\"{stage}\""
+            ))
+        }) {
+            let n: u64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+            assert!(n >= last, "cumulative: {line}");
+            last = n;
+            buckets += 1;
+        }
+        assert_eq!(buckets, 17, "{stage}: 16 bounds and +Inf");
+        let count = metrics
+            .lines()
+            .find(|l| {
+                l.starts_with(&format!(
+                    "fpgagdr_stage_duration_seconds_count{{stage=\"{stage}\"}}"
+                ))
+            })
+            .unwrap();
+        assert!(
+            count.ends_with(&format!(" {last}")),
+            "{count} vs +Inf {last}"
+        );
+        assert!(last > 0, "{stage} has samples");
+    }
+    for reason in ["back_pressure", "checksum", "overrun", "sequence"] {
+        assert!(
+            metrics.contains(&format!(
+                "fpgagdr_frames_dropped_by_reason_total{{reason=\"{reason}\"}}"
+            )),
+            "{reason}"
+        );
+    }
+    for reason in [
+        "room_full",
+        "mqtt_offline",
+        "mqtt_queue_full",
+        "stream_slow_client",
+    ] {
+        assert!(
+            metrics.contains(&format!(
+                "fpgagdr_results_dropped_total{{reason=\"{reason}\"}}"
+            )),
+            "{reason}"
+        );
+    }
     // Bad queries name their rule.
     svc.get("/api/v1/results?after=12").problem(400, "query");
     svc.get("/api/v1/results?limit=0").problem(400, "query");
