@@ -308,6 +308,35 @@ impl Drop for Publisher {
     }
 }
 
+/// Holds what waits for a reconnect within the queue's bound: after a failure rumqttc
+/// moves its channel's requests (and the unacknowledged publishes) into its own
+/// `pending` list, which would otherwise grow by a queue's worth at every attempt.
+/// The oldest results go first (counted as `mqtt_queue_full`); the status message stays.
+fn bound_pending(eventloop: &mut rumqttc::EventLoop, config: &MqttConfig, shared: &Shared) {
+    let results =
+        |r: &rumqttc::Request| matches!(r, rumqttc::Request::Publish(p) if p.topic == config.topic);
+    let mut over = eventloop
+        .pending
+        .iter()
+        .filter(|r| results(r))
+        .count()
+        .saturating_sub(config.queue);
+    if over == 0 {
+        return;
+    }
+    shared
+        .dropped_queue_full
+        .fetch_add(over as u64, Ordering::Relaxed);
+    eventloop.pending.retain(|r| {
+        if over > 0 && results(r) {
+            over -= 1;
+            false
+        } else {
+            true
+        }
+    });
+}
+
 /// The client's event loop: poll (which connects and reconnects), mark the state,
 /// count deliveries, back off after a failure; on stop, `offline` and DISCONNECT.
 async fn drive(
@@ -355,6 +384,7 @@ async fn drive(
                     tracing::debug!("MQTT: {why}");
                 }
                 *shared.error.lock().expect("mqtt error poisoned") = Some(why);
+                bound_pending(&mut eventloop, &config, &shared);
                 tokio::select! {
                     _ = tokio::time::sleep(backoff) => {}
                     _ = &mut stop => break,
