@@ -1298,6 +1298,57 @@ mod tests {
     }
 
     #[test]
+    fn the_mqtt_password_is_write_only_and_kept() {
+        let saved = Config::from_value(json!({"outputs": {"mqtt": {
+            "enabled": true, "username": "u", "password": "s3cret"}}}))
+        .unwrap();
+        let shown = saved.shown();
+        assert!(shown.pointer("/outputs/mqtt/password").is_none(), "{shown}");
+        assert!(!shown.to_string().contains("s3cret"));
+        // GET then PUT: the shown document keeps the saved secret.
+        let put = Config::from_value(shown).unwrap().keep_secrets(&saved);
+        assert_eq!(put.outputs.mqtt.password.as_deref(), Some("s3cret"));
+        assert_eq!(put, saved);
+        // A merge patch that leaves it out, or sends null, keeps it; "" removes it.
+        let other = json!({"outputs": {"mqtt": {"topic": "x/y"}}});
+        let patched = saved.merge_patch(&other).unwrap().keep_secrets(&saved);
+        assert_eq!(patched.outputs.mqtt.password.as_deref(), Some("s3cret"));
+        let null = json!({"outputs": {"mqtt": {"password": null}}});
+        let patched = saved.merge_patch(&null).unwrap().keep_secrets(&saved);
+        assert_eq!(patched.outputs.mqtt.password.as_deref(), Some("s3cret"));
+        let clear = json!({"outputs": {"mqtt": {"password": ""}}});
+        let patched = saved.merge_patch(&clear).unwrap().keep_secrets(&saved);
+        assert_eq!(patched.outputs.mqtt.password, None);
+    }
+
+    #[test]
+    fn mqtt_settings_name_their_rules() {
+        let err = Config::from_value(json!({"outputs": {"mqtt": {
+            "host": "a b", "port": 0, "qos": 2, "queue": 0, "keep_alive_s": 1,
+            "topic": "a/#", "status_topic": "", "password": "p"}}}))
+        .unwrap_err();
+        let fields: Vec<String> = err.fields().into_iter().map(|f| f.field).collect();
+        for f in [
+            "host",
+            "port",
+            "qos",
+            "queue",
+            "keep_alive_s",
+            "topic",
+            "status_topic",
+            "password",
+        ] {
+            assert!(
+                fields.contains(&format!("/outputs/mqtt/{f}")),
+                "{f}: {fields:?}"
+            );
+        }
+        // A section written as an array is refused at any depth.
+        let err = Config::from_value(json!({"outputs": {"mqtt": [true]}})).unwrap_err();
+        assert_eq!(err.fields()[0].field, "/outputs/mqtt");
+    }
+
+    #[test]
     fn defaults_are_valid_and_round_trip() {
         let c = Config::default();
         RawConfig::default().check().unwrap();
