@@ -81,6 +81,17 @@ export function livePage(view) {
     return l;
   }));
 
+  // The frame view (issue 20): a recent frame (GET /api/v1/frames/latest, a copy the
+  // inference thread takes about once a second), reloaded once a second while shown.
+  const frameImg = /** @type {HTMLImageElement} */ (view.el('[data-testid="frame-view"]'));
+  frameImg.addEventListener('load', () => { frameImg.hidden = false; });
+  frameImg.addEventListener('error', () => { frameImg.hidden = true; });
+  const reloadFrame = () => {
+    if (document.visibilityState === 'visible') frameImg.src = `/api/v1/frames/latest?t=${Date.now()}`;
+  };
+  reloadFrame();
+  setInterval(reloadFrame, 1000);
+
   const power = new PowerView(view.el('[data-testid="power-panel"]'));
   const telemetry = new TelemetryHistory();
   const tcharts = new ChartSet(telemetry.series);

@@ -25,6 +25,7 @@ pub mod auth;
 mod body;
 mod config;
 pub mod error;
+mod frames;
 pub mod host;
 pub mod limits;
 pub mod live;
@@ -67,6 +68,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/pipeline/stop", post(pipeline::stop))
         .route("/api/v1/results/latest", get(pipeline::latest))
         .route("/api/v1/results", get(results::results_page))
+        .route("/api/v1/frames/latest", get(frames::latest_frame))
         .route(
             "/api/v1/results/stream",
             get(results::results_stream).layer(from_fn_with_state(

@@ -17,7 +17,7 @@ use utoipa::openapi::{ObjectBuilder, RefOr, Schema};
 use utoipa::{Modify, OpenApi};
 
 use super::error::Problem;
-use super::{config, live, ota, pipeline, prometheus, results, system, telemetry};
+use super::{config, frames, live, ota, pipeline, prometheus, results, system, telemetry};
 use crate::board::Snapshot;
 use crate::config::Config;
 
@@ -36,7 +36,7 @@ use crate::config::Config;
         system::system,
         ota::status, ota::upload, ota::install,
         live::stream,
-        results::results_page, results::results_stream,
+        results::results_page, results::results_stream, frames::latest_frame,
         prometheus::metrics,
         openapi, openapi_v1,
     ),

@@ -30,6 +30,9 @@ use crate::results::{RawResult, Tap};
 /// How often the thread publishes its window and latest result.
 pub(crate) const PUBLISH_EVERY: Duration = Duration::from_millis(250);
 
+/// How often the inference thread copies a frame for the frame view.
+pub(crate) const FRAME_COPY_EVERY: Duration = Duration::from_secs(1);
+
 /// Inference settings.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct InferParams {
@@ -73,6 +76,7 @@ pub(crate) fn run(
     let mut recorder = StageRecorder::default();
     let mut latest: Option<Latest> = None;
     let mut next_publish = Instant::now() + PUBLISH_EVERY;
+    let mut next_copy = Instant::now();
     let max_batch = prep.max_batch();
     let mut batch: Vec<Taken> = Vec::with_capacity(max_batch);
     // Frames and model runs since the last publish (the batch size in use).
@@ -101,6 +105,10 @@ pub(crate) fn run(
         let mut next = Some(first);
         while let Some((index, meta)) = next {
             let t_take = now_ns();
+            if Instant::now() >= next_copy {
+                next_copy = Instant::now() + FRAME_COPY_EVERY;
+                copy_frame(&ring, index, meta.bytes, &shared);
+            }
             // SAFETY: entry `index` is InUse: capture claims only Free entries, or under
             // drop-oldest a Ready one, never an InUse one. It is released below only
             // after `push` returned `Read` (the CPU read it and built the tensor in its
@@ -218,6 +226,18 @@ pub(crate) fn run(
         batch.clear();
     }
     publish(&shared, &model, &mut recorder, latest);
+}
+
+/// Copies entry `index` (`bytes` long) for the frame view; a failed copy is skipped.
+fn copy_frame(ring: &Ring, index: usize, bytes: u64, shared: &Shared) {
+    let mut copy = vec![0u8; bytes as usize];
+    #[allow(unsafe_code)]
+    // SAFETY: entry `index` is InUse, handed to this thread by the queue and not yet
+    // pushed or released: no C2H into it runs until this thread releases it.
+    let read = unsafe { ring.buffers[index].copy_to_host(0, &mut copy) };
+    if read.is_ok() {
+        *shared.frame_copy.lock().expect("frame copy poisoned") = Some(Arc::new(copy));
+    }
 }
 
 /// Now on the wall clock, Unix ns (0 before 1970).

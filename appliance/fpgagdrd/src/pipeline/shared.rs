@@ -59,6 +59,10 @@ pub struct Shared {
     pub batch: BatchSize,
     /// Where the inference thread hands every result (the results room connects).
     pub outlet: Arc<Outlet>,
+    /// A copy of a recent frame (its header and pixels, as the card wrote them), taken
+    /// by the inference thread about once a second from the entry it holds; the frame
+    /// view (`GET /api/v1/frames/latest`) reads this copy, never a ring entry.
+    pub frame_copy: Mutex<Option<Arc<Vec<u8>>>>,
     state: AtomicU8,
     fault: Mutex<Option<String>>,
     /// Changes on every start, stop, failure and config change (see
@@ -82,6 +86,7 @@ impl Default for Shared {
             beats: Heartbeats::default(),
             batch: BatchSize::default(),
             outlet: Arc::default(),
+            frame_copy: Mutex::default(),
             state: AtomicU8::new(State::Stopped as u8),
             fault: Mutex::new(None),
             generation: AtomicU64::new(epoch_ms),

@@ -16,7 +16,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use super::ResultRecord;
+use super::record::ResultRecord;
 
 /// Smallest size a log file is allowed to grow to before the next starts, bytes.
 pub const MIN_FILE_BYTES: u64 = 4096;
@@ -225,7 +225,7 @@ pub fn read(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{RecordFrame, SCHEMA_VERSION};
+    use crate::results::record::{RecordFrame, SCHEMA_VERSION};
 
     fn record(run: u64, seq: u64) -> String {
         serde_json::to_string(&ResultRecord {
