@@ -485,6 +485,7 @@ pub struct MqttConfig {
     #[schemars(title = "Password")]
     #[schemars(length(max = 256))]
     #[schemars(extend("writeOnly" = true))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub password: Option<String>,
     /// MQTT client id; empty = `fpgagdr-` and the host name.
     #[schemars(title = "Client id (empty = fpgagdr-<host name>)")]

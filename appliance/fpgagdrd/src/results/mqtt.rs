@@ -69,6 +69,9 @@ struct Shared {
     delivered: AtomicU64,
     dropped_offline: AtomicU64,
     dropped_queue_full: AtomicU64,
+    /// Status messages (`online`, QoS 1) queued: their acknowledgements and writes are
+    /// not results, and are taken out of `delivered`.
+    status_sent: AtomicU64,
     error: Mutex<Option<String>>,
     stop: AtomicBool,
 }
@@ -292,7 +295,10 @@ impl Publisher {
             last_error: error,
             connects: s.connects.load(Ordering::Relaxed),
             queued: s.queued.load(Ordering::Relaxed),
-            delivered: s.delivered.load(Ordering::Relaxed),
+            delivered: s
+                .delivered
+                .load(Ordering::Relaxed)
+                .saturating_sub(s.status_sent.load(Ordering::Relaxed)),
             dropped_offline: s.dropped_offline.load(Ordering::Relaxed),
             dropped_queue_full: s.dropped_queue_full.load(Ordering::Relaxed),
         }
@@ -361,12 +367,17 @@ async fn drive(
                 *shared.error.lock().expect("mqtt error poisoned") = None;
                 tracing::info!("MQTT: connected to {}:{}", config.host, config.port);
                 // The retained status: online (the last will says offline).
-                let _ = client.try_publish(
-                    config.status_topic.as_str(),
-                    QoS::AtLeastOnce,
-                    true,
-                    "online",
-                );
+                if client
+                    .try_publish(
+                        config.status_topic.as_str(),
+                        QoS::AtLeastOnce,
+                        true,
+                        "online",
+                    )
+                    .is_ok()
+                {
+                    shared.status_sent.fetch_add(1, Ordering::Relaxed);
+                }
             }
             Ok(Event::Incoming(Packet::PubAck(_))) if qos1 => {
                 shared.delivered.fetch_add(1, Ordering::Relaxed);
