@@ -37,6 +37,9 @@ apt_need node nodejs
 apt_need npm npm
 apt_need valgrind valgrind
 apt_need pkg-config pkg-config
+# The real MQTT broker and its clients for the results-out tests (issue 20).
+apt_need mosquitto mosquitto
+apt_need mosquitto_sub mosquitto-clients
 # QEMU (one matching qemu-system-x86/qemu-utils pair), OVMF, GRUB, mmdebstrap, disk tools.
 images/vm/build.sh --tools
 export ORT_DYLIB_PATH="$root/.deps/onnxruntime/libonnxruntime.so"

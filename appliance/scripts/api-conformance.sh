@@ -9,9 +9,9 @@
 # fpgagdrd's tests/api_conformance.rs runs it against the real binary with a real RAUC on
 # a private bus (./test.sh: FPGAGDR_API_CONFORMANCE=1). Installs schemathesis and
 # openapi-spec-validator from PyPI into .deps/api-venv (git-ignored) on first use, and
-# python3-venv from Debian when missing (needs root). Excluded: GET /api/v1/stream
-# (Server-Sent Events never end, so no response would ever be whole; the stream is
-# checked by fpgagdrd's stream and golden tests).
+# python3-venv from Debian when missing (needs root). Excluded: GET /api/v1/stream and
+# GET /api/v1/results/stream (Server-Sent Events never end, so no response would ever be
+# whole; the streams are checked by fpgagdrd's stream, golden and results tests).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 base=${1:?usage: api-conformance.sh BASE_URL TOKEN}
@@ -49,6 +49,7 @@ status=0
   --header "Authorization: Bearer $token" \
   --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance \
   --exclude-path /api/v1/stream \
+  --exclude-path /api/v1/results/stream \
   --max-examples "$max_examples" \
   --request-timeout 30 \
   --seed 14 \

@@ -118,6 +118,38 @@ pub const DLA_CORE: Range<u32> = Range {
     allowed: "0 or 1 (an Orin has two DLA cores), or null for the GPU",
 };
 
+/// `outputs.mqtt.port`.
+pub const MQTT_PORT: Range<u16> = Range {
+    field: "/outputs/mqtt/port",
+    min: 1,
+    max: 65535,
+    allowed: "between 1 and 65535",
+};
+/// `outputs.mqtt.qos`: at most once (0) or at least once (1); exactly once (2) is not
+/// offered (a result is keyed by (run, seq): a consumer drops duplicates itself).
+pub const MQTT_QOS: Range<u8> = Range {
+    field: "/outputs/mqtt/qos",
+    min: 0,
+    max: 1,
+    allowed: "0 (at most once) or 1 (at least once)",
+};
+/// `outputs.mqtt.queue`, results.
+pub const MQTT_QUEUE: Range<usize> = Range {
+    field: "/outputs/mqtt/queue",
+    min: 1,
+    max: 100_000,
+    allowed: "between 1 and 100000 results",
+};
+/// `outputs.mqtt.keep_alive_s`, s.
+pub const MQTT_KEEP_ALIVE_S: Range<u64> = Range {
+    field: "/outputs/mqtt/keep_alive_s",
+    min: 5,
+    max: 3600,
+    allowed: "between 5 and 3600 s",
+};
+/// Longest MQTT topic accepted, bytes.
+pub const MQTT_MAX_TOPIC: usize = 1024;
+
 /// Where the frames come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -366,7 +398,7 @@ pub struct TensorRtConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 #[schemars(rename = "Config")]
-#[schemars(extend("x-order" = ["autostart", "source", "card", "ring", "model", "inference"]))]
+#[schemars(extend("x-order" = ["autostart", "source", "card", "ring", "model", "inference", "outputs"]))]
 pub struct RawConfig {
     /// Start the pipeline when the service starts.
     #[schemars(title = "Start with the service")]
@@ -386,6 +418,9 @@ pub struct RawConfig {
     /// How frames are checked and run.
     #[schemars(title = "Inference")]
     pub inference: InferenceConfig,
+    /// Where every frame's result goes (MQTT).
+    #[schemars(title = "Outputs")]
+    pub outputs: OutputsConfig,
 }
 
 impl Default for RawConfig {
@@ -397,6 +432,106 @@ impl Default for RawConfig {
             ring: RingConfig::default(),
             model: ModelConfig::default(),
             inference: InferenceConfig::default(),
+            outputs: OutputsConfig::default(),
+        }
+    }
+}
+
+/// `outputs`: where every frame's result goes besides the results log.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+#[schemars(extend("x-order" = ["mqtt"]))]
+pub struct OutputsConfig {
+    /// Publish every result to an MQTT broker.
+    #[schemars(title = "MQTT")]
+    pub mqtt: MqttConfig,
+}
+
+/// `outputs.mqtt`: every frame's result as JSON on an MQTT broker (`docs/api.md`,
+/// "Results out": payload, topics, QoS).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+#[schemars(extend("x-order" = [
+    "enabled", "host", "port", "tls", "ca_file", "username", "password", "client_id",
+    "topic", "status_topic", "qos", "queue", "keep_alive_s"
+]))]
+pub struct MqttConfig {
+    /// Publish results to the broker.
+    #[schemars(title = "Publish to MQTT")]
+    pub enabled: bool,
+    /// The broker's host name or address.
+    #[schemars(title = "Broker host")]
+    #[schemars(length(min = 1, max = 253))]
+    pub host: String,
+    /// The broker's TCP port (1883 plain, 8883 TLS by convention). Range 1..=65535.
+    #[schemars(title = "Broker port")]
+    #[schemars(range(min = MQTT_PORT.min, max = MQTT_PORT.max))]
+    pub port: u16,
+    /// Connect over TLS (rustls), checking the broker's certificate against `ca_file`,
+    /// else the system's CA store.
+    #[schemars(title = "TLS")]
+    pub tls: bool,
+    /// PEM file of the CA(s) that sign the broker's certificate (TLS only); null = the
+    /// system's CA store.
+    #[schemars(title = "CA file (PEM)")]
+    #[schemars(length(min = 1))]
+    pub ca_file: Option<PathBuf>,
+    /// User name; null = none.
+    #[schemars(title = "User name")]
+    #[schemars(length(min = 1, max = 256))]
+    pub username: Option<String>,
+    /// Password (write-only: never shown by `GET /api/v1/config`; a document or merge
+    /// patch that leaves it out or sends null keeps the saved one, `""` removes it).
+    #[schemars(title = "Password")]
+    #[schemars(length(max = 256))]
+    #[schemars(extend("writeOnly" = true))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+    /// MQTT client id; empty = `fpgagdr-` and the host name.
+    #[schemars(title = "Client id (empty = fpgagdr-<host name>)")]
+    #[schemars(length(max = 64))]
+    pub client_id: String,
+    /// Topic every result is published on (no wildcards).
+    #[schemars(title = "Results topic")]
+    #[schemars(length(min = 1, max = 1024))]
+    pub topic: String,
+    /// Retained topic saying `online` while connected and `offline` (the last will)
+    /// when the appliance went away (no wildcards).
+    #[schemars(title = "Status topic")]
+    #[schemars(length(min = 1, max = 1024))]
+    pub status_topic: String,
+    /// 0: at most once (results published while the broker is away are dropped,
+    /// counted); 1: at least once (kept in the queue while it is away, sent again after
+    /// a reconnect; duplicates are possible). Range 0..=1.
+    #[schemars(title = "QoS")]
+    #[schemars(range(min = MQTT_QOS.min, max = MQTT_QOS.max))]
+    pub qos: u8,
+    /// Results held for the broker before more are dropped (counted). Range 1..=100000.
+    #[schemars(title = "Queue (results)")]
+    #[schemars(range(min = MQTT_QUEUE.min, max = MQTT_QUEUE.max))]
+    pub queue: usize,
+    /// MQTT keep-alive, s. Range 5..=3600.
+    #[schemars(title = "Keep-alive (s)")]
+    #[schemars(range(min = MQTT_KEEP_ALIVE_S.min, max = MQTT_KEEP_ALIVE_S.max))]
+    pub keep_alive_s: u64,
+}
+
+impl Default for MqttConfig {
+    fn default() -> Self {
+        MqttConfig {
+            enabled: false,
+            host: "localhost".into(),
+            port: 1883,
+            tls: false,
+            ca_file: None,
+            username: None,
+            password: None,
+            client_id: String::new(),
+            topic: "fpgagdr/results".into(),
+            status_topic: "fpgagdr/status".into(),
+            qos: 0,
+            queue: 1000,
+            keep_alive_s: 30,
         }
     }
 }
@@ -547,6 +682,125 @@ fn resolve(p: &Path) -> PathBuf {
     }
 }
 
+/// The rules of `outputs.mqtt` beyond its ranges: names and topics MQTT accepts.
+fn check_mqtt(m: &MqttConfig, errs: &mut Vec<FieldError>) {
+    let mut bad = |field: &str, rule: &'static str, message: String| {
+        errs.push(FieldError {
+            field: format!("/outputs/mqtt/{field}"),
+            rule,
+            message,
+        })
+    };
+    if !MQTT_KEEP_ALIVE_S.contains(m.keep_alive_s) {
+        bad(
+            "keep_alive_s",
+            "range",
+            format!(
+                "{} is out of range: must be {}",
+                m.keep_alive_s, MQTT_KEEP_ALIVE_S.allowed
+            ),
+        );
+    }
+    if !MQTT_PORT.contains(m.port) {
+        bad(
+            "port",
+            "range",
+            format!("{} is out of range: must be {}", m.port, MQTT_PORT.allowed),
+        );
+    }
+    if !MQTT_QOS.contains(m.qos) {
+        bad(
+            "qos",
+            "range",
+            format!("{} is out of range: must be {}", m.qos, MQTT_QOS.allowed),
+        );
+    }
+    if !MQTT_QUEUE.contains(m.queue) {
+        bad(
+            "queue",
+            "range",
+            format!(
+                "{} is out of range: must be {}",
+                m.queue, MQTT_QUEUE.allowed
+            ),
+        );
+    }
+    if m.host.is_empty()
+        || m.host.len() > 253
+        || m.host
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == '/')
+    {
+        bad(
+            "host",
+            "mqtt-host",
+            format!(
+                "{:?} is not a host name or address (1 to 253 characters, no spaces or slashes)",
+                m.host
+            ),
+        );
+    }
+    for (field, topic) in [("topic", &m.topic), ("status_topic", &m.status_topic)] {
+        if topic.is_empty() || topic.len() > MQTT_MAX_TOPIC || topic.contains(['+', '#', '\0']) {
+            bad(
+                field,
+                "mqtt-topic",
+                format!(
+                    "{topic:?} is not a topic to publish on: 1 to {MQTT_MAX_TOPIC} bytes, no wildcards (+, #) and no NUL"
+                ),
+            );
+        }
+    }
+    if m.topic == m.status_topic {
+        bad(
+            "status_topic",
+            "mqtt-topic",
+            "must differ from outputs.mqtt.topic".into(),
+        );
+    }
+    if m.client_id.len() > 64 || m.client_id.chars().any(|c| c.is_control()) {
+        bad(
+            "client_id",
+            "mqtt-client-id",
+            "at most 64 bytes, no control characters".into(),
+        );
+    }
+    if let Some(u) = &m.username
+        && (u.is_empty() || u.len() > 256 || u.contains('\0'))
+    {
+        bad(
+            "username",
+            "mqtt-credentials",
+            "1 to 256 bytes, no NUL (or null for none)".into(),
+        );
+    }
+    if let Some(p) = &m.password
+        && (p.len() > 256 || p.contains('\0'))
+    {
+        bad(
+            "password",
+            "mqtt-credentials",
+            "at most 256 bytes, no NUL".into(),
+        );
+    }
+    if m.password.as_ref().is_some_and(|p| !p.is_empty()) && m.username.is_none() {
+        bad(
+            "password",
+            "mqtt-credentials",
+            "a password needs a user name (MQTT 3.1.1)".into(),
+        );
+    }
+    if let Some(ca) = &m.ca_file
+        && ca.as_os_str().is_empty()
+    {
+        bad(
+            "ca_file",
+            "mqtt-tls",
+            "an empty path (null = the system's CA store)".into(),
+        );
+    }
+}
+
 impl RawConfig {
     /// Checks every rule; returns all broken rules, not just the first, or the checked
     /// [`Config`]. `-0.0` frames/s is kept as `0.0`.
@@ -619,6 +873,7 @@ impl RawConfig {
                 "a labels file (or null: the model's name with .labels.txt)",
             );
         }
+        check_mqtt(&self.outputs.mqtt, &mut errs);
         if !errs.is_empty() {
             return Err(ConfigError::Invalid(errs));
         }
@@ -751,6 +1006,30 @@ impl Config {
         Self::from_value(doc)
     }
 
+    /// This document with the write-only secrets of `saved` kept where it has none
+    /// (`outputs.mqtt.password` absent or null keeps the saved one; `""` removes it).
+    pub fn keep_secrets(mut self, saved: &Config) -> Config {
+        let p = &mut self.raw.outputs.mqtt.password;
+        match p.as_deref() {
+            None => p.clone_from(&saved.outputs.mqtt.password),
+            Some("") => *p = None,
+            Some(_) => {}
+        }
+        self
+    }
+
+    /// The document as `GET /api/v1/config` shows it: without its write-only secrets.
+    pub fn shown(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).expect("config serialises");
+        if let Some(m) = v
+            .pointer_mut("/outputs/mqtt")
+            .and_then(|m| m.as_object_mut())
+        {
+            m.remove("password");
+        }
+        v
+    }
+
     /// Strong ETag of this document (CRC-32 of its canonical JSON), quoted.
     pub fn etag(&self) -> String {
         let bytes = serde_json::to_vec(self).expect("config serialises");
@@ -799,17 +1078,17 @@ impl Config {
 /// that is an array (the config document has no array anywhere).
 fn first_array_or_non_object(v: &serde_json::Value) -> Option<String> {
     use serde_json::Value;
+    fn first_array(map: &serde_json::Map<String, Value>, at: &str) -> Option<String> {
+        map.iter().find_map(|(k, v)| match v {
+            Value::Array(_) => Some(format!("{at}/{k}")),
+            Value::Object(section) => first_array(section, &format!("{at}/{k}")),
+            _ => None,
+        })
+    }
     let Value::Object(top) = v else {
         return Some(String::new());
     };
-    top.iter().find_map(|(k, v)| match v {
-        Value::Array(_) => Some(format!("/{k}")),
-        Value::Object(section) => section
-            .iter()
-            .find(|(_, v)| v.is_array())
-            .map(|(f, _)| format!("/{k}/{f}")),
-        _ => None,
-    })
+    first_array(top, "")
 }
 
 /// `a.b[0].c` (serde_path_to_error) → `/a/b/0/c` (JSON pointer).
@@ -921,9 +1200,13 @@ impl ConfigStore {
     pub fn write(&self, config: &Config) -> std::io::Result<()> {
         use std::os::unix::fs::PermissionsExt;
         let target = std::fs::canonicalize(&self.path).unwrap_or_else(|_| self.path.clone());
-        let mode = std::fs::metadata(&target)
+        let mut mode = std::fs::metadata(&target)
             .map(|m| m.permissions().mode() & 0o7777)
             .unwrap_or(0o644);
+        if config.outputs.mqtt.password.is_some() {
+            // A write-only secret: the owner (the service) alone reads the file.
+            mode &= 0o700;
+        }
         let dir = target
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
@@ -1013,6 +1296,57 @@ mod tests {
             CardChoice::resolve("/dev/fpgagdr3", &node).0,
             CardChoice::Device("/dev/fpgagdr3".into())
         );
+    }
+
+    #[test]
+    fn the_mqtt_password_is_write_only_and_kept() {
+        let saved = Config::from_value(json!({"outputs": {"mqtt": {
+            "enabled": true, "username": "u", "password": "s3cret"}}}))
+        .unwrap();
+        let shown = saved.shown();
+        assert!(shown.pointer("/outputs/mqtt/password").is_none(), "{shown}");
+        assert!(!shown.to_string().contains("s3cret"));
+        // GET then PUT: the shown document keeps the saved secret.
+        let put = Config::from_value(shown).unwrap().keep_secrets(&saved);
+        assert_eq!(put.outputs.mqtt.password.as_deref(), Some("s3cret"));
+        assert_eq!(put, saved);
+        // A merge patch that leaves it out, or sends null, keeps it; "" removes it.
+        let other = json!({"outputs": {"mqtt": {"topic": "x/y"}}});
+        let patched = saved.merge_patch(&other).unwrap().keep_secrets(&saved);
+        assert_eq!(patched.outputs.mqtt.password.as_deref(), Some("s3cret"));
+        let null = json!({"outputs": {"mqtt": {"password": null}}});
+        let patched = saved.merge_patch(&null).unwrap().keep_secrets(&saved);
+        assert_eq!(patched.outputs.mqtt.password.as_deref(), Some("s3cret"));
+        let clear = json!({"outputs": {"mqtt": {"password": ""}}});
+        let patched = saved.merge_patch(&clear).unwrap().keep_secrets(&saved);
+        assert_eq!(patched.outputs.mqtt.password, None);
+    }
+
+    #[test]
+    fn mqtt_settings_name_their_rules() {
+        let err = Config::from_value(json!({"outputs": {"mqtt": {
+            "host": "a b", "port": 0, "qos": 2, "queue": 0, "keep_alive_s": 1,
+            "topic": "a/#", "status_topic": "", "password": "p"}}}))
+        .unwrap_err();
+        let fields: Vec<String> = err.fields().into_iter().map(|f| f.field).collect();
+        for f in [
+            "host",
+            "port",
+            "qos",
+            "queue",
+            "keep_alive_s",
+            "topic",
+            "status_topic",
+            "password",
+        ] {
+            assert!(
+                fields.contains(&format!("/outputs/mqtt/{f}")),
+                "{f}: {fields:?}"
+            );
+        }
+        // A section written as an array is refused at any depth.
+        let err = Config::from_value(json!({"outputs": {"mqtt": [true]}})).unwrap_err();
+        assert_eq!(err.fields()[0].field, "/outputs/mqtt");
     }
 
     #[test]

@@ -31,3 +31,4 @@ pub mod heap;
 pub mod metrics;
 pub mod notify;
 pub mod pipeline;
+pub mod results;

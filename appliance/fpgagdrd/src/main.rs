@@ -93,8 +93,26 @@ struct Cli {
     #[arg(long, default_value_t = fpgagdr_ota::spool::DEFAULT_STALL.as_secs_f64(),
           value_parser = parse_timeout)]
     upload_stall_s: f64,
+    /// Directory of the results log (default: `results` under `$STATE_DIRECTORY`, else
+    /// beside the config file).
+    #[arg(long)]
+    results_dir: Option<PathBuf>,
+    /// Cap on the results log's files together, bytes (at least 65536).
+    #[arg(long, default_value_t = fpgagdrd::results::log::DEFAULT_MAX_BYTES,
+          value_parser = parse_log_cap)]
+    results_log_max_bytes: u64,
     #[command(flatten)]
     limits: LimitArgs,
+}
+
+fn parse_log_cap(s: &str) -> Result<u64, String> {
+    let min = fpgagdrd::results::log::MIN_MAX_BYTES;
+    match s.trim().parse::<u64>() {
+        Ok(v) if v >= min => Ok(v),
+        _ => Err(format!(
+            "rule results-log-cap: {s:?} is not a number of bytes of at least {min}"
+        )),
+    }
 }
 
 /// The HTTP limits (`docs/api.md`, "Limits"); defaults from [`api::limits::Limits`].
@@ -374,6 +392,35 @@ fn run() -> Result<(), String> {
         api::auth::Origin::Env => tracing::info!("API token from ${}", api::auth::TOKEN_ENV),
     }
     let shared = Arc::new(Shared::default());
+    // The results room first: the first run's results already go to it.
+    let results_dir = cli
+        .results_dir
+        .clone()
+        .or_else(|| {
+            std::env::var("STATE_DIRECTORY")
+                .ok()
+                .and_then(|v| {
+                    v.split(':')
+                        .next()
+                        .map(|d| PathBuf::from(d).join("results"))
+                })
+                .filter(|p| p.is_absolute())
+        })
+        .unwrap_or_else(|| config_dir.join("results"));
+    let results = fpgagdrd::results::Results::start(
+        shared.outlet.clone(),
+        fpgagdrd::results::LogSettings {
+            dir: results_dir.clone(),
+            max_bytes: cli.results_log_max_bytes,
+        },
+        &store.current().outputs.mqtt,
+    )
+    .map_err(|e| format!("results log {}: {e}", results_dir.display()))?;
+    tracing::info!(
+        "results log {} (at most {} bytes)",
+        results_dir.display(),
+        cli.results_log_max_bytes
+    );
     let mut supervisor = Supervisor::new(shared.clone());
     if store.current().autostart {
         match pipeline::prepare(&store.current(), &card, &files) {
@@ -400,6 +447,7 @@ fn run() -> Result<(), String> {
         card_why,
         store,
         shared,
+        results,
         supervisor: supervisor.clone(),
         telemetry: telemetry.clone(),
         token,
@@ -427,6 +475,7 @@ struct Parts {
     card_why: String,
     store: ConfigStore,
     shared: Arc<Shared>,
+    results: fpgagdrd::results::Results,
     supervisor: Arc<Mutex<Supervisor>>,
     telemetry: Arc<fpgagdr_telemetry::sampler::Telemetry>,
     token: api::auth::Token,
@@ -447,6 +496,7 @@ async fn serve(parts: Parts) -> Result<(), String> {
         card_why,
         store,
         shared,
+        results,
         supervisor,
         telemetry,
         token,
@@ -492,6 +542,7 @@ async fn serve(parts: Parts) -> Result<(), String> {
         hosts,
         limits: Arc::new(limits.clone()),
         shared: shared.clone(),
+        results,
         card,
         card_why,
         live: live.clone(),

@@ -274,8 +274,26 @@ const INTENDED: &[(&str, &str, &str)] = &[
         "/body/shape/object/$defs/object/SourceConfig/object/properties/object/fps/object/not",
         "issue 18: the schema refuses a rate between 0 and 0.01, as the service does",
     ),
+    // Issue 20: results out.
+    ("*", "/body/shape/object/outputs", RESULTS),
+    (
+        "config-schema",
+        "/body/shape/object/$defs/object/MqttConfig",
+        RESULTS,
+    ),
+    (
+        "config-schema",
+        "/body/shape/object/$defs/object/OutputsConfig",
+        RESULTS,
+    ),
+    (
+        "config-schema",
+        "/body/shape/object/properties/object/outputs",
+        RESULTS,
+    ),
 ];
 
+const RESULTS: &str = "issue 20: the config's outputs.mqtt (the password write-only: never shown) and the status's outputs (results log, MQTT, per-frame stream, drops by reason)";
 const GEN: &str = "issue 19: the pipeline generation these facts belong to and the pipeline's own uptime (a page re-reads the status when a snapshot names another generation)";
 const FORM: &str = "issue 19: the config form's words, order, per-source fields and file lists come from the schema (title, x-order, x-applies-when, x-offer)";
 const JETSON: &str = "issue 19: what Jetson users look at first (per-core CPU, fans, nvpmodel power mode, jetson_clocks, EMC clock, GPU memory)";

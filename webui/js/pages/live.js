@@ -81,6 +81,19 @@ export function livePage(view) {
     return l;
   }));
 
+  // The frame view (issue 20): a recent frame (GET /api/v1/frames/latest, a copy the
+  // inference thread takes about once a second), reloaded once a second while shown.
+  const frameImg = /** @type {HTMLImageElement} */ (view.el('[data-testid="frame-view"]'));
+  frameImg.addEventListener('load', () => { frameImg.hidden = false; });
+  frameImg.addEventListener('error', () => { frameImg.hidden = true; });
+  // Asked for only once a result is on screen (before that there is no frame: a 404),
+  // and only while frames flow (a stopped pipeline's view does not change).
+  setInterval(() => {
+    if (document.visibilityState !== 'visible' || !lastResult) return;
+    if (lastState !== 'running' && !frameImg.hidden) return;
+    frameImg.src = `/api/v1/frames/latest?t=${Date.now()}`;
+  }, 1000);
+
   const power = new PowerView(view.el('[data-testid="power-panel"]'));
   const telemetry = new TelemetryHistory();
   const tcharts = new ChartSet(telemetry.series);

@@ -193,6 +193,12 @@ export class ConfigView {
         inp.type = 'text';
         inp.spellcheck = false;
         if (kind === 'nullable') inp.placeholder = 'default';
+        // A write-only secret (outputs.mqtt.password): never shown, sent only when typed.
+        if (s.writeOnly === true) {
+          inp.type = 'password';
+          inp.autocomplete = 'new-password';
+          inp.placeholder = 'unchanged';
+        }
       }
       input = inp;
     }

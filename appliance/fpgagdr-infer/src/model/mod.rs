@@ -556,6 +556,11 @@ impl Model {
         Ok(())
     }
 
+    /// The display labels, class 0 first (one per line of the labels file).
+    pub fn labels(&self) -> &[String] {
+        &self.labels
+    }
+
     /// The display label of class `index`.
     pub fn label(&self, index: u32) -> &str {
         self.labels

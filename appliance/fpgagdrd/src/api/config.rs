@@ -20,7 +20,8 @@ use crate::config::{Config, OfferedFiles, offered_files};
 use crate::pipeline::{State as PipelineState, prepare};
 
 fn with_etag(config: &Config) -> Response {
-    let mut r = Json(config).into_response();
+    // Write-only secrets (the MQTT password) never leave the service.
+    let mut r = Json(config.shown()).into_response();
     if let Ok(v) = HeaderValue::from_str(&config.etag()) {
         r.headers_mut().insert(header::ETAG, v);
     }
@@ -92,7 +93,8 @@ pub(super) async fn put_config(
 ) -> Result<Response, ApiError> {
     check_content_type(&headers, "")?;
     let new = Config::from_value(parse_body(&body_bytes(body)?)?)?;
-    apply_config(&s, &headers, |_| Ok(new)).await
+    // A document read with GET has no secrets: the saved ones stay.
+    apply_config(&s, &headers, |cur| Ok(new.keep_secrets(cur))).await
 }
 
 /// Changes the fields the RFC 7396 merge patch names (`null` resets one to its default).
@@ -119,7 +121,10 @@ pub(super) async fn patch_config(
 ) -> Result<Response, ApiError> {
     check_content_type(&headers, "application/merge-patch+json")?;
     let patch = parse_body(&body_bytes(body)?)?;
-    apply_config(&s, &headers, |cur| Ok(cur.merge_patch(&patch)?)).await
+    apply_config(&s, &headers, |cur| {
+        Ok(cur.merge_patch(&patch)?.keep_secrets(cur))
+    })
+    .await
 }
 
 /// Checks, builds the new pipeline, saves, then swaps — in that order, so any failure
@@ -188,6 +193,7 @@ async fn apply_config(
         .await?;
     }
     // Readers see the new config once its pipeline runs.
+    s.results.configure_mqtt(&new.outputs.mqtt);
     s.config.set_current(new.clone());
     drop(turn);
     tracing::info!("config changed and saved to {}", s.config.path().display());

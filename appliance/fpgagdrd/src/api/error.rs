@@ -31,6 +31,9 @@ pub enum ApiError {
     /// 404 `no-result`: no frame has been inferred yet.
     #[error("no frame has been inferred yet")]
     NoResult,
+    /// 404 `no-frame`: no frame has been captured for the frame view yet.
+    #[error("no frame has been captured yet")]
+    NoFrame,
     /// 405 `method`: the resource does not take that method.
     #[error("this resource does not take that method")]
     MethodNotAllowed,
@@ -180,6 +183,7 @@ impl ApiError {
             ApiError::NoRoute(_) => (S::NOT_FOUND, "route", "Not found"),
             ApiError::NoAsset(_) => (S::NOT_FOUND, "asset", "Not found"),
             ApiError::NoResult => (S::NOT_FOUND, "no-result", "Not found"),
+            ApiError::NoFrame => (S::NOT_FOUND, "no-frame", "Not found"),
             ApiError::MethodNotAllowed => (S::METHOD_NOT_ALLOWED, "method", "Method not allowed"),
             ApiError::AuthToken { .. } => (S::UNAUTHORIZED, "auth-token", "API token required"),
             ApiError::IfMatch { .. } => (

@@ -53,6 +53,11 @@ impl Live {
         self.closing.send_replace(true);
     }
 
+    /// Turns true when the service is stopping (every stream ends at its next event).
+    pub fn closing(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.closing.subscribe()
+    }
+
     /// Sends a named event (`event: NAME`, `data: JSON`, no id) to every open stream.
     pub fn publish_event(&self, name: &'static str, json: Arc<str>) {
         let _ = self.named.send((name, json));

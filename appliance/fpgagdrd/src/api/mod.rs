@@ -25,6 +25,7 @@ pub mod auth;
 mod body;
 mod config;
 pub mod error;
+mod frames;
 pub mod host;
 pub mod limits;
 pub mod live;
@@ -32,6 +33,7 @@ pub mod openapi;
 pub mod ota;
 mod pipeline;
 pub mod prometheus;
+mod results;
 pub mod server;
 mod state;
 pub mod system;
@@ -65,6 +67,15 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/pipeline/start", post(pipeline::start))
         .route("/api/v1/pipeline/stop", post(pipeline::stop))
         .route("/api/v1/results/latest", get(pipeline::latest))
+        .route("/api/v1/results", get(results::results_page))
+        .route("/api/v1/frames/latest", get(frames::latest_frame))
+        .route(
+            "/api/v1/results/stream",
+            get(results::results_stream).layer(from_fn_with_state(
+                state.streams.clone(),
+                limits::stream_slot,
+            )),
+        )
         .route(
             "/api/v1/stream",
             get(live::stream).layer(from_fn_with_state(

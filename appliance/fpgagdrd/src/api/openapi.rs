@@ -17,7 +17,7 @@ use utoipa::openapi::{ObjectBuilder, RefOr, Schema};
 use utoipa::{Modify, OpenApi};
 
 use super::error::Problem;
-use super::{config, live, ota, pipeline, prometheus, system, telemetry};
+use super::{config, frames, live, ota, pipeline, prometheus, results, system, telemetry};
 use crate::board::Snapshot;
 use crate::config::Config;
 
@@ -36,6 +36,7 @@ use crate::config::Config;
         system::system,
         ota::status, ota::upload, ota::install,
         live::stream,
+        results::results_page, results::results_stream, frames::latest_frame,
         prometheus::metrics,
         openapi, openapi_v1,
     ),
@@ -46,6 +47,7 @@ use crate::config::Config;
         (name = "config", description = "The config document: read, replace, patch, schema"),
         (name = "telemetry", description = "Power, temperature and load"),
         (name = "live", description = "Server-Sent Events for the dashboard"),
+        (name = "results", description = "Every frame's result: the results log and the per-frame stream"),
         (name = "system", description = "Versions and uptimes"),
         (name = "ota", description = "Over-the-air updates through RAUC"),
         (name = "metrics", description = "Prometheus"),

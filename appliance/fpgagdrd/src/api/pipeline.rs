@@ -35,6 +35,9 @@ pub struct StatusBody {
     pub counters: CounterValues,
     /// Service uptime, s (the pipeline's is `pipeline.running_s`).
     pub uptime_s: f64,
+    /// Where every frame's result goes: the results log, MQTT, the per-frame stream,
+    /// and the results dropped on the way, by reason (issue 20).
+    pub outputs: crate::results::OutputsStatus,
 }
 
 /// The card: its identity always; its limits once a pipeline was prepared on it.
@@ -216,6 +219,7 @@ pub(super) fn status_body(s: &AppState) -> StatusBody {
         },
         counters: shared.counters.read(),
         uptime_s: s.started.elapsed().as_secs_f64(),
+        outputs: s.results.status(),
     }
 }
 

@@ -2,7 +2,9 @@
 //!
 //! Owns: [`render`]. Names follow `fpgagdr_<name>_<unit>[_total]` in base units
 //! (seconds, bytes). Stage latencies are summaries (quantiles 0.5, 0.99, 1) over the
-//! service's life, from the cumulative HDR histograms. The format is small and fixed,
+//! service's life, and histograms with fixed buckets ([`BUCKETS_S`],
+//! `fpgagdr_stage_duration_seconds`, issue 20: p99 over any window and across devices),
+//! both from the cumulative HDR histograms; drops are labelled by reason. The format is small and fixed,
 //! so it is written here rather than through a metrics registry: the source of truth
 //! is our atomics and histograms, read once per scrape.
 
@@ -11,6 +13,7 @@ use std::fmt::Write;
 use crate::board::TelemetryBody;
 use crate::metrics::{Stage, Totals};
 use crate::pipeline::{Shared, State};
+use crate::results::OutputsStatus;
 
 /// Renders every metric; `telemetry` (the frame board's) adds the power, thermal, load
 /// and energy-per-frame gauges (a series whose source is unavailable is absent, never a
@@ -20,6 +23,7 @@ pub fn render(
     simulated: bool,
     uptime_s: f64,
     telemetry: Option<&TelemetryBody>,
+    outputs: Option<&OutputsStatus>,
 ) -> String {
     let c = shared.counters.read();
     let mut out = String::with_capacity(4096);
@@ -143,6 +147,74 @@ pub fn render(
         .map(|t| summaries(&t))
         .unwrap_or_default();
     out.push_str(&totals);
+    let _ = writeln!(
+        out,
+        "# HELP fpgagdr_stage_duration_seconds Per-stage latency of the frame path since start, as buckets (p99 over any window and across devices: histogram_quantile over rate of the buckets).\n# TYPE fpgagdr_stage_duration_seconds histogram"
+    );
+    let buckets = shared
+        .totals
+        .lock()
+        .map(|t| histograms(&t))
+        .unwrap_or_default();
+    out.push_str(&buckets);
+    // Drops by reason: back-pressure (drop-oldest) and failed checks are both in
+    // frames_dropped; overruns and sequence errors are dropped at capture.
+    let _ = writeln!(
+        out,
+        "# HELP fpgagdr_frames_dropped_by_reason_total Frames dropped, by reason.\n# TYPE fpgagdr_frames_dropped_by_reason_total counter"
+    );
+    for (reason, v) in [
+        (
+            "back_pressure",
+            c.frames_dropped.saturating_sub(c.checksum_errors),
+        ),
+        ("checksum", c.checksum_errors),
+        ("overrun", c.frames_overrun),
+        ("sequence", c.sequence_errors),
+    ] {
+        let _ = writeln!(
+            out,
+            "fpgagdr_frames_dropped_by_reason_total{{reason=\"{reason}\"}} {v}"
+        );
+    }
+    if let Some(o) = outputs {
+        let _ = writeln!(
+            out,
+            "# HELP fpgagdr_results_total Results the pipeline handed to the results room.\n# TYPE fpgagdr_results_total counter\nfpgagdr_results_total {}",
+            o.results
+        );
+        let _ = writeln!(
+            out,
+            "# HELP fpgagdr_results_dropped_total Results that did not reach an output, by reason (room_full: the room fell behind; mqtt_offline: broker away at QoS 0; mqtt_queue_full: the MQTT queue was full; stream_slow_client: a stream client fell behind).\n# TYPE fpgagdr_results_dropped_total counter"
+        );
+        let d = &o.dropped;
+        for (reason, v) in [
+            ("room_full", d.room_full),
+            ("mqtt_offline", d.mqtt_offline),
+            ("mqtt_queue_full", d.mqtt_queue_full),
+            ("stream_slow_client", d.stream_slow_client),
+        ] {
+            let _ = writeln!(
+                out,
+                "fpgagdr_results_dropped_total{{reason=\"{reason}\"}} {v}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP fpgagdr_results_mqtt_delivered_total Results written to the broker (QoS 0) or acknowledged by it (QoS 1), under the current MQTT settings.\n# TYPE fpgagdr_results_mqtt_delivered_total counter\nfpgagdr_results_mqtt_delivered_total {}",
+            o.mqtt.delivered
+        );
+        let _ = writeln!(
+            out,
+            "# HELP fpgagdr_results_mqtt_connected 1 while connected to the MQTT broker.\n# TYPE fpgagdr_results_mqtt_connected gauge\nfpgagdr_results_mqtt_connected {}",
+            u8::from(o.mqtt.state == "connected")
+        );
+        let _ = writeln!(
+            out,
+            "# HELP fpgagdr_results_log_bytes Bytes the results log holds on disk.\n# TYPE fpgagdr_results_log_bytes gauge\nfpgagdr_results_log_bytes {}",
+            o.log.bytes
+        );
+    }
     if let Some(t) = telemetry {
         out.push_str(&telemetry_gauges(t));
     }
@@ -397,6 +469,55 @@ fn telemetry_gauges(body: &TelemetryBody) -> String {
     out
 }
 
+/// Upper bounds of the stage latency buckets, seconds (50 µs to 5 s: a frame's DMA on
+/// the fastest card to a stalled model run).
+pub const BUCKETS_S: [f64; 16] = [
+    50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3,
+    1.0, 2.5, 5.0,
+];
+
+/// Cumulative buckets of every stage, from the cumulative HDR histograms (a bucket's
+/// count is exact to the histogram's 3 significant digits at its bound).
+fn histograms(t: &Totals) -> String {
+    let mut out = String::new();
+    for (i, stage) in Stage::ALL.iter().enumerate() {
+        let h = &t.stages[i];
+        let s = stage.as_str();
+        for le in BUCKETS_S {
+            let ns = (le * 1e9) as u64;
+            let n = if h.is_empty() {
+                0
+            } else {
+                h.count_between(0, ns)
+            };
+            let _ = writeln!(
+                out,
+                "fpgagdr_stage_duration_seconds_bucket{{stage=\"{s}\",le=\"{le}\"}} {n}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "fpgagdr_stage_duration_seconds_bucket{{stage=\"{s}\",le=\"+Inf\"}} {}",
+            h.len()
+        );
+        let sum = h
+            .iter_recorded()
+            .map(|v| v.value_iterated_to() as f64 * v.count_at_value() as f64)
+            .sum::<f64>()
+            / 1e9;
+        let _ = writeln!(
+            out,
+            "fpgagdr_stage_duration_seconds_sum{{stage=\"{s}\"}} {sum:e}"
+        );
+        let _ = writeln!(
+            out,
+            "fpgagdr_stage_duration_seconds_count{{stage=\"{s}\"}} {}",
+            h.len()
+        );
+    }
+    out
+}
+
 fn summaries(t: &Totals) -> String {
     let mut out = String::new();
     for (i, stage) in Stage::ALL.iter().enumerate() {
@@ -447,6 +568,7 @@ pub(super) async fn metrics(
         simulated,
         s.started.elapsed().as_secs_f64(),
         latest.as_deref(),
+        Some(&s.results.status()),
     );
     (
         [(

@@ -36,6 +36,8 @@ pub struct AppState {
     pub files: Arc<Policy>,
     /// Counters, window, latest result.
     pub shared: Arc<Shared>,
+    /// The results room: log, per-frame stream, MQTT.
+    pub results: crate::results::Results,
     /// Which card.
     pub card: CardChoice,
     /// Why that card (`--card auto` says what it found).

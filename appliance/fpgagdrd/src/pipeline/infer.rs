@@ -25,9 +25,13 @@ use super::queue::FrameMeta;
 use super::ring::Ring;
 use super::shared::{Shared, Thread, now_ns};
 use crate::metrics::{Counters, FrameInfo, FrameResult, Published, STAGES, Stage, StageRecorder};
+use crate::results::{RawResult, Tap};
 
 /// How often the thread publishes its window and latest result.
 pub(crate) const PUBLISH_EVERY: Duration = Duration::from_millis(250);
+
+/// How often the inference thread copies a frame for the frame view.
+pub(crate) const FRAME_COPY_EVERY: Duration = Duration::from_secs(1);
 
 /// Inference settings.
 #[derive(Debug, Clone, Copy)]
@@ -62,6 +66,7 @@ pub(crate) fn run(
     mut model: Model,
     mut prep: FramePrep,
     params: InferParams,
+    tap: Option<Tap>,
     shared: Arc<Shared>,
     stop: Arc<AtomicBool>,
 ) {
@@ -71,6 +76,7 @@ pub(crate) fn run(
     let mut recorder = StageRecorder::default();
     let mut latest: Option<Latest> = None;
     let mut next_publish = Instant::now() + PUBLISH_EVERY;
+    let mut next_copy = Instant::now();
     let max_batch = prep.max_batch();
     let mut batch: Vec<Taken> = Vec::with_capacity(max_batch);
     // Frames and model runs since the last publish (the batch size in use).
@@ -99,6 +105,10 @@ pub(crate) fn run(
         let mut next = Some(first);
         while let Some((index, meta)) = next {
             let t_take = now_ns();
+            if Instant::now() >= next_copy {
+                next_copy = Instant::now() + FRAME_COPY_EVERY;
+                copy_frame(&ring, index, meta.bytes, &shared);
+            }
             // SAFETY: entry `index` is InUse: capture claims only Free entries, or under
             // drop-oldest a Ready one, never an InUse one. It is released below only
             // after `push` returned `Read` (the CPU read it and built the tensor in its
@@ -159,6 +169,9 @@ pub(crate) fn run(
             }
         };
         Counters::bump(&c.batches_run);
+        // The wall clock of the results (one reading per batch; a frame's arrival is
+        // placed on it by its monotonic age).
+        let wall_ns = unix_ns();
         window_batches += 1;
         window_frames += batch.len() as u64;
         for (taken, out) in batch.iter().zip(outcomes) {
@@ -187,6 +200,21 @@ pub(crate) fn run(
                     recorder.record(stage, ns);
                 }
             }
+            if let Some(tap) = &tap {
+                tap.send(RawResult {
+                    seq: header.seq,
+                    arrived_unix_ns: wall_ns.saturating_sub(t_inf.saturating_sub(meta.t_arrived)),
+                    result_unix_ns: wall_ns,
+                    width: header.width,
+                    height: header.height,
+                    format: header.format.as_str(),
+                    bytes: meta.bytes,
+                    checksum_checked: params.verify_checksum,
+                    top: out.top,
+                    stages,
+                    d2h: out.d2h_ns.is_some(),
+                });
+            }
             latest = Some(Latest {
                 header,
                 bytes: meta.bytes,
@@ -198,6 +226,26 @@ pub(crate) fn run(
         batch.clear();
     }
     publish(&shared, &model, &mut recorder, latest);
+}
+
+/// Copies entry `index` (`bytes` long) for the frame view; a failed copy is skipped.
+fn copy_frame(ring: &Ring, index: usize, bytes: u64, shared: &Shared) {
+    let mut copy = vec![0u8; bytes as usize];
+    #[allow(unsafe_code)]
+    // SAFETY: entry `index` is InUse, handed to this thread by the queue and not yet
+    // pushed or released: no C2H into it runs until this thread releases it.
+    let read = unsafe { ring.buffers[index].copy_to_host(0, &mut copy) };
+    if read.is_ok() {
+        *shared.frame_copy.lock().expect("frame copy poisoned") = Some(Arc::new(copy));
+    }
+}
+
+/// Now on the wall clock, Unix ns (0 before 1970).
+fn unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
 }
 
 /// Releases the entries of the batch that the GPU path kept taken.

@@ -551,6 +551,12 @@ impl Supervisor {
             info,
         } = prepared;
         self.shared.batch.set_max(info.max_batch);
+        // This run's results go to the results room (when one is connected).
+        let tap = self.shared.outlet.tap(
+            model.labels().to_vec(),
+            info.card.name.clone(),
+            capture.channel,
+        );
         *self.info.lock().expect("pipeline info poisoned") = Some(info);
         let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
@@ -573,7 +579,7 @@ impl Supervisor {
                 if warmed_tx.send(warmed).is_err() || !ok || go_rx.recv().is_err() {
                     return;
                 }
-                infer::run(r, model, prep, infer, s, st)
+                infer::run(r, model, prep, infer, tap, s, st)
             }),
         );
         let warmed = warmed_rx

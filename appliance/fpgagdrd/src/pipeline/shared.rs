@@ -13,6 +13,8 @@ use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::metrics::{Counters, Published, Totals};
+use crate::results::Outlet;
+use std::sync::Arc;
 
 /// Nanoseconds of the service's monotonic clock (since first use).
 pub fn now_ns() -> u64 {
@@ -55,6 +57,12 @@ pub struct Shared {
     pub beats: Heartbeats,
     /// The batch size in use.
     pub batch: BatchSize,
+    /// Where the inference thread hands every result (the results room connects).
+    pub outlet: Arc<Outlet>,
+    /// A copy of a recent frame (its header and pixels, as the card wrote them), taken
+    /// by the inference thread about once a second from the entry it holds; the frame
+    /// view (`GET /api/v1/frames/latest`) reads this copy, never a ring entry.
+    pub frame_copy: Mutex<Option<Arc<Vec<u8>>>>,
     state: AtomicU8,
     fault: Mutex<Option<String>>,
     /// Changes on every start, stop, failure and config change (see
@@ -77,6 +85,8 @@ impl Default for Shared {
             totals: Mutex::default(),
             beats: Heartbeats::default(),
             batch: BatchSize::default(),
+            outlet: Arc::default(),
+            frame_copy: Mutex::default(),
             state: AtomicU8::new(State::Stopped as u8),
             fault: Mutex::new(None),
             generation: AtomicU64::new(epoch_ms),

@@ -637,12 +637,20 @@ pub(crate) fn parse_prometheus(text: &str) -> Vec<Sample> {
             name,
             name.trim_end_matches("_sum"),
             name.trim_end_matches("_count"),
+            name.trim_end_matches("_bucket"),
         ]
         .into_iter()
         .find(|f| types.contains_key(*f))
         .unwrap_or_else(|| panic!("no # TYPE before {line:?}"));
         if family != name {
-            assert_eq!(types[family], "summary", "{line}");
+            // _sum and _count belong to a summary or a histogram; _bucket to a
+            // histogram only (issue 20's stage histograms).
+            let kind = types[family].as_str();
+            if name.ends_with("_bucket") {
+                assert_eq!(kind, "histogram", "{line}");
+            } else {
+                assert!(kind == "summary" || kind == "histogram", "{line}");
+            }
         }
         samples.push(Sample {
             name: name.into(),

@@ -1,0 +1,632 @@
+//! Results out (issue 20), on the real binary with the real model and frames: the
+//! results log and `GET /api/v1/results`, the per-frame stream, and MQTT against
+//! Debian's real `mosquitto` (started by each test on a free loopback port; `./test.sh`
+//! installs it): every result in order with the content the log holds, the broker
+//! restarted mid-run, the broker down at start, a wrong password.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{Service, replay, wait_for};
+use serde_json::{Value, json};
+
+/// A free loopback TCP port (bound, then released).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn need(cmd: &str) -> PathBuf {
+    for dir in ["/usr/sbin", "/usr/bin", "/sbin", "/bin"] {
+        let p = Path::new(dir).join(cmd);
+        if p.is_file() {
+            return p;
+        }
+    }
+    panic!("{cmd} is not installed: apt-get install mosquitto mosquitto-clients (./test.sh does)");
+}
+
+/// Debian's mosquitto on 127.0.0.1:`port`, persistent (a restart keeps sessions and
+/// their queued messages), optionally with a password file.
+struct Broker {
+    dir: tempfile::TempDir,
+    port: u16,
+    child: Option<Child>,
+}
+
+impl Broker {
+    fn new(port: u16, users: &[(&str, &str)]) -> Broker {
+        let dir = tempfile::tempdir().unwrap();
+        // Started as root, mosquitto drops to its own user: it must be able to write
+        // its sessions (persistence) here.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let mut conf = format!(
+            "listener {port} 127.0.0.1\npersistence true\npersistence_location {}/\nlog_dest file {}/log\n",
+            dir.path().display(),
+            dir.path().display()
+        );
+        if users.is_empty() {
+            conf.push_str("allow_anonymous true\n");
+        } else {
+            let pw = dir.path().join("passwd");
+            for (i, (u, p)) in users.iter().enumerate() {
+                let mut c = Command::new(need("mosquitto_passwd"));
+                if i == 0 {
+                    c.arg("-c");
+                }
+                let st = c.arg("-b").arg(&pw).arg(u).arg(p).status().unwrap();
+                assert!(st.success(), "mosquitto_passwd");
+            }
+            conf.push_str(&format!(
+                "allow_anonymous false\npassword_file {}\n",
+                pw.display()
+            ));
+        }
+        std::fs::write(dir.path().join("mosquitto.conf"), conf).unwrap();
+        Broker {
+            dir,
+            port,
+            child: None,
+        }
+    }
+
+    fn start(&mut self) {
+        assert!(self.child.is_none());
+        let child = Command::new(need("mosquitto"))
+            .arg("-c")
+            .arg(self.dir.path().join("mosquitto.conf"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let port = self.port;
+        wait_for("mosquitto to listen", || {
+            std::net::TcpStream::connect(("127.0.0.1", port))
+                .map(drop)
+                .map_err(|e| e.to_string())
+        });
+    }
+
+    /// SIGTERM (mosquitto saves its sessions), then waits for it.
+    fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &c.id().to_string()])
+                .status();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// `mosquitto_sub` on `topic` with a persistent session (QoS 1), collecting payloads.
+struct Subscriber {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Subscriber {
+    fn start(port: u16, topic: &str, id: &str) -> Subscriber {
+        let mut child = Command::new(need("mosquitto_sub"))
+            .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-t", topic])
+            .args(["-q", "1", "-c", "-i", id])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let l = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                l.lock().unwrap().push(line);
+            }
+        });
+        Subscriber { child, lines }
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Subscriber {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn mqtt_config(port: u16, qos: u8) -> Value {
+    let mut c = replay("chelsea.png");
+    c["source"]["fps"] = json!(30);
+    c["outputs"] = json!({"mqtt": {
+        "enabled": true, "host": "127.0.0.1", "port": port, "qos": qos,
+        "topic": "test/results", "status_topic": "test/status", "client_id": "fpgagdr-test",
+    }});
+    c
+}
+
+/// Every result of the log for `run` (all pages).
+fn logged(svc: &Service, run: u64) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut after = format!("{run}:0");
+    // The first frame of a run may be seq 0: start just below it.
+    let first = svc.get_json(&format!("/api/v1/results?after={}:0&limit=1", run - 1));
+    if let Some(r) = first["results"].as_array().and_then(|a| a.first())
+        && r["run"] == json!(run)
+    {
+        out.push(r.clone());
+        after = format!("{run}:{}", r["seq"]);
+    }
+    loop {
+        let page = svc.get_json(&format!("/api/v1/results?after={after}&limit=1000"));
+        let rs = page["results"].as_array().unwrap().clone();
+        for r in &rs {
+            if r["run"] == json!(run) {
+                out.push(r.clone());
+            }
+        }
+        if !page["more"].as_bool().unwrap() || rs.is_empty() {
+            return out;
+        }
+        after = page["next"].as_str().unwrap().to_string();
+    }
+}
+
+fn mqtt_status(svc: &Service) -> Value {
+    svc.status()["outputs"]["mqtt"].clone()
+}
+
+fn key(r: &Value) -> (u64, u64) {
+    (r["run"].as_u64().unwrap(), r["seq"].as_u64().unwrap())
+}
+
+#[test]
+fn the_log_pages_by_key_and_matches_the_latest_result() {
+    let svc = Service::start(&replay("chelsea.png"));
+    svc.wait_frames_above(20);
+    let page = svc.get_json("/api/v1/results?limit=5");
+    let rs = page["results"].as_array().unwrap();
+    assert_eq!(rs.len(), 5, "{page}");
+    assert!(page["more"].as_bool().unwrap());
+    let r = &rs[0];
+    assert_eq!(r["v"], 1);
+    assert_eq!(r["checksum"], "ok");
+    assert_eq!(r["frame"]["width"], 451, "{r}");
+    assert!(
+        r["top"][0]["label"].as_str().unwrap().contains("cat"),
+        "{r}"
+    );
+    assert!(r["latency_us"]["end_to_end"].as_f64().unwrap() > 0.0);
+    assert!(r["arrived_unix_ns"].as_u64().unwrap() <= r["result_unix_ns"].as_u64().unwrap());
+    // Consecutive pages: no gap, no repeat, in key order.
+    let next = page["next"].as_str().unwrap();
+    let page2 = svc.get_json(&format!("/api/v1/results?after={next}&limit=5"));
+    let keys: Vec<_> = rs
+        .iter()
+        .chain(page2["results"].as_array().unwrap())
+        .map(key)
+        .collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(keys, sorted, "keys in order, each once");
+    // Two pages are the page of both (no gap at the seam: frames the pipeline dropped
+    // have no result, so sequence numbers may skip).
+    let first = keys[0];
+    let both = svc.get_json(&format!(
+        "/api/v1/results?after={}:{}&limit=9",
+        first.0, first.1
+    ));
+    let both: Vec<_> = both["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(key)
+        .collect();
+    assert_eq!(both, keys[1..].to_vec());
+    // The latest result is in the log with the same content.
+    svc.request("POST", "/api/v1/pipeline/stop", None, &[]);
+    let latest = svc.get_json("/api/v1/results/latest");
+    let run = r["run"].as_u64().unwrap();
+    let seq = latest["seq"].as_u64().unwrap();
+    let found = wait_for("the latest result in the log", || {
+        let p = svc.get_json(&format!("/api/v1/results?after={run}:{}&limit=1", seq - 1));
+        p["results"]
+            .get(0)
+            .filter(|r| r["seq"] == json!(seq))
+            .cloned()
+            .ok_or(p.to_string())
+    });
+    assert_eq!(found["top"][0]["index"], latest["top5"][0]["index"]);
+    assert_eq!(found["top"][0]["label"], latest["top5"][0]["label"]);
+    // Fleet metrics: stage histograms in seconds, cumulative buckets ending at the
+    // count; drops labelled by reason.
+    let metrics = svc.get("/metrics").body;
+    for stage in ["dma", "inference", "end_to_end"] {
+        let mut last = 0u64;
+        let mut buckets = 0;
+        for line in metrics.lines().filter(|l| {
+            l.starts_with(&format!(
+                "fpgagdr_stage_duration_seconds_bucket{{stage=\"{stage}\""
+            ))
+        }) {
+            let n: u64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+            assert!(n >= last, "cumulative: {line}");
+            last = n;
+            buckets += 1;
+        }
+        assert_eq!(buckets, 17, "{stage}: 16 bounds and +Inf");
+        let count = metrics
+            .lines()
+            .find(|l| {
+                l.starts_with(&format!(
+                    "fpgagdr_stage_duration_seconds_count{{stage=\"{stage}\"}}"
+                ))
+            })
+            .unwrap();
+        assert!(
+            count.ends_with(&format!(" {last}")),
+            "{count} vs +Inf {last}"
+        );
+        assert!(last > 0, "{stage} has samples");
+    }
+    for reason in ["back_pressure", "checksum", "overrun", "sequence"] {
+        assert!(
+            metrics.contains(&format!(
+                "fpgagdr_frames_dropped_by_reason_total{{reason=\"{reason}\"}}"
+            )),
+            "{reason}"
+        );
+    }
+    for reason in [
+        "room_full",
+        "mqtt_offline",
+        "mqtt_queue_full",
+        "stream_slow_client",
+    ] {
+        assert!(
+            metrics.contains(&format!(
+                "fpgagdr_results_dropped_total{{reason=\"{reason}\"}}"
+            )),
+            "{reason}"
+        );
+    }
+    // Bad queries name their rule.
+    svc.get("/api/v1/results?after=12").problem(400, "query");
+    svc.get("/api/v1/results?limit=0").problem(400, "query");
+    svc.get("/api/v1/results?limit=1001").problem(400, "query");
+    svc.get("/api/v1/results?limit=x").problem(400, "query");
+}
+
+#[test]
+fn the_stream_sends_every_result() {
+    let svc = Service::start(&replay("chelsea.png"));
+    svc.wait_frames_above(1);
+    let resp = svc
+        .agent()
+        .get(&svc.url("/api/v1/results/stream"))
+        .call()
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let mut body = BufReader::new(resp.into_body().into_reader());
+    let mut seqs = Vec::new();
+    let mut line = String::new();
+    while seqs.len() < 10 {
+        line.clear();
+        body.read_line(&mut line).unwrap();
+        if let Some(data) = line.strip_prefix("data:") {
+            let r: Value = serde_json::from_str(data.trim()).unwrap();
+            seqs.push(r["seq"].as_u64().unwrap());
+        }
+    }
+    // Every result, in order: the log's results over the same span.
+    assert!(seqs.windows(2).all(|w| w[1] > w[0]), "in order: {seqs:?}");
+    let run = svc.get_json("/api/v1/results?limit=1")["results"][0]["run"]
+        .as_u64()
+        .unwrap();
+    let page = wait_for("the streamed span in the log", || {
+        let p = svc.get_json(&format!("/api/v1/results?after={run}:{}&limit=9", seqs[0]));
+        (p["results"].as_array().unwrap().len() == 9)
+            .then_some(p.clone())
+            .ok_or(p.to_string())
+    });
+    let logged: Vec<u64> = page["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        logged,
+        seqs[1..].to_vec(),
+        "the stream has every logged result"
+    );
+    assert!(svc.status()["outputs"]["stream_clients"].as_u64().unwrap() >= 1);
+}
+
+#[test]
+fn mqtt_delivers_every_result_in_order_across_a_broker_restart() {
+    let port = free_port();
+    let mut broker = Broker::new(port, &[]);
+    broker.start();
+    let sub = Subscriber::start(port, "test/results", "fpgagdr-test-sub");
+    let status_sub = Subscriber::start(port, "test/status", "fpgagdr-test-status");
+    std::thread::sleep(Duration::from_millis(300));
+    let svc = Service::start(&mqtt_config(port, 1));
+    wait_for("MQTT connected", || {
+        let m = mqtt_status(&svc);
+        (m["state"] == "connected")
+            .then_some(())
+            .ok_or(m.to_string())
+    });
+    svc.wait_frames_above(10);
+    // The broker goes away mid-run and comes back.
+    broker.stop();
+    wait_for("the loss seen", || {
+        let m = mqtt_status(&svc);
+        (m["state"] != "connected")
+            .then_some(())
+            .ok_or(m.to_string())
+    });
+    // The pipeline runs on while the broker is away.
+    let during = svc.frames_inferred();
+    svc.wait_frames_above(during + 3);
+    assert_eq!(svc.status()["pipeline"]["state"], "running");
+    broker.start();
+    wait_for("MQTT reconnected", || {
+        let m = mqtt_status(&svc);
+        (m["state"] == "connected" && m["connects"].as_u64() >= Some(2))
+            .then_some(())
+            .ok_or(m.to_string())
+    });
+    let after = svc.frames_inferred();
+    svc.wait_frames_above(after + 10);
+    svc.request("POST", "/api/v1/pipeline/stop", None, &[]);
+    let status = svc.status();
+    assert_eq!(status["outputs"]["dropped"]["room_full"], 0, "{status}");
+    assert_eq!(
+        status["outputs"]["dropped"]["mqtt_queue_full"], 0,
+        "{status}"
+    );
+    let first_run = svc.get_json("/api/v1/results?limit=1")["results"][0]["run"]
+        .as_u64()
+        .unwrap();
+    let log = logged(&svc, first_run);
+    assert!(log.len() > 20, "{} results logged", log.len());
+    let want: Vec<(u64, u64)> = log.iter().map(key).collect();
+    let got = wait_for("every logged result on MQTT", || {
+        let got: Vec<Value> = sub
+            .lines()
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let keys: BTreeSet<(u64, u64)> = got.iter().map(key).collect();
+        let missing: Vec<_> = want.iter().filter(|k| !keys.contains(k)).collect();
+        if missing.is_empty() {
+            Ok(got)
+        } else {
+            Err(format!(
+                "{} of {} missing, first {:?}",
+                missing.len(),
+                want.len(),
+                &missing[..missing.len().min(5)]
+            ))
+        }
+    });
+    // The right content: each message is the logged record.
+    let by_key: std::collections::BTreeMap<_, _> = log.iter().map(|r| (key(r), r)).collect();
+    for m in &got {
+        if let Some(r) = by_key.get(&key(m)) {
+            assert_eq!(&m, r, "the MQTT payload is the logged result");
+        }
+    }
+    // In order outside the outage: the first delivery of each result, in key order,
+    // except where the reconnect re-sent what was in flight.
+    let mut seen = BTreeSet::new();
+    let firsts: Vec<_> = got.iter().map(key).filter(|k| seen.insert(*k)).collect();
+    let inversions = firsts.windows(2).filter(|w| w[1] < w[0]).count();
+    assert!(inversions <= 1, "{inversions} inversions in {firsts:?}");
+    // The retained status topic: online; after a clean stop of the service, offline.
+    assert_eq!(
+        status_sub.lines().last().map(String::as_str),
+        Some("online")
+    );
+    drop(svc);
+    drop(status_sub);
+    let late = Subscriber::start(port, "test/status", "fpgagdr-test-late");
+    wait_for("the retained status", || {
+        let l = late.lines();
+        (!l.is_empty())
+            .then_some(())
+            .ok_or("nothing yet".to_string())
+    });
+    drop(late);
+}
+
+#[test]
+fn mqtt_broker_down_at_start_is_reported_and_joined_later() {
+    let port = free_port();
+    let svc = Service::start(&mqtt_config(port, 0));
+    let m = wait_for("the connection error in status", || {
+        let m = mqtt_status(&svc);
+        (m["state"] == "error")
+            .then_some(m.clone())
+            .ok_or(m.to_string())
+    });
+    assert!(
+        m["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("cannot reach the broker"),
+        "{m}"
+    );
+    svc.wait_frames_above(10);
+    wait_for("QoS 0 results dropped while away", || {
+        let d = &svc.status()["outputs"]["dropped"];
+        (d["mqtt_offline"].as_u64() > Some(0))
+            .then_some(())
+            .ok_or(d.to_string())
+    });
+    let mut broker = Broker::new(port, &[]);
+    broker.start();
+    let sub = Subscriber::start(port, "test/results", "fpgagdr-test-late-sub");
+    wait_for("MQTT connected after the broker came up", || {
+        let m = mqtt_status(&svc);
+        (m["state"] == "connected")
+            .then_some(())
+            .ok_or(m.to_string())
+    });
+    wait_for("results arriving", || {
+        (sub.lines().len() >= 5)
+            .then_some(())
+            .ok_or(format!("{} so far", sub.lines().len()))
+    });
+}
+
+#[test]
+fn mqtt_wrong_password_is_a_clear_error_and_the_password_stays_write_only() {
+    let port = free_port();
+    let mut broker = Broker::new(port, &[("fpgagdr", "right-password")]);
+    broker.start();
+    let mut config = mqtt_config(port, 1);
+    config["outputs"]["mqtt"]["username"] = json!("fpgagdr");
+    config["outputs"]["mqtt"]["password"] = json!("wrong-password");
+    let svc = Service::start(&config);
+    let m = wait_for("the refusal in status", || {
+        let m = mqtt_status(&svc);
+        (m["state"] == "error"
+            && m["last_error"]
+                .as_str()
+                .is_some_and(|e| e.contains("mqtt-auth")))
+        .then_some(m.clone())
+        .ok_or(m.to_string())
+    });
+    assert!(
+        m["last_error"].as_str().unwrap().contains("password"),
+        "{m}"
+    );
+    svc.wait_frames_above(5);
+    assert_eq!(svc.status()["pipeline"]["state"], "running");
+    // Never shown.
+    let shown = svc.get_json("/api/v1/config");
+    assert!(
+        shown["outputs"]["mqtt"].get("password").is_none(),
+        "{shown}"
+    );
+    assert!(!svc.get("/api/v1/config").body.contains("wrong-password"));
+    // The right password by merge patch: connected.
+    let patch = json!({"outputs": {"mqtt": {"password": "right-password"}}});
+    let r = svc.request(
+        "PATCH",
+        "/api/v1/config",
+        Some(patch.to_string().as_bytes()),
+        &[],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    wait_for("connected with the right password", || {
+        let m = mqtt_status(&svc);
+        (m["state"] == "connected")
+            .then_some(())
+            .ok_or(m.to_string())
+    });
+    // GET then PUT (with a changed topic: a new client) keeps the password.
+    let mut doc = svc.get_json("/api/v1/config");
+    doc["outputs"]["mqtt"]["topic"] = json!("test/results2");
+    let r = svc.request(
+        "PUT",
+        "/api/v1/config",
+        Some(doc.to_string().as_bytes()),
+        &[],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    wait_for("connected again with the kept password", || {
+        let m = mqtt_status(&svc);
+        (m["state"] == "connected" && m["topic"] == "test/results2")
+            .then_some(())
+            .ok_or(m.to_string())
+    });
+    let saved = std::fs::read_to_string(svc.config_path.clone()).unwrap();
+    assert!(
+        saved.contains("right-password"),
+        "the file keeps the secret"
+    );
+    // Bad MQTT settings name their rule; nothing changes.
+    let bad = json!({"outputs": {"mqtt": {"topic": "a/+/b", "qos": 2}}});
+    let r = svc.request(
+        "PATCH",
+        "/api/v1/config",
+        Some(bad.to_string().as_bytes()),
+        &[],
+    );
+    let p = r.problem(422, "config-range");
+    let fields: Vec<_> = r.field_errors();
+    assert!(
+        fields.iter().any(|(f, _)| f == "/outputs/mqtt/topic"),
+        "{p}"
+    );
+    assert!(fields.iter().any(|(f, _)| f == "/outputs/mqtt/qos"), "{p}");
+}
+
+#[test]
+fn the_frame_view_is_the_frame_the_card_moved() {
+    let svc = Service::start(&replay("chelsea.png"));
+    svc.wait_frames_above(3);
+    let resp = wait_for("a frame view", || {
+        let resp = svc
+            .agent()
+            .get(&svc.url("/api/v1/frames/latest"))
+            .call()
+            .map_err(|e| e.to_string())?;
+        (resp.status() == 200).then_some(resp).ok_or("404".into())
+    });
+    assert_eq!(resp.headers()["content-type"], "image/png");
+    let seq = resp.headers()["x-frame-seq"].to_str().unwrap();
+    assert!(seq.parse::<u64>().is_ok(), "{seq}");
+    let png = resp.into_body().read_to_vec().unwrap();
+    let shown = image::load_from_memory(&png).unwrap().to_rgb8();
+    let source = image::open(common::frame("chelsea.png")).unwrap().to_rgb8();
+    // 451 x 300 fits the view: shown as it is, pixel for pixel.
+    assert_eq!(shown.dimensions(), source.dimensions());
+    assert!(
+        shown == source,
+        "the view shows the replayed frame's pixels"
+    );
+}
+
+#[test]
+fn the_frame_view_scales_a_large_frame_down() {
+    let mut c = replay("chelsea.png");
+    c["source"] =
+        json!({"kind": "test_pattern", "width": 1024, "height": 512, "format": "mono8", "fps": 20});
+    let svc = Service::start(&c);
+    svc.wait_frames_above(3);
+    let resp = wait_for("a frame view", || {
+        let resp = svc
+            .agent()
+            .get(&svc.url("/api/v1/frames/latest"))
+            .call()
+            .map_err(|e| e.to_string())?;
+        (resp.status() == 200).then_some(resp).ok_or("404".into())
+    });
+    let png = resp.into_body().read_to_vec().unwrap();
+    let shown = image::load_from_memory(&png).unwrap();
+    assert_eq!((shown.width(), shown.height()), (480, 240));
+}
