@@ -144,6 +144,9 @@ pub(crate) struct Target {
     pub(crate) link: Option<&'static str>,
     /// The card's status as the library reports it.
     pub(crate) status: CardStatus,
+    /// The PCIe link the card reported (kernel module: GET_STATUS; simulated card: its
+    /// preset's stated link), read at open, with its payload limits and warnings.
+    pub(crate) pcie: crate::link::LinkReport,
 }
 
 /// What GPU this run has, as recorded in every report.
@@ -235,11 +238,13 @@ impl Bench {
             )));
         }
         let (gpu, cuda) = probe_gpu(no_gpu);
+        let pcie = crate::link::LinkReport::of(card_obj.link());
         Ok(Bench {
             card: card_obj,
             target: Target {
                 card: card.to_string(),
                 link: link_name,
+                pcie,
                 status,
             },
             gpu,
@@ -278,6 +283,12 @@ impl Bench {
             ""
         };
         format!("card: {} ({}){sim}", st.name, self.target.card)
+    }
+
+    /// One line naming the PCIe link, for table headings; `[SIMULATED]` when stated by the
+    /// simulated card.
+    pub(crate) fn link_line(&self) -> String {
+        format!("link: {}", self.target.pcie.summary)
     }
 
     /// One line naming the GPU, for table headings.

@@ -23,6 +23,7 @@ mod bench;
 mod capture;
 mod compat;
 mod error;
+mod link;
 mod multibuf;
 mod plot;
 mod quick;

@@ -276,7 +276,21 @@ fn compare_section(cmp: &Compare) -> Section {
 }
 
 fn header_lines(b: &Bench, name: &str) -> Vec<String> {
-    vec![format!("fpgagdr-bench {name}"), b.card_line(), b.gpu_line()]
+    let sim = if b.target.status.simulated {
+        " — SIMULATED"
+    } else {
+        ""
+    };
+    let mut v = vec![
+        format!("fpgagdr-bench {name}{sim}"),
+        b.card_line(),
+        b.gpu_line(),
+        b.link_line(),
+    ];
+    for w in &b.target.pcie.warnings {
+        v.push(format!("WARNING: {w}"));
+    }
+    v
 }
 
 /// Prints / writes `outcome` as the options say; returns the exit status (0, or 1 when
@@ -328,8 +342,9 @@ pub(crate) fn emit<T: Outcome>(b: &Bench, opts: &OutputOptions, outcome: &T) -> 
         let head = header_lines(b, name);
         let _ = writeln!(md, "# {}\n", head[0]);
         let _ = writeln!(md, "- command: `{}`", opts.command);
-        let _ = writeln!(md, "- {}", head[1]);
-        let _ = writeln!(md, "- {}", head[2]);
+        for h in &head[1..] {
+            let _ = writeln!(md, "- {h}");
+        }
         let _ = writeln!(
             md,
             "- channel {}, timeout {} ms\n",

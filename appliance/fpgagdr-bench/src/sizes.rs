@@ -56,6 +56,9 @@ pub(crate) struct Cell {
     /// The figures.
     #[serde(flatten)]
     pub(crate) measured: Measured,
+    /// GB/s as a percentage of the link's payload limit in this direction
+    /// (`docs/bench.md`); `None` when the link is not reported.
+    pub(crate) link_share_pct: Option<f64>,
 }
 
 /// Speed-ups at one size and direction (`None` where a path is not available).
@@ -116,11 +119,13 @@ pub(crate) fn run(b: &Bench, a: &SizesArgs) -> Result<SizesOutcome> {
             for dir in Dir::BOTH {
                 let measured =
                     measure_cell(&mut runners[i], dir, a.card_addr, size, warmup, iterations)?;
+                let link_share_pct = measured.gbps.and_then(|g| b.target.pcie.share_pct(dir, g));
                 cells.push(Cell {
                     size_bytes: size,
                     path: p,
                     dir,
                     measured,
+                    link_share_pct,
                 });
             }
         }
@@ -179,6 +184,7 @@ impl Outcome for SizesOutcome {
     fn sections(&self) -> Vec<Section> {
         let mut t = Table::new(&[
             "size", "path", "dir", "mean µs", "p50 µs", "min µs", "max µs", "p99 µs", "GB/s",
+            "% link",
         ]);
         for c in &self.cells {
             let l = c.measured.latency;
@@ -192,6 +198,7 @@ impl Outcome for SizesOutcome {
                 fig(l.map(|l| l.max_us), us),
                 fig(l.map(|l| l.p99_us), us),
                 fig(c.measured.gbps, gb),
+                fig(c.link_share_pct, |v| format!("{v:.0} %")),
             ]);
         }
         let mut s = Section::new("latency and bandwidth per size and path", t)
