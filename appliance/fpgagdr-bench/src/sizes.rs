@@ -114,11 +114,23 @@ pub(crate) fn run(b: &Bench, a: &SizesArgs) -> Result<SizesOutcome> {
         });
     }
     let mut cells = Vec::new();
+    let total = (sizes.len() * PathKind::ALL.len() * Dir::BOTH.len()) as u64;
+    let mut progress = crate::progress::Progress::new("sizes", total);
     for &size in &sizes {
         for (i, p) in PathKind::ALL.into_iter().enumerate() {
             for dir in Dir::BOTH {
-                let measured =
-                    measure_cell(&mut runners[i], dir, a.card_addr, size, warmup, iterations)?;
+                progress.message(format!(
+                    "{} {} {}",
+                    fmt_size(size),
+                    p.letter(),
+                    dir.as_str()
+                ));
+                let measured = if crate::progress::interrupted() {
+                    Measured::unavailable("interrupted (Ctrl-C) before this cell")
+                } else {
+                    measure_cell(&mut runners[i], dir, a.card_addr, size, warmup, iterations)?
+                };
+                progress.inc(1);
                 let link_share_pct = measured.gbps.and_then(|g| b.target.pcie.share_pct(dir, g));
                 cells.push(Cell {
                     size_bytes: size,
