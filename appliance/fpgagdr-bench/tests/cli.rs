@@ -878,3 +878,34 @@ fn reports_of_the_simulated_card_say_so_in_titles_and_ticks_read_as_numbers() {
         "{md}"
     );
 }
+
+#[test]
+fn ctrl_c_ends_a_run_cleanly_with_what_was_measured() {
+    use std::process::Stdio;
+    let mut child = Command::new(BIN)
+        .args(["--json", "--link", "off", "multibuf", "--frame", "64K"])
+        .args(["--iterations", "100000000", "--warmup", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("the document is written");
+    let r = &doc["result"];
+    assert_eq!(r["interrupted"], true, "{r}");
+    let pairs = r["iterations"].as_u64().unwrap();
+    assert!(pairs < 100_000_000, "{pairs}");
+    assert_eq!(
+        r["single"]["samples_us"].as_array().map_or(0, Vec::len) as u64,
+        pairs
+    );
+}
