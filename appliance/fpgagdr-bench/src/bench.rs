@@ -574,6 +574,10 @@ pub(crate) struct Measured {
     /// Latency statistics, µs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) latency: Option<crate::stats::Summary>,
+    /// Median, p10/p90, spread, the median's 95 % interval and the verdict (steady,
+    /// noisy, too few).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) robust: Option<crate::stats::Robust>,
     /// Bytes ÷ mean latency, GB/s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) gbps: Option<f64>,
@@ -589,6 +593,7 @@ impl Measured {
             available: false,
             reason: Some(reason.into()),
             latency: None,
+            robust: None,
             gbps: None,
             samples_us: Vec::new(),
         }
@@ -602,6 +607,7 @@ impl Measured {
             reason: None,
             gbps: latency.map(|l| l.gbps(bytes)),
             latency,
+            robust: crate::stats::Robust::of(&samples_us),
             samples_us,
         }
     }

@@ -196,7 +196,7 @@ impl Outcome for SizesOutcome {
     fn sections(&self) -> Vec<Section> {
         let mut t = Table::new(&[
             "size", "path", "dir", "mean µs", "p50 µs", "min µs", "max µs", "p99 µs", "GB/s",
-            "% link",
+            "% link", "spread",
         ]);
         for c in &self.cells {
             let l = c.measured.latency;
@@ -211,9 +211,31 @@ impl Outcome for SizesOutcome {
                 fig(l.map(|l| l.p99_us), us),
                 fig(c.measured.gbps, gb),
                 fig(c.link_share_pct, |v| format!("{v:.0} %")),
+                c.measured.robust.map_or("n/a".into(), |r| match r.verdict {
+                    crate::stats::Verdict::Steady => format!("{:.2}", r.spread),
+                    crate::stats::Verdict::Noisy => format!("{:.2} NOISY", r.spread),
+                    crate::stats::Verdict::TooFew => format!("{:.2} few", r.spread),
+                }),
             ]);
         }
+        let noisy = self
+            .cells
+            .iter()
+            .filter(|c| {
+                c.measured
+                    .robust
+                    .is_some_and(|r| r.verdict == crate::stats::Verdict::Noisy)
+            })
+            .count();
         let mut s = Section::new("latency and bandwidth per size and path", t)
+            .note(if noisy > 0 {
+                format!(
+                    "{noisy} cells NOISY (spread (p90 − p10) / p50 > {}): noisy — rerun on an idle machine before quoting them",
+                    crate::stats::NOISY_SPREAD
+                )
+            } else {
+                String::new()
+            })
             .note(format!(
                 "{} timed transfers per cell after {} warm-up, card address {}; GB/s = bytes / mean latency (10^9 B/s)",
                 self.iterations,

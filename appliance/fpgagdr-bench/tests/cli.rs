@@ -297,7 +297,7 @@ fn sizes_without_gpu_reports_b_and_c_as_not_available() {
         table
             .lines()
             .map(|l| l.split_whitespace().collect::<Vec<_>>())
-            .filter(|t| t.len() == 11 && t[2] == path && t[3..].iter().skip(1).all(|c| *c == "n/a"))
+            .filter(|t| t.len() == 12 && t[2] == path && t[3..].iter().skip(1).all(|c| *c == "n/a"))
             .count()
     };
     let (b_rows, c_rows) = (na_rows("B"), na_rows("C"));
