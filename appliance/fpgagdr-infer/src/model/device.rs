@@ -34,6 +34,9 @@ struct Bucket {
 }
 
 /// See the module documentation.
+/// A model run that takes longer than this to queue is logged (see [`DeviceRunner::run`]).
+const SLOW_RUN: std::time::Duration = std::time::Duration::from_millis(50);
+
 pub(crate) struct DeviceRunner {
     stream: Arc<CudaStream>,
     info: MemoryInfo<'static>,
@@ -143,11 +146,25 @@ impl DeviceRunner {
             self.buckets[r] = Some(unsafe { self.bind(session, input, addr, chw, r) }?);
         }
         let bucket = self.buckets[r].as_ref().expect("bound above");
+        let t0 = std::time::Instant::now();
         drop(
             session
                 .run_binding_with_options(&bucket.binding, &bucket.options)
                 .map_err(|e| e.to_string())?,
         );
+        let took = t0.elapsed();
+        if took > SLOW_RUN {
+            // Queuing a batch normally takes well under a millisecond (the work runs
+            // on the stream); a long one is ONNX Runtime doing set-up work in the frame
+            // path, which a user should see.
+            tracing::warn!(
+                frames = n,
+                run_size = r,
+                ms = took.as_secs_f64() * 1e3,
+                "the model took {:.0} ms to queue a batch of {n} (run as {r})",
+                took.as_secs_f64() * 1e3
+            );
+        }
         let src = bucket.output;
         let len = n * self.classes;
         let dst = &mut self.logits.as_mut_slice().map_err(|e| e.to_string())?[..len];
