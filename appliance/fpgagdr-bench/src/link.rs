@@ -213,17 +213,18 @@ impl LinkReport {
         }
     }
 
-    /// The payload limit of a direction (read = C2H, write = H2C), GB/s.
-    pub(crate) fn limit_gbps(&self, dir: crate::bench::Dir) -> Option<f64> {
-        match dir {
-            crate::bench::Dir::Read => self.c2h_limit_gbps,
-            crate::bench::Dir::Write => self.h2c_limit_gbps,
+    /// The payload limit of the TLPs a direction's payload rides in (C2H reads:
+    /// [`Tlp::Write`]; H2C writes: [`Tlp::Completion`]), GB/s.
+    pub(crate) fn limit_gbps(&self, tlp: Tlp) -> Option<f64> {
+        match tlp {
+            Tlp::Write => self.c2h_limit_gbps,
+            Tlp::Completion => self.h2c_limit_gbps,
         }
     }
 
-    /// `gbps` as a percentage of the direction's limit; `None` without a limit.
-    pub(crate) fn share_pct(&self, dir: crate::bench::Dir, gbps: f64) -> Option<f64> {
-        self.limit_gbps(dir)
+    /// `gbps` as a percentage of that limit; `None` without a limit.
+    pub(crate) fn share_pct(&self, tlp: Tlp, gbps: f64) -> Option<f64> {
+        self.limit_gbps(tlp)
             .filter(|&l| l > 0.0)
             .map(|l| 100.0 * gbps / l)
     }
@@ -339,7 +340,7 @@ mod tests {
             ..link(3, 4, 3, 4)
         }));
         assert!(sim.summary.ends_with("[SIMULATED]"));
-        let share = ok.share_pct(crate::bench::Dir::Read, 2.84).unwrap();
+        let share = ok.share_pct(Tlp::Write, 2.84).unwrap();
         assert!((share - 80.0).abs() < 0.1, "{share}");
     }
 }

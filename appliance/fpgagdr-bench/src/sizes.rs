@@ -131,7 +131,9 @@ pub(crate) fn run(b: &Bench, a: &SizesArgs) -> Result<SizesOutcome> {
                     measure_cell(&mut runners[i], dir, a.card_addr, size, warmup, iterations)?
                 };
                 progress.inc(1);
-                let link_share_pct = measured.gbps.and_then(|g| b.target.pcie.share_pct(dir, g));
+                let link_share_pct = measured
+                    .gbps
+                    .and_then(|g| b.target.pcie.share_pct(tlp_of(dir), g));
                 cells.push(Cell {
                     size_bytes: size,
                     path: p,
@@ -175,6 +177,15 @@ impl SizesOutcome {
 
     fn mean(&self, size: u64, p: PathKind, dir: Dir) -> Option<f64> {
         self.cell(size, p, dir).and_then(|c| c.measured.mean())
+    }
+}
+
+/// The TLPs a direction's payload rides in: C2H (read) as the card's Memory Writes, H2C
+/// (write) as the root's Completions to the card's reads.
+fn tlp_of(dir: Dir) -> crate::link::Tlp {
+    match dir {
+        Dir::Read => crate::link::Tlp::Write,
+        Dir::Write => crate::link::Tlp::Completion,
     }
 }
 
