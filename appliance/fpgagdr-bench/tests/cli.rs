@@ -882,7 +882,7 @@ fn reports_of_the_simulated_card_say_so_in_titles_and_ticks_read_as_numbers() {
 #[test]
 fn ctrl_c_ends_a_run_cleanly_with_what_was_measured() {
     use std::process::Stdio;
-    let mut child = Command::new(BIN)
+    let child = Command::new(BIN)
         .args(["--json", "--link", "off", "multibuf", "--frame", "64K"])
         .args(["--iterations", "100000000", "--warmup", "0"])
         .stdout(Stdio::piped())
