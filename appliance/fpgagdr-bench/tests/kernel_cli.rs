@@ -13,6 +13,10 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
+/// The tests share the card (quick counts pins and checks every channel), so they take
+/// turns.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// The control node and the tool, or `None` after printing why the test is skipped.
 fn target() -> Option<(String, String)> {
     let Some(dev) = std::env::var_os("FPGAGDR_DEVICE") else {
@@ -46,8 +50,9 @@ fn json(bin: &str, dev: &str, args: &[&str]) -> Value {
     let out = run(bin, dev, &a);
     assert!(
         out.status.success(),
-        "{args:?}: exit {:?}\n{}",
+        "{args:?}: exit {:?}\nstdout:\n{}\nstderr:\n{}",
         out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("one JSON document")
@@ -56,6 +61,7 @@ fn json(bin: &str, dev: &str, args: &[&str]) -> Value {
 #[test]
 fn every_subcommand_runs_through_the_module() {
     let Some((dev, bin)) = target() else { return };
+    let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     // quick: 15 checks pass, the card is the module's test engine.
     let q = json(&bin, &dev, &["quick"]);
     assert_eq!(q["passed"], true, "{q}");
@@ -125,6 +131,7 @@ fn every_subcommand_runs_through_the_module() {
 #[test]
 fn json_into_a_closed_pipe_ends_cleanly() {
     let Some((dev, bin)) = target() else { return };
+    let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     use std::io::{BufRead, BufReader};
     let mut child = Command::new(&bin)
         .args([
