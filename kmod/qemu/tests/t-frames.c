@@ -248,7 +248,7 @@ static int sysfs_link(const char *bdf, const char *attr)
 	fclose(f);
 	if (strstr(attr, "width"))
 		return atoi(text);
-	for (i = 0; i < sizeof(speeds) / sizeof(speeds[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(speeds); i++)
 		if (!strncmp(text, speeds[i], strlen(speeds[i])))
 			return i + 1;
 	return -1;
