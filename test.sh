@@ -83,9 +83,10 @@ ktest=$(cargo test --locked -q -p fpgagdr --test kernel_functional --no-run --me
 # itself goes to the guest's /bin.
 btest=$(cargo test --locked -q -p fpgagdr-bench --test kernel_cli --no-run --message-format=json |
   python3 -c 'import json, sys; print([m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable") and m["target"]["name"] == "kernel_cli"][-1])')
-# target/capi/capi_test: libfpgagdr's C test (built by the C API step above), against
-# /dev/fpgagdr0 in the plain pass.
-FPGAGDR_QEMU_EXTRA="$ktest $btest $root/target/capi/capi_test" \
+# target/capi/capi_test and target/capi/capture: libfpgagdr's C test and examples/c
+# (built by the C API step above), against /dev/fpgagdr0 in the plain pass (capi_test
+# also in pass D, against cards that break the frame protocol).
+FPGAGDR_QEMU_EXTRA="$ktest $btest $root/target/capi/capi_test $root/target/capi/capture" \
   FPGAGDR_QEMU_TOOLS="$root/target/debug/fpgagdr-bench" FPGAGDRD_BIN="$root/target/debug/fpgagdrd" \
   kmod/qemu/run.sh
 

@@ -392,8 +392,15 @@ impl Model {
             })?;
         if let (Some(stream), true) = (&options.stream, registered.ran != Ran::Cpu) {
             model.device = Some(
-                DeviceRunner::new(&model.session, stream.clone(), graphs, classes, max_batch)
-                    .map_err(ModelError::Provider)?,
+                DeviceRunner::new(
+                    &model.session,
+                    stream.clone(),
+                    graphs,
+                    precision == Precision::Fp16,
+                    classes,
+                    max_batch,
+                )
+                .map_err(ModelError::Provider)?,
             );
         }
         Ok(model)
@@ -750,7 +757,12 @@ fn describe<'a>(
     if dim == BatchDim::Fixed(1) {
         s.push_str(" (the model's batch dimension is fixed at 1)");
     }
-    if graphs {
+    if graphs && precision == Precision::Fp16 && ran != Ran::Cpu {
+        s.push_str(&format!(
+            "; one CUDA graph, every batch padded to {max_batch} (fp16: one graph per batch \
+             size faults in ONNX Runtime 1.31)"
+        ));
+    } else if graphs {
         s.push_str("; one CUDA graph per batch size");
     }
     for why in not_used {
