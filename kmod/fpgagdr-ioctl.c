@@ -4,6 +4,7 @@
  * copies arguments in and out and checks the rules every ioctl shares
  * (ABI version, flags, padding, enums, timeout); the work is elsewhere.
  */
+#include <linux/bitfield.h>
 #include <linux/fs.h>
 #include <linux/pci.h>
 #include <linux/poll.h>
@@ -59,6 +60,22 @@ static int fpgagdr_check_version(void __user *uarg, u32 version)
 	return -EPROTO;
 }
 
+/*
+ * The link the card is capable of (Link Capabilities, PCIe r6.0 7.5.3.6):
+ * Max Link Speed uses the numbering of Current Link Speed.  Left zero when
+ * the register cannot be read.
+ */
+static void fpgagdr_fill_link_cap(struct pci_dev *pdev,
+				  struct fpgagdr_status *s)
+{
+	u32 lnkcap;
+
+	if (pcie_capability_read_dword(pdev, PCI_EXP_LNKCAP, &lnkcap))
+		return;
+	s->link_cap_gen = lnkcap & PCI_EXP_LNKCAP_SLS;
+	s->link_cap_width = FIELD_GET(PCI_EXP_LNKCAP_MLW, lnkcap);
+}
+
 /* The negotiated PCIe link; zeros where the function is not PCIe. */
 static void fpgagdr_fill_link(struct fpgagdr_dev *fdev,
 			      struct fpgagdr_status *s)
@@ -74,6 +91,7 @@ static void fpgagdr_fill_link(struct fpgagdr_dev *fdev,
 	s->link_width = (lnksta & PCI_EXP_LNKSTA_NLW) >> PCI_EXP_LNKSTA_NLW_SHIFT;
 	s->link_max_payload = max(pcie_get_mps(pdev), 0);
 	s->link_max_read_req = max(pcie_get_readrq(pdev), 0);
+	fpgagdr_fill_link_cap(pdev, s);
 }
 
 static void fpgagdr_fill_status(struct fpgagdr_dev *fdev,

@@ -39,7 +39,9 @@
 # (wall seconds per guest; default 1200 for plain, 480 for the others: TCG
 # on a shared machine), FPGAGDR_QEMU_PASSES, FPGAGDR_QEMU_EXTRA
 # (more x86 test binaries to run in the plain pass, with
-# FPGAGDR_DEVICE=/dev/fpgagdr0 set), FPGAGDR_QEMU_APPEND (more kernel
+# FPGAGDR_DEVICE=/dev/fpgagdr0 set), FPGAGDR_QEMU_TOOLS (programs those
+# tests run, copied to the guest's /bin and not run themselves: the
+# fpgagdr-bench binary), FPGAGDR_QEMU_APPEND (more kernel
 # command line), FPGAGDR_LOAD_LOOPS (load/unload cycles, default 20).
 set -euo pipefail
 
@@ -217,6 +219,9 @@ build_initramfs_x86() {
 	copy_with_libs "$out/fgtest" "$root/bin/fgtest"
 	for extra in ${FPGAGDR_QEMU_EXTRA:-}; do
 		copy_with_libs "$extra" "$root/extra/$(basename "$extra")"
+	done
+	for extra in ${FPGAGDR_QEMU_TOOLS:-}; do
+		copy_with_libs "$extra" "$root/bin/$(basename "$extra")"
 	done
 	copy_kernel_deps "/lib/modules/$ver" aer_inject
 	pack "$root" "$out/initrd-x86.gz"

@@ -144,6 +144,9 @@ pub(crate) struct Target {
     pub(crate) link: Option<&'static str>,
     /// The card's status as the library reports it.
     pub(crate) status: CardStatus,
+    /// The PCIe link the card reported (kernel module: GET_STATUS; simulated card: its
+    /// preset's stated link), read at open, with its payload limits and warnings.
+    pub(crate) pcie: crate::link::LinkReport,
 }
 
 /// What GPU this run has, as recorded in every report.
@@ -235,11 +238,13 @@ impl Bench {
             )));
         }
         let (gpu, cuda) = probe_gpu(no_gpu);
+        let pcie = crate::link::LinkReport::of(card_obj.link());
         Ok(Bench {
             card: card_obj,
             target: Target {
                 card: card.to_string(),
                 link: link_name,
+                pcie,
                 status,
             },
             gpu,
@@ -278,6 +283,12 @@ impl Bench {
             ""
         };
         format!("card: {} ({}){sim}", st.name, self.target.card)
+    }
+
+    /// One line naming the PCIe link, for table headings; `[SIMULATED]` when stated by the
+    /// simulated card.
+    pub(crate) fn link_line(&self) -> String {
+        format!("link: {}", self.target.pcie.summary)
     }
 
     /// One line naming the GPU, for table headings.
@@ -563,6 +574,10 @@ pub(crate) struct Measured {
     /// Latency statistics, µs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) latency: Option<crate::stats::Summary>,
+    /// Median, p10/p90, spread, the median's 95 % interval and the verdict (steady,
+    /// noisy, too few).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) robust: Option<crate::stats::Robust>,
     /// Bytes ÷ mean latency, GB/s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) gbps: Option<f64>,
@@ -578,6 +593,7 @@ impl Measured {
             available: false,
             reason: Some(reason.into()),
             latency: None,
+            robust: None,
             gbps: None,
             samples_us: Vec::new(),
         }
@@ -591,6 +607,7 @@ impl Measured {
             reason: None,
             gbps: latency.map(|l| l.gbps(bytes)),
             latency,
+            robust: crate::stats::Robust::of(&samples_us),
             samples_us,
         }
     }

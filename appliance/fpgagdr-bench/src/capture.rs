@@ -108,7 +108,12 @@ pub(crate) fn run(b: &Bench, a: &CaptureArgs) -> Result<CaptureOutcome> {
     let mut in_a_row = 0;
     let mut first: Option<Instant> = None;
     let mut last_done = Instant::now();
+    let mut progress = crate::progress::Progress::new("capture", u64::from(a.frames));
     while frames < u64::from(a.frames) {
+        if crate::progress::interrupted() {
+            // Ctrl-C: the frames captured so far are the result.
+            break;
+        }
         let slot = match trig.wait_frame(wait) {
             Ok(s) => s,
             Err(fpgagdr::Error::NoFrame { .. }) => {
@@ -138,6 +143,7 @@ pub(crate) fn run(b: &Bench, a: &CaptureArgs) -> Result<CaptureOutcome> {
         dma.push((last_done - t0).as_secs_f64() * 1e6);
         irq_dma.push((last_done - slot.arrived).as_secs_f64() * 1e6);
         frames += 1;
+        progress.inc(1);
         bytes += slot.len;
     }
     let span = first.map_or(0.0, |f| (last_done - f).as_secs_f64());

@@ -104,12 +104,18 @@ pub(crate) fn run(b: &Bench, a: &CompatArgs) -> Result<CompatOutcome> {
         ));
     }
     let mut cells = Vec::new();
+    let mut progress =
+        crate::progress::Progress::new("compat", (sizes.len() * runners.len() * 2) as u64);
     for &size in &sizes {
         for (mode, r) in runners.iter_mut() {
             // The seed's tables put Write before Read.
             for dir in [Dir::Write, Dir::Read] {
-                let measured =
-                    measure_cell(r, dir, 0, size, a.warmup as usize, a.iterations as usize)?;
+                progress.inc(1);
+                let measured = if crate::progress::interrupted() {
+                    Measured::unavailable("interrupted (Ctrl-C) before this cell")
+                } else {
+                    measure_cell(r, dir, 0, size, a.warmup as usize, a.iterations as usize)?
+                };
                 cells.push(CompatCell {
                     size_bytes: size,
                     mode: *mode,

@@ -23,8 +23,10 @@ mod bench;
 mod capture;
 mod compat;
 mod error;
+mod link;
 mod multibuf;
 mod plot;
+mod progress;
 mod quick;
 mod report;
 mod seed;
@@ -108,6 +110,8 @@ enum Command {
 }
 
 fn run(cli: Cli) -> error::Result<i32> {
+    progress::set_quiet(cli.json);
+    progress::install_ctrl_c();
     let b = Bench::open(
         &cli.card,
         cli.link,

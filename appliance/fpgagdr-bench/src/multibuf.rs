@@ -2,8 +2,11 @@
 //! image-capture loop: every iteration reads one frame (C2H) from the same card address,
 //! into ring entry `i mod N` or into the single buffer.
 //!
-//! Frames/s = 10^6 / mean latency (µs); ratio = ring frames/s ÷ single frames/s (the
-//! seed's "0.98x": 491.9 µs / 501.7 µs), computed from the same two runs.
+//! The two are interleaved frame by frame (single, ring, single, ring …) so that the
+//! machine's other work falls on both alike. Frames/s = 10^6 / median latency (µs);
+//! ratio = ring frames/s ÷ single frames/s (the seed's "0.98x": 491.9 µs / 501.7 µs) as
+//! the median of the per-pair ratios with its 95 % interval, or "noisy — rerun on an
+//! idle machine" when the interval or either side's spread is too wide.
 
 use crate::bench::{Bench, Measured, PinnedMemory, time_read};
 use crate::error::Result;
@@ -44,7 +47,9 @@ pub(crate) struct Run {
     /// Latency statistics and every frame's latency.
     #[serde(flatten)]
     pub(crate) measured: Measured,
-    /// 10^6 / mean latency, frames/s.
+    /// Median, spread, interval and verdict of the latencies.
+    pub(crate) median: Option<crate::stats::Robust>,
+    /// 10^6 / median latency, frames/s.
     pub(crate) fps: f64,
 }
 
@@ -57,47 +62,65 @@ pub(crate) struct MultibufOutcome {
     pub(crate) frame_bytes: u64,
     /// Card address of every frame.
     pub(crate) card_addr: u64,
-    /// Timed frames per run.
+    /// Timed pairs (one frame into the single buffer, one into the ring).
     pub(crate) iterations: u32,
     /// The ring.
     pub(crate) multi: Run,
     /// One buffer.
     pub(crate) single: Run,
-    /// multi.fps / single.fps.
-    pub(crate) ratio: f64,
+    /// Ring frames/s ÷ single frames/s: the median of the per-pair ratios, its interval
+    /// and verdict; `None` when no pair was measured.
+    pub(crate) ratio: Option<crate::stats::PairedRatio>,
+    /// Ctrl-C ended the run early; the figures are of the pairs measured.
+    pub(crate) interrupted: bool,
 }
 
-fn run_ring(b: &Bench, a: &MultibufArgs, n: u32) -> Result<Run> {
-    let ring = (0..n)
-        .map(|_| b.pin_frame_memory(a.frame))
-        .collect::<Result<Vec<_>>>()?;
-    for i in 0..a.warmup as usize {
-        time_read(b, &ring[i % ring.len()], a.card_addr, a.frame)?;
-    }
-    let samples = (0..a.iterations as usize)
-        .map(|i| time_read(b, &ring[i % ring.len()], a.card_addr, a.frame))
-        .collect::<Result<Vec<f64>>>()?;
-    let measured = Measured::from_samples(a.frame, samples);
-    let fps = measured.mean().map_or(0.0, |m| 1e6 / m);
-    Ok(Run {
+fn run_of(n: u32, frame: u64, samples: Vec<f64>) -> Run {
+    let measured = Measured::from_samples(frame, samples);
+    let median = crate::stats::Robust::of(&measured.samples_us);
+    let fps = median.map_or(0.0, |m| 1e6 / m.p50);
+    Run {
         buffers: n,
         measured,
+        median,
         fps,
-    })
+    }
 }
 
-/// Runs `multibuf`: the ring first, then the single buffer (the seed's order).
+/// Runs `multibuf`: the single buffer and the ring interleaved frame by frame (A B A B …),
+/// so that whatever else the machine does falls on both alike; the ratio is the median of
+/// the per-pair ratios with its 95 % interval.
 pub(crate) fn run(b: &Bench, a: &MultibufArgs) -> Result<MultibufOutcome> {
-    let multi = run_ring(b, a, a.buffers)?;
-    let single = run_ring(b, a, 1)?;
-    let ratio = multi.fps / single.fps;
+    let ring = (0..a.buffers)
+        .map(|_| b.pin_frame_memory(a.frame))
+        .collect::<Result<Vec<_>>>()?;
+    let single = b.pin_frame_memory(a.frame)?;
+    for i in 0..a.warmup as usize {
+        time_read(b, &single, a.card_addr, a.frame)?;
+        time_read(b, &ring[i % ring.len()], a.card_addr, a.frame)?;
+    }
+    let mut progress = crate::progress::Progress::new("multibuf", u64::from(a.iterations));
+    let (mut s_us, mut r_us) = (Vec::new(), Vec::new());
+    for i in 0..a.iterations as usize {
+        if crate::progress::interrupted() {
+            break;
+        }
+        s_us.push(time_read(b, &single, a.card_addr, a.frame)?);
+        r_us.push(time_read(b, &ring[i % ring.len()], a.card_addr, a.frame)?);
+        progress.inc(1);
+    }
+    progress.finish();
+    // ring frames/s ÷ single frames/s per pair = single latency ÷ ring latency
+    let ratio = crate::stats::PairedRatio::of(&s_us, &r_us);
+    let pairs = s_us.len() as u32;
     Ok(MultibufOutcome {
         memory: b.pinned_memory(),
         frame_bytes: a.frame,
         card_addr: a.card_addr,
-        iterations: a.iterations,
-        multi,
-        single,
+        iterations: pairs,
+        interrupted: pairs < a.iterations,
+        multi: run_of(a.buffers, a.frame, r_us),
+        single: run_of(1, a.frame, s_us),
         ratio,
     })
 }
@@ -113,7 +136,13 @@ impl Outcome for MultibufOutcome {
             &format!("ring of {}", self.multi.buffers),
             "single buffer",
         ]);
-        let rows: [(&str, RowFn); 6] = [
+        let rows: [(&str, RowFn); 8] = [
+            ("median latency µs", |r| fig(r.median.map(|m| m.p50), us)),
+            ("spread (p90 − p10) / p50", |r| {
+                r.median.map_or("n/a".into(), |m| {
+                    format!("{:.2} ({})", m.spread, m.verdict.as_str())
+                })
+            }),
             ("mean latency µs", |r| fig(r.measured.mean(), us)),
             ("min latency µs", |r| {
                 fig(r.measured.latency.map(|l| l.min_us), us)
@@ -132,7 +161,7 @@ impl Outcome for MultibufOutcome {
         }
         t.row(vec![
             "ratio (ring ÷ single frames/s)".into(),
-            format!("{:.4}x", self.ratio),
+            self.ratio.map_or("n/a".into(), |r| r.text()),
             "—".into(),
         ]);
         vec![
@@ -147,9 +176,19 @@ impl Outcome for MultibufOutcome {
             )
             .note(format!("memory: {}", self.memory.note))
             .note(format!(
-                "card address {}; GB/s = bytes / mean latency; frames/s = 10^6 / mean µs",
+                "card address {}; single and ring interleaved frame by frame (A B A B …); \
+                 GB/s = bytes / mean latency; frames/s = 10^6 / median µs; ratio = median of \
+                 the per-pair ratios, 95 % interval from order statistics",
                 fmt_addr(self.card_addr)
-            )),
+            ))
+            .note(if self.interrupted {
+                format!(
+                    "interrupted (Ctrl-C) after {} pairs: figures are of those",
+                    self.iterations
+                )
+            } else {
+                String::new()
+            }),
         ]
     }
 
@@ -230,6 +269,10 @@ impl Outcome for MultibufOutcome {
         };
         add("ring of 4", &self.multi, &s.multi);
         add("single", &self.single, &s.single);
-        cmp.row("ring ÷ single frames/s", "x", Some(self.ratio), s.ratio);
+        let steady = self
+            .ratio
+            .filter(|r| r.verdict == crate::stats::Verdict::Steady)
+            .map(|r| r.median);
+        cmp.row("ring ÷ single frames/s", "x", steady, s.ratio);
     }
 }

@@ -66,6 +66,34 @@ fn range(values: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
     }
 }
 
+/// An axis tick as people write numbers: no trailing `.0` (`10`, not `10.0`; iteration
+/// `0`, not `0.0`), at most three significant digits below 1000, thousands as `k`
+/// (`1.5k`) and millions as `M`.
+pub(crate) fn tick(v: f64) -> String {
+    let a = v.abs();
+    let (x, suffix) = if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e4 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    let digits = match x.abs() {
+        a if a == 0.0 || a >= 100.0 => 0,
+        a if a >= 10.0 => 1,
+        a if a >= 1.0 => 2,
+        _ => 3,
+    };
+    let mut t = format!("{x:.digits$}");
+    if t.contains('.') {
+        t = t.trim_end_matches('0').trim_end_matches('.').to_string();
+    }
+    if t == "-0" {
+        t = "0".into();
+    }
+    format!("{t}{suffix}")
+}
+
 impl Plot {
     /// Draws the chart into `dir/self.file`.
     ///
@@ -101,6 +129,8 @@ impl Plot {
                     .configure_mesh()
                     .x_desc(self.x_label.as_str())
                     .y_desc(self.y_label.as_str())
+                    .x_label_formatter(&|v| tick(*v))
+                    .y_label_formatter(&|v| tick(*v))
                     .draw()
                     .map_err(|e| fail(e.to_string()))?;
                 for (i, s) in series.iter().enumerate() {
@@ -138,5 +168,28 @@ impl Plot {
         }
         root.present().map_err(|e| fail(e.to_string()))?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tick;
+
+    #[test]
+    fn ticks_read_as_people_write_them() {
+        for (v, want) in [
+            (0.0, "0"),
+            (10.0, "10"),
+            (100.0, "100"),
+            (1000.0, "1000"),
+            (2.5, "2.5"),
+            (0.125, "0.125"),
+            (497.3, "497"),
+            (15000.0, "15k"),
+            (2_500_000.0, "2.5M"),
+            (-0.0001, "0"),
+        ] {
+            assert_eq!(tick(v), want, "{v}");
+        }
     }
 }

@@ -140,7 +140,10 @@ impl Section {
 
     /// Adds a note line.
     pub(crate) fn note(mut self, n: impl Into<String>) -> Section {
-        self.notes.push(n.into());
+        let n = n.into();
+        if !n.is_empty() {
+            self.notes.push(n);
+        }
         self
     }
 }
@@ -276,7 +279,21 @@ fn compare_section(cmp: &Compare) -> Section {
 }
 
 fn header_lines(b: &Bench, name: &str) -> Vec<String> {
-    vec![format!("fpgagdr-bench {name}"), b.card_line(), b.gpu_line()]
+    let sim = if b.target.status.simulated {
+        " — SIMULATED"
+    } else {
+        ""
+    };
+    let mut v = vec![
+        format!("fpgagdr-bench {name}{sim}"),
+        b.card_line(),
+        b.gpu_line(),
+        b.link_line(),
+    ];
+    for w in &b.target.pcie.warnings {
+        v.push(format!("WARNING: {w}"));
+    }
+    v
 }
 
 /// Prints / writes `outcome` as the options say; returns the exit status (0, or 1 when
@@ -295,7 +312,12 @@ pub(crate) fn emit<T: Outcome>(b: &Bench, opts: &OutputOptions, outcome: &T) -> 
         .iter()
         .map(|p| p.display().to_string())
         .collect();
-    let plots = outcome.plots();
+    let mut plots = outcome.plots();
+    if b.target.status.simulated {
+        for p in &mut plots {
+            p.title = format!("SIMULATED card — {}", p.title);
+        }
+    }
     if let Some(dir) = &opts.report {
         create_dir(dir)?;
         for p in &plots {
@@ -328,8 +350,9 @@ pub(crate) fn emit<T: Outcome>(b: &Bench, opts: &OutputOptions, outcome: &T) -> 
         let head = header_lines(b, name);
         let _ = writeln!(md, "# {}\n", head[0]);
         let _ = writeln!(md, "- command: `{}`", opts.command);
-        let _ = writeln!(md, "- {}", head[1]);
-        let _ = writeln!(md, "- {}", head[2]);
+        for h in &head[1..] {
+            let _ = writeln!(md, "- {h}");
+        }
         let _ = writeln!(
             md,
             "- channel {}, timeout {} ms\n",
@@ -363,7 +386,7 @@ pub(crate) fn emit<T: Outcome>(b: &Bench, opts: &OutputOptions, outcome: &T) -> 
         write_file(&dir.join(format!("{name}.json")), &json)?;
     }
     if opts.json {
-        println!("{json}");
+        write_stdout(&format!("{json}\n"));
     } else {
         let mut out = String::new();
         for l in header_lines(b, name) {
@@ -384,9 +407,21 @@ pub(crate) fn emit<T: Outcome>(b: &Bench, opts: &OutputOptions, outcome: &T) -> 
                 let _ = writeln!(out, "  {f}");
             }
         }
-        print!("{out}");
+        write_stdout(&out);
     }
     Ok(if outcome.passed() { 0 } else { 1 })
+}
+
+/// Writes `text` to stdout; a reader that went away (`--json | head -1`: EPIPE) is not an
+/// error (the files, if any, are written already), so this never panics as `print!` does.
+fn write_stdout(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush())
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        eprintln!("fpgagdr-bench: writing to stdout: {e}");
+    }
 }
 
 /// Creates the report folder (and parents).

@@ -56,6 +56,9 @@ pub(crate) struct Cell {
     /// The figures.
     #[serde(flatten)]
     pub(crate) measured: Measured,
+    /// GB/s as a percentage of the link's payload limit in this direction
+    /// (`docs/bench.md`); `None` when the link is not reported.
+    pub(crate) link_share_pct: Option<f64>,
 }
 
 /// Speed-ups at one size and direction (`None` where a path is not available).
@@ -111,16 +114,32 @@ pub(crate) fn run(b: &Bench, a: &SizesArgs) -> Result<SizesOutcome> {
         });
     }
     let mut cells = Vec::new();
+    let total = (sizes.len() * PathKind::ALL.len() * Dir::BOTH.len()) as u64;
+    let mut progress = crate::progress::Progress::new("sizes", total);
     for &size in &sizes {
         for (i, p) in PathKind::ALL.into_iter().enumerate() {
             for dir in Dir::BOTH {
-                let measured =
-                    measure_cell(&mut runners[i], dir, a.card_addr, size, warmup, iterations)?;
+                progress.message(format!(
+                    "{} {} {}",
+                    fmt_size(size),
+                    p.letter(),
+                    dir.as_str()
+                ));
+                let measured = if crate::progress::interrupted() {
+                    Measured::unavailable("interrupted (Ctrl-C) before this cell")
+                } else {
+                    measure_cell(&mut runners[i], dir, a.card_addr, size, warmup, iterations)?
+                };
+                progress.inc(1);
+                let link_share_pct = measured
+                    .gbps
+                    .and_then(|g| b.target.pcie.share_pct(tlp_of(dir), g));
                 cells.push(Cell {
                     size_bytes: size,
                     path: p,
                     dir,
                     measured,
+                    link_share_pct,
                 });
             }
         }
@@ -161,6 +180,15 @@ impl SizesOutcome {
     }
 }
 
+/// The TLPs a direction's payload rides in: C2H (read) as the card's Memory Writes, H2C
+/// (write) as the root's Completions to the card's reads.
+fn tlp_of(dir: Dir) -> crate::link::Tlp {
+    match dir {
+        Dir::Read => crate::link::Tlp::Write,
+        Dir::Write => crate::link::Tlp::Completion,
+    }
+}
+
 /// A figure or `n/a`.
 pub(crate) fn fig(v: Option<f64>, f: fn(f64) -> String) -> String {
     v.map_or_else(|| "n/a".to_string(), f)
@@ -179,6 +207,7 @@ impl Outcome for SizesOutcome {
     fn sections(&self) -> Vec<Section> {
         let mut t = Table::new(&[
             "size", "path", "dir", "mean µs", "p50 µs", "min µs", "max µs", "p99 µs", "GB/s",
+            "% link", "spread",
         ]);
         for c in &self.cells {
             let l = c.measured.latency;
@@ -192,9 +221,32 @@ impl Outcome for SizesOutcome {
                 fig(l.map(|l| l.max_us), us),
                 fig(l.map(|l| l.p99_us), us),
                 fig(c.measured.gbps, gb),
+                fig(c.link_share_pct, |v| format!("{v:.0} %")),
+                c.measured.robust.map_or("n/a".into(), |r| match r.verdict {
+                    crate::stats::Verdict::Steady => format!("{:.2}", r.spread),
+                    crate::stats::Verdict::Noisy => format!("{:.2} NOISY", r.spread),
+                    crate::stats::Verdict::TooFew => format!("{:.2} few", r.spread),
+                }),
             ]);
         }
+        let noisy = self
+            .cells
+            .iter()
+            .filter(|c| {
+                c.measured
+                    .robust
+                    .is_some_and(|r| r.verdict == crate::stats::Verdict::Noisy)
+            })
+            .count();
         let mut s = Section::new("latency and bandwidth per size and path", t)
+            .note(if noisy > 0 {
+                format!(
+                    "{noisy} cells NOISY (spread (p90 − p10) / p50 > {}): noisy — rerun on an idle machine before quoting them",
+                    crate::stats::NOISY_SPREAD
+                )
+            } else {
+                String::new()
+            })
             .note(format!(
                 "{} timed transfers per cell after {} warm-up, card address {}; GB/s = bytes / mean latency (10^9 B/s)",
                 self.iterations,

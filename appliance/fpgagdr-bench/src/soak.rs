@@ -134,8 +134,12 @@ pub(crate) struct Trend {
     pub(crate) gbps: f64,
     /// Mean of the first, middle and last third of the samples, µs.
     pub(crate) thirds_us: [Option<f64>; 3],
-    /// (last third − first third) / first third, %.
+    /// (median of the last third − median of the first third) / the first, %; only with
+    /// at least 30 samples per third and when the two medians' 95 % intervals do not
+    /// overlap (`stats::drift_pct`), else `None` and `drift_note` says why.
     pub(crate) drift_pct: Option<f64>,
+    /// Why there is a drift figure or not.
+    pub(crate) drift_note: String,
 }
 
 /// Power over the run.
@@ -301,6 +305,20 @@ pub(crate) fn run(b: &Bench, a: &SoakArgs, opts: &OutputOptions) -> Result<SoakO
     }
     columns.extend(["errors", "error", "power_board_w"].map(String::from));
     columns.extend(rail_names.iter().map(|r| format!("power_{r}_w")));
+    // What was measured, on every row so that a row read alone still says it: the card
+    // (with its driver: kernel module ABI, or the simulated card), SIMULATED or not, the
+    // link, and this tool's version.
+    columns.extend(["card", "simulated", "link", "software"].map(String::from));
+    let ident = [
+        b.target.status.name.clone(),
+        if b.target.status.simulated {
+            "SIMULATED".to_string()
+        } else {
+            "no".to_string()
+        },
+        b.target.pcie.summary.clone(),
+        format!("fpgagdr-bench {}", env!("CARGO_PKG_VERSION")),
+    ];
 
     let mut w = csv::Writer::from_path(&csv_path).map_err(csv_err(&csv_path))?;
     w.write_record(&columns).map_err(csv_err(&csv_path))?;
@@ -319,6 +337,10 @@ pub(crate) fn run(b: &Bench, a: &SoakArgs, opts: &OutputOptions) -> Result<SoakO
     let start = Instant::now();
     let mut samples = Vec::with_capacity(n_samples);
     for k in 0..n_samples {
+        if crate::progress::interrupted() {
+            eprintln!("soak: interrupted after {k} samples; summarising those");
+            break;
+        }
         let scheduled = start + a.every.mul_f64(k as f64);
         let now = Instant::now();
         if scheduled > now {
@@ -375,8 +397,12 @@ pub(crate) fn run(b: &Bench, a: &SoakArgs, opts: &OutputOptions) -> Result<SoakO
                 .map(|r| (r.name.clone(), r.power_mw / 1e3))
                 .collect(),
         };
-        w.write_record(row(&sample, a, &rail_names))
-            .map_err(csv_err(&csv_path))?;
+        w.write_record(
+            row(&sample, a, &rail_names)
+                .into_iter()
+                .chain(ident.clone()),
+        )
+        .map_err(csv_err(&csv_path))?;
         w.flush().map_err(|source| BenchError::Io {
             path: csv_path.clone(),
             source,
@@ -482,7 +508,12 @@ fn summarise(
                 relative_pct: (s.max_us - s.min_us) / (2.0 * s.mean_us) * 100.0,
                 gbps: gbps(a.size, s.mean_us),
                 thirds_us: th,
-                drift_pct: th[0].zip(th[2]).map(|(f, l)| (l - f) / f * 100.0),
+                drift_pct: crate::stats::drift_pct(&v).ok().flatten(),
+                drift_note: match crate::stats::drift_pct(&v) {
+                    Ok(Some(_)) => "medians of the first and last third differ".into(),
+                    Ok(None) => "none: the medians' 95 % intervals overlap".into(),
+                    Err(why) => why,
+                },
             });
         }
     }
@@ -597,7 +628,7 @@ impl Outcome for SoakOutcome {
             fmt_size(self.step_bytes),
             fmt_addr(self.step_bytes * (self.sweep_points as u64 - 1))
         ))
-        .note("statistics of the per-sample means; jitter = max − min; ± % = jitter / (2 · mean); drift = last third vs first third")
+        .note("statistics of the per-sample means; jitter = max − min; ± % = jitter / (2 · mean); drift = median of the last third vs the first, only from ≥ 30 samples per third and when their 95 % intervals do not overlap (else n/a, see the JSON's drift_note)")
         .note(format!(
             "{} transfer errors, {} samples started over 1 s late",
             self.errors, self.late_samples

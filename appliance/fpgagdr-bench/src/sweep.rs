@@ -143,7 +143,13 @@ pub(crate) fn run(b: &Bench, a: &SweepArgs) -> Result<SweepOutcome> {
         time_read(b, &buf, 0, a.size)?;
     }
     let mut points = Vec::new();
+    let mut progress = crate::progress::Progress::new("sweep", addrs.len() as u64);
     for &addr in &addrs {
+        if crate::progress::interrupted() {
+            // Ctrl-C: the points measured so far are the result.
+            break;
+        }
+        progress.inc(1);
         let n = a.iterations as usize;
         let w: Vec<f64> = (0..n)
             .map(|_| time_write(b, &buf, addr, a.size))

@@ -279,7 +279,7 @@ fn sizes_without_gpu_reports_b_and_c_as_not_available() {
         ),
         "{md}"
     );
-    assert!(md.contains("![Mean latency vs transfer size](sizes-latency.svg)"));
+    assert!(md.contains("![SIMULATED card — Mean latency vs transfer size](sizes-latency.svg)"));
     assert!(md.contains("| A read 4 KiB mean | µs |"), "{md}");
     let series = ["A read", "A write"];
     let missing = ["B read", "B write", "C read", "C write"];
@@ -297,7 +297,7 @@ fn sizes_without_gpu_reports_b_and_c_as_not_available() {
         table
             .lines()
             .map(|l| l.split_whitespace().collect::<Vec<_>>())
-            .filter(|t| t.len() == 10 && t[2] == path && t[3..].iter().skip(1).all(|c| *c == "n/a"))
+            .filter(|t| t.len() == 12 && t[2] == path && t[3..].iter().skip(1).all(|c| *c == "n/a"))
             .count()
     };
     let (b_rows, c_rows) = (na_rows("B"), na_rows("C"));
@@ -403,19 +403,41 @@ fn multibuf_ratio_and_rates_come_from_the_same_runs() {
     assert_eq!(frame, 1 << 20);
     assert_eq!(r["multi"]["buffers"], 4);
     assert_eq!(r["single"]["buffers"], 1);
+    // Nearest-rank median, computed here from the samples the document carries.
+    let median = |v: &[f64]| {
+        let mut s = v.to_vec();
+        s.sort_by(f64::total_cmp);
+        s[(s.len() as f64 * 0.5).ceil() as usize - 1]
+    };
+    let samples = |run: &serde_json::Value| -> Vec<f64> {
+        run["samples_us"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(f)
+            .collect()
+    };
     for run in [&r["multi"], &r["single"]] {
         check_cell(run, frame, 20);
         close(
             f(&run["fps"]),
-            1e6 / f(&run["latency"]["mean_us"]),
-            "frames/s = 10^6 / mean",
+            1e6 / median(&samples(run)),
+            "frames/s = 10^6 / median",
         );
     }
-    close(
-        f(&r["ratio"]),
-        f(&r["multi"]["fps"]) / f(&r["single"]["fps"]),
-        "ratio",
+    // The ratio is the median of the per-pair ratios of the interleaved runs (single
+    // latency ÷ ring latency = ring frames/s ÷ single frames/s), with an interval
+    // around it and a verdict.
+    let (single, ring) = (samples(&r["single"]), samples(&r["multi"]));
+    let pairs: Vec<f64> = single.iter().zip(&ring).map(|(s, m)| s / m).collect();
+    let ratio = &r["ratio"];
+    close(f(&ratio["median"]), median(&pairs), "ratio");
+    assert_eq!(ratio["pairs"], 20);
+    assert!(
+        f(&ratio["ci_low"]) <= f(&ratio["median"]) && f(&ratio["median"]) <= f(&ratio["ci_high"])
     );
+    let verdict = ratio["verdict"].as_str().unwrap();
+    assert!(["steady", "noisy"].contains(&verdict), "{verdict}");
     let gpu = doc["gpu"]["available"].as_bool().unwrap();
     assert_eq!(r["memory"]["path"], if gpu { "C" } else { "pinned-host" });
     report_matches(dir.path(), "multibuf", &doc);
@@ -536,12 +558,34 @@ fn soak_writes_one_csv_row_per_sample_with_power_and_a_consistent_summary() {
         "power_board_w",
         "power_VDD_IN_w",
         "power_VDD_CPU_GPU_CV_w",
+        "card",
+        "simulated",
+        "link",
+        "software",
     ] {
         assert!(header.iter().any(|h| h == c), "no column {c}: {header:?}");
     }
     let rows: Vec<csv::StringRecord> = rd.records().map(|x| x.unwrap()).collect();
     assert_eq!(rows.len(), samples.len(), "CSV rows = samples");
     let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    // Every row says what was measured: the card, SIMULATED, the link, the tool.
+    for row in &rows {
+        assert!(row[col("card")].starts_with("SimCard"), "{row:?}");
+        assert_eq!(&row[col("simulated")], "SIMULATED");
+        assert!(row[col("link")].contains("Gen3 (8 GT/s) x4"), "{row:?}");
+        assert!(
+            row[col("software")].starts_with("fpgagdr-bench "),
+            "{row:?}"
+        );
+    }
+    // Six samples are too few for a drift: none is reported, and the reason is.
+    for t in r["trends"].as_array().unwrap() {
+        assert!(t["drift_pct"].is_null(), "{t}");
+        assert!(
+            t["drift_note"].as_str().unwrap().contains("not computed"),
+            "{t}"
+        );
+    }
     for (row, s) in rows.iter().zip(samples) {
         assert_eq!(row[col("sample")], s["sample"].to_string());
         assert_eq!(row[col("card_addr")], s["card_addr"].to_string());
@@ -725,4 +769,143 @@ fn capture_fills_a_k_by_n_ring_and_builds_each_chain_once() {
     let lat = &r["irq_to_dma_done"];
     assert!(f(&lat["p50_us"]) >= f(&r["dma"]["p50_us"]), "{r}");
     assert!(f(&r["fps"]) > 0.0, "{r}");
+}
+
+#[test]
+fn json_into_a_closed_pipe_ends_cleanly() {
+    // `fpgagdr-bench --json sizes … | head -1`: the reader goes away after one line of a
+    // document larger than a pipe's buffer; the tool must not panic on EPIPE.
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let mut child = Command::new(BIN)
+        .args([
+            "--json",
+            "--link",
+            "off",
+            "sizes",
+            "--sizes",
+            "4K",
+            "--iterations",
+            "20000",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert_eq!(first, "{\n");
+    // The reader is dropped here: the pipe is closed under the writer.
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+}
+
+#[test]
+fn the_link_and_its_share_are_in_every_document() {
+    let doc = json(&["sizes", "--sizes", "1M", "--iterations", "12", "--no-gpu"]);
+    let pcie = &doc["card"]["pcie"];
+    // The Orin preset states Gen3 x4, MPS 256, MRRS 512, marked simulated.
+    assert_eq!(pcie["reported"]["gen_current"], 3);
+    assert_eq!(pcie["reported"]["width_current"], 4);
+    assert_eq!(pcie["reported"]["simulated"], true);
+    let summary = pcie["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("Gen3 (8 GT/s) x4") && summary.ends_with("[SIMULATED]"),
+        "{summary}"
+    );
+    // 8 GT/s × 4 × 128/130 / 8 × 256 / (256 + 24 + 4)
+    let limit = 8.0 * 4.0 * 128.0 / 130.0 / 8.0 * 256.0 / 284.0;
+    close(f(&pcie["c2h_limit_gbps"]), limit, "C2H limit");
+    for c in doc["result"]["cells"].as_array().unwrap() {
+        if c["available"] == true {
+            let want = f(&c["gbps"])
+                / f(&pcie[if c["dir"] == "read" {
+                    "c2h_limit_gbps"
+                } else {
+                    "h2c_limit_gbps"
+                }])
+                * 100.0;
+            close(f(&c["link_share_pct"]), want, "share of the link");
+        }
+    }
+    // No link model: no link stated, no share.
+    let off = json(&[
+        "sizes",
+        "--sizes",
+        "4K",
+        "--iterations",
+        "12",
+        "--no-gpu",
+        "--link",
+        "off",
+    ]);
+    assert!(off["card"]["pcie"]["reported"].is_null());
+    assert!(off["result"]["cells"][0]["link_share_pct"].is_null());
+    let table = ok(&["quick"]);
+    assert!(
+        table.contains("link: Gen3 (8 GT/s) x4, MPS 256 B, MRRS 512 B"),
+        "{table}"
+    );
+}
+
+#[test]
+fn reports_of_the_simulated_card_say_so_in_titles_and_ticks_read_as_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    ok(&[
+        "multibuf",
+        "--iterations",
+        "12",
+        "--warmup",
+        "0",
+        "--report",
+        d,
+    ]);
+    let (texts, _) = svg(&dir.path().join("multibuf-latency.svg"));
+    assert!(
+        texts.iter().any(|t| t.starts_with("SIMULATED card — ")),
+        "{texts:?}"
+    );
+    // x ticks are iterations: "0", "2", … never "0.0"
+    assert!(!texts.iter().any(|t| t.ends_with(".0")), "{texts:?}");
+    let md = std::fs::read_to_string(dir.path().join("multibuf.md")).unwrap();
+    assert!(
+        md.starts_with("# fpgagdr-bench multibuf — SIMULATED"),
+        "{md}"
+    );
+}
+
+#[test]
+fn ctrl_c_ends_a_run_cleanly_with_what_was_measured() {
+    use std::process::Stdio;
+    let child = Command::new(BIN)
+        .args(["--json", "--link", "off", "multibuf", "--frame", "64K"])
+        .args(["--iterations", "100000000", "--warmup", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("the document is written");
+    let r = &doc["result"];
+    assert_eq!(r["interrupted"], true, "{r}");
+    let pairs = r["iterations"].as_u64().unwrap();
+    assert!(pairs < 100_000_000, "{pairs}");
+    assert_eq!(
+        r["single"]["samples_us"].as_array().map_or(0, Vec::len) as u64,
+        pairs
+    );
 }

@@ -374,6 +374,10 @@ impl Backend for SimCard {
         self.finish(start, req.dir, true, req.len, req.timeout)
     }
 
+    fn link(&self) -> Option<fpgagdr::PcieLink> {
+        self.config.preset.pcie_link()
+    }
+
     fn chain_cache(&self) -> Option<ChainCache> {
         Some(ChainCache {
             hits: self.chain_hits.load(Ordering::Relaxed),

@@ -89,6 +89,27 @@ impl LinkPreset {
         }
     }
 
+    /// The PCIe link this preset states (marked simulated): the seed report's Orin
+    /// card on Gen3 x4 and its desktop card on Gen3 x8, both with MPS 256 and MRRS 512
+    /// (the values Orin's root port and common x86 root ports set; the seed report does
+    /// not state them); `None` for [`LinkPreset::Off`], which models no link.
+    pub fn pcie_link(self) -> Option<fpgagdr::PcieLink> {
+        let link = |gen_, width| fpgagdr::PcieLink {
+            gen_current: gen_,
+            width_current: width,
+            gen_capable: gen_,
+            width_capable: width,
+            max_payload: 256,
+            max_read_req: 512,
+            simulated: true,
+        };
+        match self {
+            LinkPreset::OrinGen3x4 => Some(link(3, 4)),
+            LinkPreset::X86Gen3x8 => Some(link(3, 8)),
+            LinkPreset::Off => None,
+        }
+    }
+
     /// The fitted costs, or `None` for [`LinkPreset::Off`].
     pub fn model(self) -> Option<LinkModel> {
         let c = |setup_us, gbps| PathCost { setup_us, gbps };

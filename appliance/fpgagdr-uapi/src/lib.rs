@@ -215,8 +215,15 @@ pub struct fpgagdr_status {
     pub link_max_payload: u32,
     /// \[out\] Max_Read_Request_Size in bytes (PCIe Device Control); 0 when unknown.
     pub link_max_read_req: u32,
+    /// \[out\] Highest generation the card supports (Link Capabilities' Max Link
+    /// Speed, numbered as `link_gen`); 0 when unknown (no PCIe capability, or a module
+    /// older than this field, which left it zero as reserved).
+    pub link_cap_gen: u32,
+    /// \[out\] Widest link the card supports in lanes (Link Capabilities' Maximum
+    /// Link Width); 0 when unknown.
+    pub link_cap_width: u32,
     /// \[out\] Zero.
-    pub reserved: [u64; 2],
+    pub reserved: [u64; 1],
 }
 
 /// Argument of [`FPGAGDR_IOC_PIN`]: pin and map a buffer once, get a handle. 48 bytes.
@@ -419,7 +426,9 @@ impl fpgagdr_status {
             link_width: 0,
             link_max_payload: 0,
             link_max_read_req: 0,
-            reserved: [0; 2],
+            link_cap_gen: 0,
+            link_cap_width: 0,
+            reserved: [0; 1],
         }
     }
 }
@@ -838,7 +847,7 @@ mod tests {
     #[test]
     fn new_requests_carry_the_version_and_zeroes() {
         assert_eq!(fpgagdr_status::new().abi_version, FPGAGDR_ABI_VERSION);
-        assert_eq!(fpgagdr_status::new().reserved, [0; 2]);
+        assert_eq!(fpgagdr_status::new().reserved, [0; 1]);
         assert_eq!(fpgagdr_wait_frame::new().abi_version, FPGAGDR_ABI_VERSION);
         assert_eq!(fpgagdr_frame_info::new().abi_version, FPGAGDR_ABI_VERSION);
         let p = fpgagdr_pin::new();

@@ -87,6 +87,8 @@ fn rust_structs() -> Vec<(&'static str, usize, Vec<Member>)> {
             link_width,
             link_max_payload,
             link_max_read_req,
+            link_cap_gen,
+            link_cap_width,
             reserved,
         }),
         layout!(fpgagdr_pin {

@@ -142,6 +142,11 @@ pub trait Backend: Send + Sync + fmt::Debug {
     fn chain_cache(&self) -> Option<ChainCache> {
         None
     }
+    /// The card's PCIe link, read now (a link can retrain while the card runs); `None`
+    /// when this back-end cannot report one (the default).
+    fn link(&self) -> Option<crate::PcieLink> {
+        None
+    }
     /// The card's frame trigger (the frame-done interrupt), if this back-end has one.
     /// Errors: [`crate::Error::Unsupported`] (rule `capability`) by default; the
     /// back-end's errors (a card without the frame protocol, the module's refusal).

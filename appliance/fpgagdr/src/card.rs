@@ -69,6 +69,13 @@ impl Card {
         self.backend.chain_cache()
     }
 
+    /// The card's PCIe link as the back-end reports it now (kernel module: GET_STATUS;
+    /// simulated card: the link its preset states, marked simulated); `None` when the
+    /// back-end cannot report one.
+    pub fn link(&self) -> Option<crate::PcieLink> {
+        self.backend.link()
+    }
+
     /// The card's frame trigger: waits for the card's frame-done events
     /// (`docs/card-protocol.md`). Errors: [`Error::Unsupported`] (rule `capability`) on a
     /// back-end without one (the simulated card's frames come from

@@ -69,5 +69,5 @@ pub use memory::{
     DmaMemory, DmaRegion, GpuMemory, MemoryKind, check_inside, cuda_context, frame_ring_kind,
     gpu_memory,
 };
-pub use status::{Capabilities, CardStatus, Platform};
+pub use status::{Capabilities, CardStatus, PcieLink, Platform};
 pub use trigger::{FrameSlot, FrameTrigger};

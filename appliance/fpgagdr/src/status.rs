@@ -65,3 +65,27 @@ pub struct CardStatus {
     /// What the card can do.
     pub capabilities: Capabilities,
 }
+
+/// A card's PCIe link as its function reports it: as negotiated (Link Status, Device
+/// Control) and as capable (Link Capabilities). Generations are numbered as the
+/// registers' speed fields (PCIe Base Specification r6.0 §7.5.3.6–7.5.3.8): 1 =
+/// 2.5 GT/s … 6 = 64 GT/s. A zero in any field means "not reported" (the function has
+/// no PCIe capability, or the module predates the field).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PcieLink {
+    /// Negotiated generation (Current Link Speed), 1..=6; 0 unknown.
+    pub gen_current: u32,
+    /// Negotiated width in lanes (Negotiated Link Width); 0 unknown.
+    pub width_current: u32,
+    /// Highest generation the card supports (Max Link Speed); 0 unknown.
+    pub gen_capable: u32,
+    /// Widest link the card supports in lanes (Maximum Link Width); 0 unknown.
+    pub width_capable: u32,
+    /// Max_Payload_Size in bytes (Device Control), 128..=4096; 0 unknown.
+    pub max_payload: u32,
+    /// Max_Read_Request_Size in bytes (Device Control), 128..=4096; 0 unknown.
+    pub max_read_req: u32,
+    /// True when no hardware stands behind these figures: the simulated card states the
+    /// link its preset models.
+    pub simulated: bool,
+}

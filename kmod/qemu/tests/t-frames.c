@@ -225,15 +225,66 @@ static void test_frame_info(void)
 	close(fd);
 }
 
+/*
+ * The card's link attribute @attr in sysfs (the PCI core's own reading of
+ * the same registers): the generation for a *_speed file ("8.0 GT/s PCIe"
+ * is 3), the lanes for a *_width file; 0 when the file is absent (the
+ * function has no PCIe capability), -1 when it cannot be understood.
+ */
+static int sysfs_link(const char *bdf, const char *attr)
+{
+	static const char *const speeds[] = { "2.5 ", "5.0 ", "8.0 ", "16.0 ",
+					      "32.0 ", "64.0 " };
+	char path[128], text[64] = "";
+	unsigned int i;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/%s", bdf, attr);
+	f = fopen(path, "r");
+	if (!f)
+		return errno == ENOENT ? 0 : -1;
+	if (!fgets(text, sizeof(text), f))
+		text[0] = 0;
+	fclose(f);
+	if (strstr(attr, "width"))
+		return atoi(text);
+	for (i = 0; i < ARRAY_SIZE(speeds); i++)
+		if (!strncmp(text, speeds[i], strlen(speeds[i])))
+			return i + 1;
+	return -1;
+}
+
 /* GET_STATUS's link and PIN's method (the rest of the ABI bump). */
 static void test_link_and_pin_method(void)
 {
 	unsigned char *buf = t_alloc(64 * KIB);
 	struct fpgagdr_status st;
 	struct fpgagdr_pin p;
+	char bdf[32];
 	int fd = t_open();
 
 	CHECK_OK(t_status(fd, &st));
+	/* the module's link against the PCI core's (sysfs), negotiated and capable */
+	CHECK_OK(t_card_bdf(bdf, sizeof(bdf)));
+	printf("    link: gen %u x%u (capable gen %u x%u), MPS %u, MRRS %u\n",
+	       st.link_gen, st.link_width, st.link_cap_gen, st.link_cap_width,
+	       st.link_max_payload, st.link_max_read_req);
+	CHECK((int)st.link_gen == sysfs_link(bdf, "current_link_speed") &&
+	      (int)st.link_width == sysfs_link(bdf, "current_link_width") &&
+	      (int)st.link_cap_gen == sysfs_link(bdf, "max_link_speed") &&
+	      (int)st.link_cap_width == sysfs_link(bdf, "max_link_width"),
+	      "link gen %u x%u cap gen %u x%u, sysfs says %d x%d cap %d x%d",
+	      st.link_gen, st.link_width, st.link_cap_gen, st.link_cap_width,
+	      sysfs_link(bdf, "current_link_speed"),
+	      sysfs_link(bdf, "current_link_width"),
+	      sysfs_link(bdf, "max_link_speed"),
+	      sysfs_link(bdf, "max_link_width"));
+	CHECK(!st.link_gen == !st.link_cap_gen &&
+	      st.link_gen <= st.link_cap_gen && st.link_width <= st.link_cap_width,
+	      "negotiated gen %u x%u above capable gen %u x%u", st.link_gen,
+	      st.link_width, st.link_cap_gen, st.link_cap_width);
+	CHECK(!st.reserved[0], "reserved[0] %llu",
+	      (unsigned long long)st.reserved[0]);
 	/* edu is conventional PCI in QEMU: no link to report, all zero */
 	CHECK(st.link_gen <= 6, "link generation %u", st.link_gen);
 	CHECK(!st.link_gen == !st.link_width && !st.link_gen ==

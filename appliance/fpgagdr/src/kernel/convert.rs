@@ -109,6 +109,30 @@ pub(crate) fn card_status(path: &Path, s: &fpgagdr_status) -> (CardStatus, Limit
     (status, limits)
 }
 
+/// GET_STATUS's link fields as a [`crate::PcieLink`]; `None` when every one is 0 (the
+/// function has no PCIe capability). `simulated` when the engines are the module's
+/// test-only software engine: the link then is the QEMU guest's, not a card's.
+pub(crate) fn pcie_link(s: &fpgagdr_status) -> Option<crate::PcieLink> {
+    let link = crate::PcieLink {
+        gen_current: s.link_gen,
+        width_current: s.link_width,
+        gen_capable: s.link_cap_gen,
+        width_capable: s.link_cap_width,
+        max_payload: s.link_max_payload,
+        max_read_req: s.link_max_read_req,
+        simulated: s.caps & FPGAGDR_CAP_TEST_ENGINE != 0,
+    };
+    let known = [
+        link.gen_current,
+        link.width_current,
+        link.gen_capable,
+        link.width_capable,
+        link.max_payload,
+        link.max_read_req,
+    ];
+    known.iter().any(|&v| v != 0).then_some(link)
+}
+
 /// The module's memory kind for a region: host memory and `cuMemHostAlloc` memory are
 /// user pages (`FPGAGDR_MEM_HOST`: on Orin this is the GPU path), CUDA device memory
 /// goes through `nvidia_p2p` (`FPGAGDR_MEM_NV_P2P`, x86 with a discrete GPU).
@@ -800,6 +824,37 @@ mod tests {
             len: 1 << 20,
             timeout: Duration::from_micros(2500),
         }
+    }
+
+    #[test]
+    fn link_fields_convert_and_all_zero_is_no_link() {
+        assert_eq!(
+            pcie_link(&x86_status()),
+            None,
+            "no PCIe capability: no link"
+        );
+        let s = fpgagdr_status {
+            link_gen: 2,
+            link_width: 4,
+            link_cap_gen: 3,
+            link_cap_width: 8,
+            link_max_payload: 256,
+            link_max_read_req: 512,
+            ..x86_status()
+        };
+        let l = pcie_link(&s).unwrap();
+        assert_eq!((l.gen_current, l.width_current), (2, 4));
+        assert_eq!((l.gen_capable, l.width_capable), (3, 8));
+        assert_eq!((l.max_payload, l.max_read_req), (256, 512));
+        assert!(!l.simulated);
+        let te = fpgagdr_status {
+            caps: FPGAGDR_CAP_TEST_ENGINE,
+            ..s
+        };
+        assert!(
+            pcie_link(&te).unwrap().simulated,
+            "test engine: no hardware"
+        );
     }
 
     #[test]

@@ -521,6 +521,14 @@ impl Backend for KernelCard {
         Ok(Box::new(self.trigger()?))
     }
 
+    /// GET_STATUS's link fields, read now; `None` when GET_STATUS fails or the function
+    /// reports no link at all (no PCIe capability: QEMU's conventional-PCI `edu`).
+    fn link(&self) -> Option<crate::PcieLink> {
+        read_status(&self.ctl)
+            .ok()
+            .and_then(|s| convert::pcie_link(&s))
+    }
+
     fn chain_cache(&self) -> Option<ChainCache> {
         self.counters().ok().map(|c| ChainCache {
             hits: c.cache_hits,

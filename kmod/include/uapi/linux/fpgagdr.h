@@ -118,6 +118,12 @@
  * method in PIN (was pad0), the errno rows ENXIO, EAGAIN, EBADMSG and the
  * WAIT_FRAME lines of ETIMEDOUT, EINTR and ECANCELED.  No structure
  * changed size, so old binaries get EPROTO, not ENOTTY.
+ *
+ * Within ABI version 3: GET_STATUS's link_cap_gen and link_cap_width (the
+ * link the card is capable of; were reserved[0], output zero).  A binary
+ * that does not know them still sees zero-or-more in a field it ignores;
+ * a newer binary reads 0 (unknown) from an older module.  No rule changed,
+ * so the version stays 3.
  */
 #ifndef _UAPI_LINUX_FPGAGDR_H
 #define _UAPI_LINUX_FPGAGDR_H
@@ -225,6 +231,11 @@ enum fpgagdr_dir {
  * @link_max_payload: [out] Max_Payload_Size in bytes (Device Control); 0
  *	unknown
  * @link_max_read_req: [out] Max_Read_Request_Size in bytes; 0 unknown
+ * @link_cap_gen: [out] highest generation the card supports (Link
+ *	Capabilities' Max Link Speed, same numbering as @link_gen); 0 unknown
+ *	(no PCIe capability, or a module older than this field)
+ * @link_cap_width: [out] widest link the card supports in lanes (Link
+ *	Capabilities' Maximum Link Width); 0 unknown
  * @reserved: [out] zero
  */
 struct fpgagdr_status {
@@ -256,7 +267,9 @@ struct fpgagdr_status {
 	__u32 link_width;
 	__u32 link_max_payload;
 	__u32 link_max_read_req;
-	__u64 reserved[2];
+	__u32 link_cap_gen;
+	__u32 link_cap_width;
+	__u64 reserved[1];
 };
 
 /**
