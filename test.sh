@@ -79,9 +79,10 @@ kmod/scripts/check.sh
 say "kernel module in real kernels (QEMU: x86, swiotlb, IOMMU, arm64), driven by the C tests, the Rust library and libfpgagdr's C test; the service itself in a guest against the module (issue 15)"
 ktest=$(cargo test --locked -q -p fpgagdr --test kernel_functional --no-run --message-format=json |
   python3 -c 'import json, sys; print([m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable")][-1])')
-# target/capi/capi_test: libfpgagdr's C test (built by the C API step above), against
-# /dev/fpgagdr0 in the plain pass.
-FPGAGDR_QEMU_EXTRA="$ktest $root/target/capi/capi_test" FPGAGDRD_BIN="$root/target/debug/fpgagdrd" \
+# target/capi/capi_test and target/capi/capture: libfpgagdr's C test and examples/c
+# (built by the C API step above), against /dev/fpgagdr0 in the plain pass (capi_test
+# also in pass D, against cards that break the frame protocol).
+FPGAGDR_QEMU_EXTRA="$ktest $root/target/capi/capi_test $root/target/capi/capture" FPGAGDRD_BIN="$root/target/debug/fpgagdrd" \
   kmod/qemu/run.sh
 
 say "Yocto layer (kas files, bitbake parser, oelint-adv, crates pinned by Cargo.lock)"

@@ -7,6 +7,7 @@
  *   cc capture.c $(pkg-config --cflags --libs fpgagdr) -o capture
  *   ./capture sim 8             # the simulated card (no FPGA needed), 8 frames
  *   ./capture /dev/fpgagdr0 8   # the kernel module's card
+ *   ./capture                   # $FPGAGDR_DEVICE if set, else "sim"; 8 frames
  *
  * The ring is host memory here so the CPU can checksum it; on a GPU machine it would
  * be cudaMalloc (FPGAGDR_MEMORY_CUDA_DEVICE) or cudaHostAlloc on Jetson
@@ -44,7 +45,8 @@ static uint64_t fnv1a(const uint8_t *p, uint64_t n)
 
 int main(int argc, char **argv)
 {
-	const char *path = argc > 1 ? argv[1] : "sim";
+	const char *dev = getenv("FPGAGDR_DEVICE");
+	const char *path = argc > 1 ? argv[1] : dev ? dev : "sim";
 	int frames = argc > 2 ? atoi(argv[2]) : 8;
 	struct fpgagdr_card *card;
 	struct fpgagdr_card_status st = { .struct_size_bytes = sizeof(st) };

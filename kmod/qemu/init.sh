@@ -23,7 +23,8 @@
 # build), fpgagdr-test-nvp2p.ko (the TEST DOUBLE of nvidia_p2p; x86 only)
 # and deps/ (kernel modules of the guest's own tree: aer_inject on x86).
 # /extra holds extra test binaries (run.sh FPGAGDR_QEMU_EXTRA), run in the
-# plain pass with FPGAGDR_DEVICE=/dev/fpgagdr0.
+# plain pass with FPGAGDR_DEVICE=/dev/fpgagdr0; /extra/capi_test (libfpgagdr's
+# C test) also runs as "capi_test bad-card" in pass D.
 export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
@@ -128,6 +129,12 @@ pass_badcards() {
 		shift
 		if check "D/load-state-$state" load fpgagdr-host.ko "$@"; then
 			check "D/badcard-$state" fgtest badcard "$state"
+			# libfpgagdr's C test (test.sh's FPGAGDR_QEMU_EXTRA): rules
+			# card-protocol and capability through the C API
+			if [ -x /extra/capi_test ]; then
+				check "D/capi-badcard-$state" env FPGAGDR_DEVICE=/dev/fpgagdr0 \
+					/extra/capi_test bad-card
+			fi
 			check "D/unload-state-$state" rmmod fpgagdr
 		fi
 	done

@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
 use fpgagdr::{Card, FrameTrigger, PinnedBuffer};
 
@@ -22,8 +22,10 @@ use crate::types::{fpgagdr_buffer, fpgagdr_card};
 pub(crate) struct CardEntry {
     pub(crate) card: Card,
     buffers: Mutex<HashMap<u64, Arc<PinnedBuffer>>>,
-    /// Serialises frame waits (a trigger is `&mut`); `None`: the back-end has none yet.
-    pub(crate) trigger: Option<Mutex<Box<dyn FrameTrigger>>>,
+    /// The card's frame trigger behind a mutex that serialises frame waits (a trigger is
+    /// `&mut`), or why the card has none (taken at open: rule `card-protocol` for a
+    /// card that does not speak `docs/card-protocol.md`).
+    trigger: Result<Mutex<Box<dyn FrameTrigger>>, Fail>,
 }
 
 static CARDS: LazyLock<Mutex<HashMap<usize, Arc<CardEntry>>>> =
@@ -34,13 +36,17 @@ static NEXT_CARD: AtomicU64 = AtomicU64::new(1);
 /// Buffer ids, process-wide: a handle of one card is unknown to every other card.
 static NEXT_BUFFER: AtomicU64 = AtomicU64::new(1);
 
-fn registry() -> std::sync::MutexGuard<'static, HashMap<usize, Arc<CardEntry>>> {
+fn registry() -> MutexGuard<'static, HashMap<usize, Arc<CardEntry>>> {
     // A panic while holding the map cannot leave it half-changed (insert/remove only).
     CARDS.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Registers `card` and returns the handle a C program holds.
-pub(crate) fn open_card(card: Card, trigger: Option<Box<dyn FrameTrigger>>) -> *mut fpgagdr_card {
+/// Registers `card` with its frame trigger (or the error the back-end gave for it,
+/// which the frame calls answer) and returns the handle a C program holds.
+pub(crate) fn open_card(
+    card: Card,
+    trigger: Result<Box<dyn FrameTrigger>, Fail>,
+) -> *mut fpgagdr_card {
     let key = (NEXT_CARD.fetch_add(1, Ordering::Relaxed) as usize) << 4;
     let entry = CardEntry {
         card,
@@ -87,7 +93,23 @@ pub(crate) fn close_card(handle: *mut fpgagdr_card) -> Result<(), Fail> {
 }
 
 impl CardEntry {
-    fn buffers(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<PinnedBuffer>>> {
+    /// The card's frame trigger, locked: waits on one card are serialised. Errors: the
+    /// back-end's error when the card has no trigger (rule `card-protocol` on a card
+    /// without the frame protocol, `capability` on a back-end without triggers).
+    pub(crate) fn trigger(&self) -> Result<MutexGuard<'_, Box<dyn FrameTrigger>>, Fail> {
+        match &self.trigger {
+            // A panic inside a wait leaves the trigger as usable as any failed wait.
+            Ok(t) => Ok(t.lock().unwrap_or_else(|p| p.into_inner())),
+            Err(fail) => Err(fail.clone()),
+        }
+    }
+
+    /// Whether the card has a frame trigger (`FPGAGDR_CAP_FRAME_TRIGGER`).
+    pub(crate) fn has_trigger(&self) -> bool {
+        self.trigger.is_ok()
+    }
+
+    fn buffers(&self) -> MutexGuard<'_, HashMap<u64, Arc<PinnedBuffer>>> {
         self.buffers.lock().unwrap_or_else(|p| p.into_inner())
     }
 

@@ -86,7 +86,7 @@ pub fn errno_of(rule: &str) -> i32 {
 }
 
 /// A failed call: the errno it returns (positive) and the message naming the rule.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Fail {
     pub(crate) errno: i32,
     pub(crate) message: String,

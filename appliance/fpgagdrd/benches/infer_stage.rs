@@ -32,6 +32,11 @@ fn main() {
         println!("infer_stage: bench");
         return;
     }
+    // Warnings from the library and the model (a slow model run, say) on stderr.
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("warn"))
+        .with_writer(std::io::stderr)
+        .init();
     let secs: u64 = std::env::var("FPGAGDR_BENCH_SECS")
         .ok()
         .and_then(|s| s.parse().ok())

@@ -90,6 +90,11 @@ fn main() {
         println!("pipeline_fps: bench");
         return;
     }
+    // Warnings from the library and the model (a slow model run, say) on stderr.
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("warn"))
+        .with_writer(std::io::stderr)
+        .init();
     let secs: u64 = env("FPGAGDR_BENCH_SECS", 10);
     let batch: usize = env("FPGAGDR_BENCH_BATCH", 0);
     let ring: usize = env("FPGAGDR_BENCH_RING", 4usize.max(2 * batch));

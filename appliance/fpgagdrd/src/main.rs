@@ -303,7 +303,7 @@ fn run() -> Result<(), String> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "fpgagdrd=info,fpgagdr=info".into()),
+                .unwrap_or_else(|_| "fpgagdrd=info,fpgagdr=info,fpgagdr_infer=info".into()),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

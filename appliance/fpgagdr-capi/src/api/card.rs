@@ -77,14 +77,17 @@ fn open_sim_card(c: &fpgagdr_sim_config) -> Result<*mut fpgagdr_card, Fail> {
     let card = Card::from_backend(sim);
     Ok(handles::open_card(
         card,
-        Some(Box::new(sensor) as Box<dyn FrameTrigger>),
+        Ok(Box::new(sensor) as Box<dyn FrameTrigger>),
     ))
 }
 
 /// Opens a card: `path` is a control node of the kernel module (`"/dev/fpgagdr0"`), or
 /// `"sim"` for a simulated card with the defaults of `fpgagdr_open_sim` (so a program
 /// is developed without a card and switched by its argument). Writes the handle into
-/// `*card_out`; `fpgagdr_close` releases it.
+/// `*card_out`; `fpgagdr_close` releases it. A module node's card gets the library's
+/// frame trigger (the module's `WAIT_FRAME`); a card that does not speak the frame
+/// protocol opens all the same, without `FPGAGDR_CAP_FRAME_TRIGGER` (its frame calls
+/// answer rule `card-protocol`).
 ///
 /// Returns 0; `-ENODEV` (rule `card-present`: no node, no permission (the message
 /// names the `fpgagdr` group), no card behind it), `-ENOTTY` (rule `abi`: not an
@@ -117,9 +120,14 @@ pub unsafe extern "C" fn fpgagdr_open(
         let handle = if path == "sim" {
             open_sim_card(&default_sim_config())?
         } else {
-            // The kernel module's back-end has no frame trigger in this version
-            // (fpgagdr_wait_frame answers rule `capability`).
-            handles::open_card(Card::open_path(path)?, None)
+            let card = Card::open_path(path)?;
+            // The library's own frame trigger of the card (a `KernelTrigger` over the
+            // module's FRAME_INFO and WAIT_FRAME), taken as fpgagdrd and fpgagdr-bench
+            // take it. A card whose bitstream does not speak the frame protocol still
+            // opens (its channels work); its frame calls answer the error given here
+            // (rule `card-protocol`, naming the part at fault).
+            let trigger = card.frame_trigger().map_err(Fail::from);
+            handles::open_card(card, trigger)
         };
         // SAFETY: checked non-NULL; writable by the function's contract.
         unsafe { card_out.write_unaligned(handle) };
@@ -230,7 +238,7 @@ pub unsafe extern "C" fn fpgagdr_get_status(
             capabilities: bit(caps.gpu_direct, FPGAGDR_CAP_GPU_DIRECT)
                 | bit(caps.host_dma, FPGAGDR_CAP_HOST_DMA)
                 | bit(caps.interrupts, FPGAGDR_CAP_INTERRUPTS)
-                | bit(entry.trigger.is_some(), FPGAGDR_CAP_FRAME_TRIGGER),
+                | bit(entry.has_trigger(), FPGAGDR_CAP_FRAME_TRIGGER),
             gpu_page_size_bytes: st.gpu_page_size,
             alignment_bytes: st.alignment,
             card_memory_bytes: st.card_memory_bytes,

@@ -1,27 +1,25 @@
 //! The frame wait: blocks until the card's frame trigger reports a frame in card
-//! memory. The simulated card's trigger is its sensor; the kernel module's back-end has
-//! no trigger in this version (`FPGAGDR_CAP_FRAME_TRIGGER` is clear and the wait
-//! answers rule `capability`).
+//! memory. The simulated card's trigger is its sensor; the kernel module's is the
+//! library's `KernelTrigger` (the module's `WAIT_FRAME`), taken at open. A card without
+//! one (`FPGAGDR_CAP_FRAME_TRIGGER` clear) answers the error the library gave at open:
+//! rule `card-protocol` when its bitstream does not speak `docs/card-protocol.md`.
 
 use crate::api::{check_out, check_ptr, no_flags, timeout, write_out};
 use crate::handles;
-use crate::rules::{Fail, call};
+use crate::rules::call;
 use crate::types::*;
-
-fn no_trigger(card: &fpgagdr::Card) -> Fail {
-    Fail::from(fpgagdr::Error::Unsupported {
-        what: "waiting for a frame (this back-end has no frame trigger yet)",
-        card: card.status().name.clone(),
-    })
-}
 
 /// Waits at most `timeout_ns` for the next frame the card captures and writes where it
 /// is into `*frame_out` (card address, length, sequence number). Read it with
 /// `fpgagdr_read_c2h` (or the legacy read) into a pinned ring entry.
 ///
 /// Returns 0; `-ETIMEDOUT` (rule `timeout`: no frame in time); `-EINVAL` (rules
-/// `timeout-nonzero`, `flags`); `-EOPNOTSUPP` (rule `capability`: the card has no frame
-/// trigger, see `FPGAGDR_CAP_FRAME_TRIGGER`); `-EFAULT`; `-EMSGSIZE`; `-EBADF`.
+/// `timeout-nonzero`, `timeout-range` (over 60 s on the kernel module), `flags`);
+/// `-ENXIO` (rule `card-protocol`: the card does not speak the frame protocol, see
+/// `FPGAGDR_CAP_FRAME_TRIGGER`; the message names the part at fault); `-EBADMSG`
+/// (rules `frame-sequence`, `frame-slot`, `frame-length`: the card broke the protocol;
+/// the event is skipped, the next call goes on); `-EINTR` (rule `interrupted`: a
+/// signal); `-ENODEV` (the card was removed); `-EFAULT`; `-EMSGSIZE`; `-EBADF`.
 /// Thread safety: any thread; waits on one card are serialised (each frame goes to
 /// exactly one waiter), and run concurrently with transfers.
 ///
@@ -43,14 +41,7 @@ pub unsafe extern "C" fn fpgagdr_wait_frame(
         if timeout_ns == 0 {
             return Err(fpgagdr::Error::ZeroTimeout.into());
         }
-        let trigger = entry
-            .trigger
-            .as_ref()
-            .ok_or_else(|| no_trigger(&entry.card))?;
-        let slot = trigger
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .wait_frame(timeout(timeout_ns))?;
+        let slot = entry.trigger()?.wait_frame(timeout(timeout_ns))?;
         let f = fpgagdr_frame {
             struct_size_bytes: size_of::<fpgagdr_frame>() as u32,
             reserved: 0,
@@ -67,7 +58,8 @@ pub unsafe extern "C" fn fpgagdr_wait_frame(
 /// Writes the largest frame the card's trigger can report, in bytes (header
 /// included), into `*max_frame_bytes_out`: the size of one ring entry.
 ///
-/// Returns 0, `-EFAULT`, `-EBADF`, `-EOPNOTSUPP` (rule `capability`: no trigger).
+/// Returns 0, `-EFAULT`, `-EBADF`, `-ENXIO` (rule `card-protocol`: no frame trigger,
+/// as `fpgagdr_wait_frame`).
 /// Thread safety: any thread; waits for a running `fpgagdr_wait_frame` on the card.
 ///
 /// # Safety
@@ -81,14 +73,7 @@ pub unsafe extern "C" fn fpgagdr_get_max_frame_bytes(
     call(|| {
         let entry = handles::card(card)?;
         check_ptr(max_frame_bytes_out, "max_frame_bytes_out")?;
-        let trigger = entry
-            .trigger
-            .as_ref()
-            .ok_or_else(|| no_trigger(&entry.card))?;
-        let n = trigger
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .max_frame_len() as u64;
+        let n = entry.trigger()?.max_frame_len() as u64;
         // SAFETY: checked non-NULL; writable by the function's contract.
         unsafe { max_frame_bytes_out.write_unaligned(n) };
         Ok(())

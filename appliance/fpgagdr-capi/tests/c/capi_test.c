@@ -3,13 +3,17 @@
  *
  * Against the simulated card (no argument, or FPGAGDR_DEVICE=sim) and against the
  * kernel module's card (FPGAGDR_DEVICE=/dev/fpgagdr0, in the QEMU guest:
- * kmod/qemu/run.sh). Checks:
+ * kmod/qemu/run.sh); "capi_test bad-card" against a module card whose registers break
+ * the frame protocol, on the module without nvidia_p2p (the guest's pass D): rules
+ * card-protocol and capability. Checks:
  *   - every rule of the library's own rule list (fpgagdr_get_rule, generated from the
  *     Rust rule list) returns its errno and names itself in fpgagdr_last_error; a rule
  *     with no trigger below and no stated reason fails the run, so none is skipped
  *     silently;
  *   - bad, released and NULL handles, NULL pointers, wrong struct sizes: a clear errno;
  *   - the explicit calls move the right bytes (H2C then C2H, compared);
+ *   - on the module's card, frames through the card's frame trigger (WAIT_FRAME), each
+ *     read from its slot and checked, and the frame rules its sensor breaks on demand;
  *   - the legacy calls route into several registered buffers by address, refuse an
  *     address outside them, and move host memory in CPU mode;
  *   - nothing half-applied: a failed pin leaves no pin, a failed register none;
@@ -203,12 +207,155 @@ static int t_registered_buffer(const char *r)
 	return ok;
 }
 
+/* Bad-card mode (capi_test bad-card, the QEMU guest's pass D): the Orin-style module
+ * (no nvidia_p2p back-end) has no way to pin CUDA device memory. */
 static int t_capability(const char *r)
 {
-	struct fpgagdr_frame f = { .struct_size_bytes = sizeof(f) };
+	struct fpgagdr_memory m = { .struct_size_bytes = sizeof(m) };
+	struct fpgagdr_buffer b = { 0 };
 
-	/* The kernel back-end has no frame trigger in this version. */
-	return EXPECT(fpgagdr_wait_frame(card, TMO, 0, &f), r, "frame wait without a trigger");
+	m.kind = FPGAGDR_MEMORY_CUDA_DEVICE;
+	m.addr = 0x7f0000000000ull;
+	m.length_bytes = st.alignment_bytes;
+	return check(!(st.capabilities & FPGAGDR_CAP_GPU_DIRECT),
+		     "status: no GPU Direct capability (capabilities %#x)", st.capabilities) &
+	       EXPECT(fpgagdr_pin_buffer(card, &m, 0, &b), r,
+		      "pin CUDA device memory on a module without nvidia_p2p") &
+	       check(b.id == 0, "refused pin wrote no handle");
+}
+
+/* Bad-card mode: the card's user register block breaks docs/card-protocol.md (the
+ * module loaded with test_user_magic, test_user_bar=0, ...). The card opens, its
+ * status has no frame trigger, the frame calls name rule card-protocol, and the
+ * channels still move bytes. */
+static int t_card_protocol(const char *r)
+{
+	struct fpgagdr_frame f = { .struct_size_bytes = sizeof(f) };
+	uint64_t max = 0;
+	uint64_t i, bad = 0;
+	int ok;
+
+	ok = check(!(st.capabilities & FPGAGDR_CAP_FRAME_TRIGGER),
+		   "status: no frame trigger (capabilities %#x)", st.capabilities);
+	ok &= EXPECT(fpgagdr_wait_frame(card, 100 * MS, 0, &f), r,
+		     "frame wait on a card without the frame protocol");
+	ok &= check(f.sequence == 0 && f.length_bytes == 0, "refused wait wrote no frame");
+	ok &= EXPECT(fpgagdr_get_max_frame_bytes(card, &max), r,
+		     "largest frame of a card without the frame protocol");
+	for (i = 0; i < buf_bytes; i++)
+		buf_mem[i] = (uint8_t)(i * 13 + 1);
+	ok &= must(fpgagdr_write_h2c(card, 0, buf, 0, 0, buf_bytes, TMO, 0, NULL), "H2C") == 0;
+	memset(buf_mem, 0, buf_bytes);
+	ok &= must(fpgagdr_read_c2h(card, 0, buf, 0, 0, buf_bytes, TMO, 0, NULL), "C2H") == 0;
+	for (i = 0; i < buf_bytes; i++)
+		bad += buf_mem[i] != (uint8_t)(i * 13 + 1);
+	ok &= check(bad == 0, "the channels still work: H2C then C2H, %" PRIu64 " bytes wrong",
+		    bad);
+	return ok;
+}
+
+/* ---- frames from the module's software card (its TEST-ONLY sensor) ---------- */
+
+#define SENSOR "/sys/kernel/debug/fpgagdr/testeng/sensor_"
+
+static int sensor(const char *knob, const char *value)
+{
+	char path[128];
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), SENSOR "%s", knob);
+	f = fopen(path, "w");
+	if (!f)
+		return check(0, "%s: %s (the module's software card's sensor knob)", path,
+			     strerror(errno));
+	ok = fputs(value, f) >= 0;
+	ok &= fclose(f) == 0;
+	return check(ok, "sensor knob %s = %s", knob, value);
+}
+
+static uint64_t le(const uint8_t *p, int bytes)
+{
+	uint64_t v = 0;
+
+	while (bytes--)
+		v = v << 8 | p[bytes];
+	return v;
+}
+
+static uint64_t last_sequence;
+static int have_last;
+
+/* Waits for one frame, DMAs its slot into buf and checks the frame header
+ * (docs/frames.md: magic, header length, payload length, sequence). */
+static int good_frame(const char *what)
+{
+	struct fpgagdr_frame f = { .struct_size_bytes = sizeof(f) };
+	int rc = fpgagdr_wait_frame(card, 2000 * MS, 0, &f);
+	uint64_t seq;
+
+	if (!check(rc == 0, "%s: frame wait: %d%s%s", what, rc, rc ? ": " : "", rc ? last() : ""))
+		return 0;
+	if (!check(f.length_bytes >= 64 && f.length_bytes <= buf_bytes &&
+			   f.card_addr % st.alignment_bytes == 0,
+		   "%s: frame %" PRIu64 " at %#" PRIx64 ", %" PRIu64 " bytes", what, f.sequence,
+		   f.card_addr, f.length_bytes))
+		return 0;
+	memset(buf_mem, 0xee, f.length_bytes);
+	if (must(read_c2h(0, buf, 0, f.card_addr, f.length_bytes, TMO), "C2H of the frame's slot"))
+		return 0;
+	seq = le(buf_mem + 32, 8);
+	/* A later sequence in the slot is an overrun (the card rewrote it first): whole. */
+	return check(!memcmp(buf_mem, "FGDRFRM1", 8) && le(buf_mem + 10, 2) == 64 &&
+			     64 + le(buf_mem + 28, 4) == f.length_bytes &&
+			     seq >= f.sequence && (!have_last || f.sequence > last_sequence),
+		     "%s: frame %" PRIu64 " (after %" PRIu64 "): header of sequence %" PRIu64
+		     ", %" PRIu64 " bytes, read from its slot",
+		     what, f.sequence, last_sequence, seq, f.length_bytes) &&
+	       (last_sequence = f.sequence, have_last = 1);
+}
+
+static int sensor_ready(void)
+{
+	return sensor("frames_clear", "1") & sensor("stall", "0") & sensor("bad_event", "0") &
+	       sensor("bad_crc", "0") &
+	       sensor("width", "64") & sensor("height", "48") & sensor("format", "1") &
+	       sensor("fps", "50");
+}
+
+/* A frame-done record that breaks one rule of the protocol (the sensor's bad_event
+ * fault: 1 sequence back at 0, 2 a wrong slot, 3 a length past the slot) comes back as
+ * that rule's errno, named; the frames after it flow. */
+static int bad_event(const char *r, const char *fault)
+{
+	struct fpgagdr_frame f = { .struct_size_bytes = sizeof(f) };
+	int rc = 0, k, ok;
+
+	if (!sensor_ready() || !good_frame("before the fault"))
+		return 0;
+	if (!sensor("bad_event", fault))
+		return 0;
+	/* Frames latched before the fault may still be queued. */
+	for (k = 0; k < 16 && rc == 0; k++)
+		rc = fpgagdr_wait_frame(card, 2000 * MS, 0, &f);
+	ok = EXPECT(rc, r, "the sensor's bad frame-done record");
+	ok &= good_frame("after the bad record");
+	return ok;
+}
+
+static int t_frame_sequence(const char *r)
+{
+	return bad_event(r, "1");
+}
+
+static int t_frame_slot(const char *r)
+{
+	return bad_event(r, "2");
+}
+
+static int t_frame_length(const char *r)
+{
+	return bad_event(r, "3");
 }
 
 static int t_card_present(const char *r)
@@ -356,42 +503,62 @@ static int t_flags(const char *r)
 		      "C2H with flags 1");
 }
 
+/* Where a trigger can show its rule. */
+enum where {
+	ANY,	  /* every back-end */
+	SIM,	  /* only the simulated card */
+	KERNEL,	  /* only the kernel module's card (with its software card's sensor) */
+	BAD_CARD, /* only "capi_test bad-card": a card without the frame protocol on the
+		   * module without nvidia_p2p (the QEMU guest's pass D) */
+};
+
 struct trigger {
 	const char *rule;
 	int (*run)(const char *rule);
-	int sim_only;	  /* 1: only the simulated card can show it */
-	int kernel_only;  /* 1: only the kernel module can show it */
-	const char *why;  /* why the other back-end cannot */
+	enum where where;
+	const char *why; /* why the other back-ends cannot */
 };
 
 static const struct trigger triggers[] = {
-	{ "alignment", t_alignment, 0, 0, NULL },
-	{ "card-bounds", t_card_bounds, 0, 0, NULL },
-	{ "buffer-bounds", t_buffer_bounds, 0, 0, NULL },
-	{ "length-nonzero", t_length_nonzero, 0, 0, NULL },
-	{ "handle-valid", t_handle_valid, 0, 0, NULL },
-	{ "channel-range", t_channel_range, 0, 0, NULL },
-	{ "timeout", t_timeout, 1, 0,
+	{ "alignment", t_alignment, ANY, NULL },
+	{ "card-bounds", t_card_bounds, ANY, NULL },
+	{ "buffer-bounds", t_buffer_bounds, ANY, NULL },
+	{ "length-nonzero", t_length_nonzero, ANY, NULL },
+	{ "handle-valid", t_handle_valid, ANY, NULL },
+	{ "channel-range", t_channel_range, ANY, NULL },
+	{ "timeout", t_timeout, SIM,
 	  "the module's software card completes 1 MiB within any timeout the module accepts" },
-	{ "timeout-nonzero", t_timeout_nonzero, 0, 0, NULL },
-	{ "no-overlap", t_no_overlap, 0, 0, NULL },
-	{ "registered-buffer", t_registered_buffer, 0, 0, NULL },
-	{ "capability", t_capability, 0, 1,
-	  "the simulated card offers every operation (its sensor is its frame trigger)" },
-	{ "card-present", t_card_present, 0, 0, NULL },
-	{ "cuda", t_cuda, 1, 0, "the module pins CUDA memory through nvidia_p2p, not copies" },
-	{ "frame", t_frame, 0, 0, NULL },
-	{ "user-memory", t_user_memory, 0, 1,
+	{ "timeout-nonzero", t_timeout_nonzero, ANY, NULL },
+	{ "no-overlap", t_no_overlap, ANY, NULL },
+	{ "registered-buffer", t_registered_buffer, ANY, NULL },
+	{ "capability", t_capability, BAD_CARD,
+	  "the simulated card and the module with nvidia_p2p offer every operation; "
+	  "capi_test bad-card checks it on the module without (QEMU pass D)" },
+	{ "card-present", t_card_present, ANY, NULL },
+	{ "cuda", t_cuda, SIM, "the module pins CUDA memory through nvidia_p2p, not copies" },
+	{ "frame", t_frame, ANY, NULL },
+	{ "user-memory", t_user_memory, KERNEL,
 	  "the simulated card does not pin pages; it copies to the address it is given" },
-	{ "argument-valid", t_argument_valid, 0, 0, NULL },
-	{ "pin-size", t_pin_size, 0, 1, "the simulated card has no pin size limit" },
-	{ "pin-limit", t_pin_limit, 0, 1, "the simulated card has no pin count limit" },
-	{ "timeout-range", t_timeout_range, 0, 1,
+	{ "argument-valid", t_argument_valid, ANY, NULL },
+	{ "pin-size", t_pin_size, KERNEL, "the simulated card has no pin size limit" },
+	{ "pin-limit", t_pin_limit, KERNEL, "the simulated card has no pin count limit" },
+	{ "timeout-range", t_timeout_range, KERNEL,
 	  "the 60 s limit is the module's (FPGAGDR_TIMEOUT_MAX_MS)" },
-	{ "card-handle", t_card_handle, 0, 0, NULL },
-	{ "null-pointer", t_null_pointer, 0, 0, NULL },
-	{ "struct-size", t_struct_size, 0, 0, NULL },
-	{ "flags", t_flags, 0, 0, NULL },
+	{ "card-protocol", t_card_protocol, BAD_CARD,
+	  "needs a card whose registers break the protocol: capi_test bad-card (QEMU pass D)" },
+	{ "frame-sequence", t_frame_sequence, KERNEL,
+	  "the simulated sensor never breaks the protocol; the module's software card does "
+	  "on demand (its sensor_bad_event knob)" },
+	{ "frame-slot", t_frame_slot, KERNEL,
+	  "the simulated sensor never breaks the protocol; the module's software card does "
+	  "on demand (its sensor_bad_event knob)" },
+	{ "frame-length", t_frame_length, KERNEL,
+	  "the simulated sensor never breaks the protocol; the module's software card does "
+	  "on demand (its sensor_bad_event knob)" },
+	{ "card-handle", t_card_handle, ANY, NULL },
+	{ "null-pointer", t_null_pointer, ANY, NULL },
+	{ "struct-size", t_struct_size, ANY, NULL },
+	{ "flags", t_flags, ANY, NULL },
 };
 
 /* Rules no C program can provoke on demand, with the reason; the Rust and kernel
@@ -411,12 +578,11 @@ static const struct {
 	{ "aborted", "needs ABORT or UNPIN during a transfer; kmod faults suite" },
 	{ "engine", "needs an engine error; kmod faults suite injects one" },
 	{ "dma-mapping", "needs the DMA API to fail; kmod faults suite" },
-	{ "card-protocol", "the kernel back-end's frame wait is not in this API version yet" },
-	{ "no-frame-queued", "the kernel back-end's frame wait is not in this API version yet" },
-	{ "frame-event", "the kernel back-end's frame wait is not in this API version yet" },
-	{ "frame-sequence", "the kernel back-end's frame wait is not in this API version yet" },
-	{ "frame-slot", "the kernel back-end's frame wait is not in this API version yet" },
-	{ "frame-length", "the kernel back-end's frame wait is not in this API version yet" },
+	{ "no-frame-queued", "EAGAIN answers only a non-waiting WAIT_FRAME; the library's "
+			     "frame trigger always waits (up to the timeout): kmod frames suite" },
+	{ "frame-event", "the library's trigger names the broken rule of every refused event "
+			 "(frame-sequence, -slot, -length, checked here); frame-event is an "
+			 "EBADMSG from any other request: fpgagdr kernel::convert tests" },
 	{ "kernel", "an errno outside the module's table: none can be provoked" },
 	{ "internal", "a panic in libfpgagdr: a bug, not an input" },
 };
@@ -435,7 +601,7 @@ static int errno_of(const char *rule)
 	return -1;
 }
 
-static void all_rules(void)
+static void all_rules(enum where here)
 {
 	uint32_t i;
 	size_t k;
@@ -451,7 +617,13 @@ static void all_rules(void)
 		for (k = 0; k < sizeof(unreachable) / sizeof(unreachable[0]); k++)
 			if (!strcmp(unreachable[k].rule, name))
 				why = unreachable[k].why;
-		if (t && ((sim && t->kernel_only) || (!sim && t->sim_only))) {
+		if (here == BAD_CARD) {
+			/* Only what needs the bad card; the normal run checks the rest. */
+			if (t && t->where == BAD_CARD) {
+				printf("--   rule %s (errno %d)\n", name, rules[i].errno_value);
+				t->run(name);
+			}
+		} else if (t && t->where != ANY && t->where != here) {
 			printf("SKIP rule %s (errno %d) on this back-end: %s\n", name,
 			       rules[i].errno_value, t->why);
 		} else if (t) {
@@ -463,6 +635,25 @@ static void all_rules(void)
 			check(0, "rule %s has neither a trigger nor a reason in capi_test.c", name);
 		}
 	}
+}
+
+/* The kernel module's frames through the C API: the card's frame trigger (the
+ * module's WAIT_FRAME) reports the software card's frames, each one read from its slot
+ * by C2H is whole and in sequence. */
+static void kernel_frames(void)
+{
+	uint64_t max = 0;
+	int i;
+
+	check(st.capabilities & FPGAGDR_CAP_FRAME_TRIGGER,
+	      "status: the module's card has a frame trigger (capabilities %#x)", st.capabilities);
+	if (!must(fpgagdr_get_max_frame_bytes(card, &max), "largest frame"))
+		check(max >= 64 + 64 * 48 && max <= st.card_memory_bytes,
+		      "largest frame %" PRIu64 " bytes (a slot)", max);
+	if (!sensor_ready())
+		return;
+	for (i = 0; i < 8; i++)
+		good_frame("kernel frames");
 }
 
 /* The explicit calls move the right bytes: H2C a pattern, C2H it back elsewhere. */
@@ -669,15 +860,21 @@ static void close_while_waiting(void)
 	       "wait on the closed card");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const char *dev = getenv("FPGAGDR_DEVICE");
+	int bad_card = argc > 1 && !strcmp(argv[1], "bad-card");
 	struct fpgagdr_version v = { .struct_size_bytes = sizeof(v) };
 	struct fpgagdr_memory m;
 	uint32_t i;
 	int rc;
 
 	sim = !dev || !strcmp(dev, "sim");
+	if (argc > 2 || (argc == 2 && (!bad_card || sim))) {
+		fprintf(stderr, "usage: capi_test [bad-card]  (bad-card: FPGAGDR_DEVICE=/dev/fpgagdrN "
+				"of a card without the frame protocol, module without nvidia_p2p)\n");
+		return 2;
+	}
 	must(fpgagdr_get_version(&v), "version");
 	check(v.lib_major == FPGAGDR_LIB_VERSION_MAJOR && v.lib_minor == FPGAGDR_LIB_VERSION_MINOR &&
 		      v.module_abi_version == FPGAGDR_MODULE_ABI_VERSION,
@@ -726,11 +923,17 @@ int main(void)
 	expect(fpgagdr_get_rule(n_rules, &rules[0]), EINVAL, "argument-valid",
 	       "rule index past the list");
 
-	all_rules();
-	explicit_roundtrip();
-	legacy_routing();
-	threads();
-	close_while_waiting();
+	if (bad_card) {
+		all_rules(BAD_CARD);
+	} else {
+		all_rules(sim ? SIM : KERNEL);
+		if (!sim)
+			kernel_frames();
+		explicit_roundtrip();
+		legacy_routing();
+		threads();
+		close_while_waiting();
+	}
 
 	must(fpgagdr_unpin_buffer(card, buf), "unpin");
 	must(fpgagdr_close(card), "close");

@@ -8,8 +8,9 @@
 #      checksums; and on a node that does not exist: exit 1 naming rule card-present;
 #   4. run the C test on the simulated card under valgrind (memcheck: any invalid
 #      access or definite/indirect leak fails).
-# Leaves target/capi/capi_test (linked with an rpath to the prefix) for the QEMU
-# guest's run against the real module (test.sh passes it in FPGAGDR_QEMU_EXTRA).
+# Leaves target/capi/capi_test and target/capi/capture (linked with an rpath to the
+# prefix) for the QEMU guest's runs against the real module (test.sh passes them in
+# FPGAGDR_QEMU_EXTRA; capture there reads 8 frames of $FPGAGDR_DEVICE).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../../../.." && pwd)

@@ -34,11 +34,16 @@ struct Bucket {
 }
 
 /// See the module documentation.
+/// A model run that takes longer than this to queue is logged (see [`DeviceRunner::run`]).
+const SLOW_RUN: std::time::Duration = std::time::Duration::from_millis(50);
+
 pub(crate) struct DeviceRunner {
     stream: Arc<CudaStream>,
     info: MemoryInfo<'static>,
     allocator: Allocator,
     graphs: bool,
+    /// Every batch runs as the largest (one graph): see [`DeviceRunner::new`].
+    max_only: bool,
     classes: usize,
     buckets: Vec<Option<Bucket>>,
     input_addr: u64,
@@ -50,11 +55,15 @@ pub(crate) struct DeviceRunner {
 
 impl DeviceRunner {
     /// A runner for `session` (on a GPU provider running on `stream`), `classes` outputs
-    /// per frame, batches of up to `max_batch`.
+    /// per frame, batches of up to `max_batch`. With `max_only` (and graphs), every batch
+    /// runs padded to `max_batch`, so one graph is captured: with the fp16 model, ONNX
+    /// Runtime 1.31.1's CUDA provider hit an illegal address on the H200 when graphs of
+    /// several batch sizes were captured one after another (fp32 ran them all).
     pub(crate) fn new(
         session: &Session,
         stream: Arc<CudaStream>,
         graphs: bool,
+        max_only: bool,
         classes: usize,
         max_batch: usize,
     ) -> Result<Self, String> {
@@ -76,6 +85,7 @@ impl DeviceRunner {
             info,
             allocator,
             graphs,
+            max_only,
             classes,
             buckets: (0..=max_batch).map(|_| None).collect(),
             input_addr: 0,
@@ -91,7 +101,9 @@ impl DeviceRunner {
     /// The size a batch of `n` runs as.
     fn run_size(&self, n: usize) -> usize {
         let max = self.buckets.len() - 1;
-        if self.graphs {
+        if self.graphs && self.max_only {
+            max
+        } else if self.graphs {
             n.next_power_of_two().min(max)
         } else {
             n
@@ -101,7 +113,9 @@ impl DeviceRunner {
     /// Every size [`Self::run`] can use up to `max_batch`, smallest first (all of them
     /// with graphs; without, the two ends, for warming up).
     pub(crate) fn run_sizes(&self, max_batch: usize) -> Vec<usize> {
-        let mut sizes: Vec<usize> = if self.graphs {
+        let mut sizes: Vec<usize> = if self.graphs && self.max_only {
+            Vec::new()
+        } else if self.graphs {
             (0..usize::BITS)
                 .map(|k| 1usize << k)
                 .take_while(|&n| n < max_batch)
@@ -143,11 +157,25 @@ impl DeviceRunner {
             self.buckets[r] = Some(unsafe { self.bind(session, input, addr, chw, r) }?);
         }
         let bucket = self.buckets[r].as_ref().expect("bound above");
+        let t0 = std::time::Instant::now();
         drop(
             session
                 .run_binding_with_options(&bucket.binding, &bucket.options)
                 .map_err(|e| e.to_string())?,
         );
+        let took = t0.elapsed();
+        if took > SLOW_RUN {
+            // Queuing a batch normally takes well under a millisecond (the work runs
+            // on the stream); a long one is ONNX Runtime doing set-up work in the frame
+            // path, which a user should see.
+            tracing::warn!(
+                frames = n,
+                run_size = r,
+                ms = took.as_secs_f64() * 1e3,
+                "the model took {:.0} ms to queue a batch of {n} (run as {r})",
+                took.as_secs_f64() * 1e3
+            );
+        }
         let src = bucket.output;
         let len = n * self.classes;
         let dst = &mut self.logits.as_mut_slice().map_err(|e| e.to_string())?[..len];

@@ -392,8 +392,15 @@ impl Model {
             })?;
         if let (Some(stream), true) = (&options.stream, registered.ran != Ran::Cpu) {
             model.device = Some(
-                DeviceRunner::new(&model.session, stream.clone(), graphs, classes, max_batch)
-                    .map_err(ModelError::Provider)?,
+                DeviceRunner::new(
+                    &model.session,
+                    stream.clone(),
+                    graphs,
+                    precision == Precision::Fp16,
+                    classes,
+                    max_batch,
+                )
+                .map_err(ModelError::Provider)?,
             );
         }
         Ok(model)
@@ -525,10 +532,11 @@ impl Model {
         top_k_rows(logits, n, tops)
     }
 
-    /// Runs every batch size the device path will use twice on the tensors at `tensor`
-    /// (whatever they hold), so that convolution algorithms are chosen and CUDA graphs
-    /// captured now, while no other thread of this process uses the GPU (ONNX Runtime
-    /// captures in CUDA's global capture mode). Does nothing without device input.
+    /// Runs every batch size the device path will use [`WARM_UP_RUNS`] times on the
+    /// tensors at `tensor` (whatever they hold), so that convolution algorithms are
+    /// chosen and CUDA graphs captured now, while no other thread of this process uses
+    /// the GPU (ONNX Runtime captures in CUDA's global capture mode). Does nothing without
+    /// device input.
     ///
     /// # Safety
     /// As [`Self::classify_batch_device`] with n = [`Self::max_batch`].
@@ -540,7 +548,7 @@ impl Model {
         };
         let mut tops = vec![[(0u32, 0f32); TOP_K]; self.max_batch];
         for n in sizes {
-            for _ in 0..2 {
+            for _ in 0..WARM_UP_RUNS {
                 // SAFETY: the caller's contract, for n ≤ max_batch tensors.
                 unsafe { self.classify_batch_device(tensor, n, &mut tops) }?;
             }
@@ -556,6 +564,13 @@ impl Model {
             .unwrap_or("?")
     }
 }
+
+/// Runs of each batch size before frames flow. ONNX Runtime's CUDA provider runs a graph
+/// id twice without a graph (for its memory allocations) and captures it on the third
+/// run; a run that changes the input shape without a graph costs 0.1–0.7 s in fp32 and
+/// 3–7 s in fp16 on the H200 (ONNX Runtime 1.31.1, cuDNN 9; docs/benchmarks.md §8), so
+/// every size must be captured here, not on its first partial batch in the frame path.
+const WARM_UP_RUNS: usize = 3;
 
 /// `FPGAGDR_CUDA_NHWC=0|1`: overrides the CUDA provider's layout choice (NHWC with fp16,
 /// NCHW with fp32) for measurements (docs/benchmarks.md).
@@ -742,7 +757,12 @@ fn describe<'a>(
     if dim == BatchDim::Fixed(1) {
         s.push_str(" (the model's batch dimension is fixed at 1)");
     }
-    if graphs {
+    if graphs && precision == Precision::Fp16 && ran != Ran::Cpu {
+        s.push_str(&format!(
+            "; one CUDA graph, every batch padded to {max_batch} (fp16: one graph per batch \
+             size faults in ONNX Runtime 1.31)"
+        ));
+    } else if graphs {
         s.push_str("; one CUDA graph per batch size");
     }
     for why in not_used {

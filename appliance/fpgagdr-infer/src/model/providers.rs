@@ -112,6 +112,20 @@ pub(crate) struct Wanted<'a> {
     pub(crate) stream: Option<&'a CudaStream>,
 }
 
+/// How the CUDA provider picks a convolution algorithm for each new input shape:
+/// cuDNN's heuristic by default. ONNX Runtime's own default, `EXHAUSTIVE`, times every
+/// algorithm the first time a shape is seen, and on the H200 that stalled the model for
+/// 1–4 s on batch sizes met after warm-up (docs/benchmarks.md §8).
+/// `FPGAGDR_CUDNN_SEARCH=exhaustive|heuristic|default` overrides it for measurements.
+fn conv_search() -> ort::ep::cuda::ConvAlgorithmSearch {
+    use ort::ep::cuda::ConvAlgorithmSearch as S;
+    match std::env::var("FPGAGDR_CUDNN_SEARCH").as_deref() {
+        Ok("exhaustive") => S::Exhaustive,
+        Ok("default") => S::Default,
+        _ => S::Heuristic,
+    }
+}
+
 /// The ONNX Runtime library path the service loads.
 pub(crate) fn runtime_path() -> String {
     std::env::var("ORT_DYLIB_PATH").unwrap_or_else(|_| "libonnxruntime.so".into())
@@ -244,7 +258,8 @@ fn register_cuda(builder: &mut SessionBuilder, w: &Wanted<'_>, graph: bool) -> R
     let mut cuda = ort::ep::CUDA::default()
         .with_device_id(0)
         .with_cuda_graph(graph)
-        .with_prefer_nhwc(w.nhwc);
+        .with_prefer_nhwc(w.nhwc)
+        .with_conv_algorithm_search(conv_search());
     if let Some(s) = w.stream {
         #[allow(unsafe_code)]
         // SAFETY: as in `register_tensorrt`: the model holds the stream.

@@ -516,10 +516,16 @@ impl Supervisor {
         self.info.clone()
     }
 
-    /// Stops what runs (if anything) and starts `prepared`: first the model's warm-up
-    /// (every batch size it will run, so CUDA graphs are captured while no other thread
-    /// of the service uses the GPU), then the capture and inference threads. A warm-up
-    /// that fails leaves the pipeline failed, with the reason.
+    /// Stops what runs (if anything) and starts `prepared`: first the inference thread,
+    /// which warms the model up (every batch size it will run, so CUDA graphs are
+    /// captured while no other thread of the service uses the GPU), then, once that has
+    /// succeeded, the capture thread. A warm-up that fails leaves the pipeline failed,
+    /// with the reason.
+    ///
+    /// The warm-up runs on the inference thread itself because ONNX Runtime's CUDA
+    /// provider keeps its captured graphs per thread: graphs captured on this thread
+    /// were never replayed by the inference thread, which captured each size again on
+    /// its first batches and stalled 0.1–4 s per size change (docs/benchmarks.md §8).
     pub fn start(&mut self, prepared: Prepared) {
         self.start_fed(prepared, Feed::Capture);
     }
@@ -546,25 +552,46 @@ impl Supervisor {
         } = prepared;
         self.shared.batch.set_max(info.max_batch);
         *self.info.lock().expect("pipeline info poisoned") = Some(info);
-        if let Err(e) = prep.warm_up(&mut model) {
-            self.shared.fail(format!("model warm-up: {e}"));
-            return;
-        }
-        let ring = Arc::new(ring);
-        let stop = Arc::new(AtomicBool::new(false));
-        self.shared.clear_fault();
-        // Marks before the state: the watchdog judges a running pipeline by them.
-        self.shared.beats.reset(2 * capture.timeout);
-        self.shared.mark_started();
-        self.shared.set_state(State::Running);
-        self.shared.next_generation();
         let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
                 .name(name.into())
                 .spawn(f)
                 .expect("spawn pipeline thread")
         };
+        let ring = Arc::new(ring);
+        let stop = Arc::new(AtomicBool::new(false));
+        // The inference thread warms up, says how that went, then waits for the go (sent
+        // once the state below is set and capture runs; dropped to call it off).
+        let (warmed_tx, warmed_rx) = std::sync::mpsc::sync_channel::<Result<(), String>>(1);
+        let (go_tx, go_rx) = std::sync::mpsc::sync_channel::<()>(1);
         let (r, s, st) = (ring.clone(), self.shared.clone(), stop.clone());
+        let t_infer = spawn(
+            "fpgagdr-infer",
+            Box::new(move || {
+                let warmed = prep.warm_up(&mut model).map_err(|e| e.to_string());
+                let ok = warmed.is_ok();
+                if warmed_tx.send(warmed).is_err() || !ok || go_rx.recv().is_err() {
+                    return;
+                }
+                infer::run(r, model, prep, infer, s, st)
+            }),
+        );
+        let warmed = warmed_rx
+            .recv()
+            .unwrap_or_else(|_| Err("the inference thread ended during warm-up".into()));
+        if let Err(e) = warmed {
+            drop(go_tx);
+            let _ = t_infer.join();
+            self.shared.fail(format!("model warm-up: {e}"));
+            return;
+        }
+        self.shared.clear_fault();
+        // Marks before the state: the watchdog judges a running pipeline by them.
+        self.shared.beats.reset(2 * capture.timeout);
+        self.shared.mark_started();
+        self.shared.set_state(State::Running);
+        self.shared.next_generation();
+        let (r, s, st) = (ring, self.shared.clone(), stop.clone());
         let t_capture = match feed {
             Feed::Capture => spawn(
                 "fpgagdr-capture",
@@ -575,11 +602,9 @@ impl Supervisor {
                 Box::new(move || capture::recycle(r, trigger, capture, s, st)),
             ),
         };
-        let (r, s, st) = (ring, self.shared.clone(), stop.clone());
-        let t_infer = spawn(
-            "fpgagdr-infer",
-            Box::new(move || infer::run(r, model, prep, infer, s, st)),
-        );
+        // The inference thread is parked on the go until now, so it cannot have ended;
+        // if it somehow has, it runs nothing and the watchdog's beats say so.
+        let _ = go_tx.send(());
         self.running = Some(Running {
             stop,
             threads: vec![t_capture, t_infer],
