@@ -12,7 +12,8 @@
 # with its test-only software card, driven by C tests and by the Rust library's
 # functional suite, in four guests: x86, x86 with every mapping bounced (swiotlb=force),
 # x86 behind a virtual IOMMU, and arm64 with Debian's arm64 kernel; card removal, hot
-# unplug, AER and shutdown included), the OTA tests against a real RAUC, flash.sh's key
+# unplug, AER and shutdown included; and fpgagdrd itself in a fifth guest against the
+# module, its test sensor and the real model, driven over REST from here), the OTA tests against a real RAUC, flash.sh's key
 # injection, the REST API against its generated OpenAPI document (schemathesis), the
 # Yocto layer's offline checks, the dashboard's type check (tsc on its JSDoc), and OTA through
 # real reboots of a virtual appliance in QEMU.

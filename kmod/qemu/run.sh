@@ -17,10 +17,8 @@
 #   iommu    x86 q35 with intel-iommu, intel_iommu=on iommu.strict=1
 #   arm64    qemu-system-aarch64 -M virt with Debian's arm64 kernel, the
 #            module cross-built against Debian's arm64 headers
-#   service  (not in the default set yet: it has not passed end to end; run
-#            it with FPGAGDR_QEMU_PASSES=service, docs/testing.md)
-#            x86 q35 with a user-mode NIC: the service itself (fpgagdrd,
-#            FPGAGDRD_BIN) in the guest with --card /dev/fpgagdr0 against the
+#   service  x86 q35 with a user-mode NIC: the service itself (fpgagdrd,
+#            FPGAGDRD_BIN, default target/debug/fpgagdrd) in the guest with --card /dev/fpgagdr0 against the
 #            real module, its TEST-ONLY software card and test sensor, ONNX
 #            Runtime (CPU, .deps/onnxruntime) and the real model; the host
 #            drives its REST API over forwarded loopback ports
@@ -48,7 +46,7 @@ set -euo pipefail
 qdir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 kmod=$(dirname "$qdir")
 out=$kmod/.cache/qemu
-passes=${FPGAGDR_QEMU_PASSES:-plain swiotlb iommu arm64}
+passes=${FPGAGDR_QEMU_PASSES:-plain swiotlb iommu arm64 service}
 jobs=$(nproc)
 started=$SECONDS
 failed_passes=()
@@ -241,8 +239,9 @@ build_initramfs_arm64() {
 # The service pass's root: the module, fpgagdrd (stripped) and the shared
 # libraries it loads, ONNX Runtime, the model, its labels and the photos.
 build_initramfs_service() {
-	local bin=${FPGAGDRD_BIN:-} deps=$kmod/../.deps lib
-	[[ -x $bin ]] || die "the service pass needs FPGAGDRD_BIN (a built fpgagdrd)"
+	local bin=${FPGAGDRD_BIN:-$kmod/../target/debug/fpgagdrd} deps=$kmod/../.deps lib
+	[[ -x $bin ]] ||
+		die "the service pass needs a built fpgagdrd: $bin is missing (cargo build -p fpgagdrd, or FPGAGDRD_BIN=PATH; FPGAGDR_QEMU_PASSES leaves the pass out)"
 	[[ -f $deps/onnxruntime/libonnxruntime.so ]] ||
 		die "the service pass needs ONNX Runtime in .deps (appliance/scripts/fetch-deps.sh)"
 	new_root "$out/root-service" /bin/busybox

@@ -2,7 +2,9 @@
 # shellcheck shell=sh
 # The guest's control endpoint for kmod/qemu/service-test.py (issue 15), run
 # by busybox httpd as /cgi-bin/ctl?ACTION[&p=PATH][&v=VALUE][&card=CARD]:
-#   start     start fpgagdrd (--card CARD, default /dev/fpgagdr0) on :8080
+#   start     start fpgagdrd (--card CARD, default /dev/fpgagdr0) on :8080,
+#             with the stall and change bounds of an emulated machine: one model
+#             run (each start's warm-up) can take minutes under TCG
 #   kill9     kill -9 fpgagdrd (pins and a frame wait outstanding)
 #   alive     "1" while fpgagdrd runs, else "0"
 #   read      print file PATH (under /sys/kernel/debug/ or /tmp/fg/)
@@ -44,7 +46,7 @@ start)
 	FPGAGDR_TOKEN=fpgagdr-qemu-test ORT_DYLIB_PATH=/lib/ort/libonnxruntime.so \
 		FPGAGDR_DATA_DIR=/share RUST_LOG=fpgagdrd=info,fpgagdr=info \
 		setsid fpgagdrd --listen 0.0.0.0:8080 --card "${card:-/dev/fpgagdr0}" \
-		--config "$fg/config.json" --stall-limit-s 600 \
+		--config "$fg/config.json" --stall-limit-s 600 --change-timeout-s 900 \
 		</dev/null >>"$fg/log" 2>&1 &
 	echo $! >"$fg/pid"
 	reply 200 "started $!"

@@ -258,21 +258,18 @@ def run(g, a):
           mem.get("card_slots") == SLOTS and mem.get("ring_entries") == 2 * SLOTS, mem)
     check("pipeline running", st["pipeline"]["state"] == "running", st["pipeline"])
 
-    # Frames flow; the chain cache after a hundred laps of the 16-entry ring.
+    # Frames flow; the chain cache after a hundred laps of the ring. No inference is
+    # waited for here: under TCG one takes minutes on a loaded machine, and the photos
+    # below prove inference (and the interrupt-to-result latency) on frames of their own.
     c = wait_for("a hundred laps", lambda: counters(g)["frames_captured"] >= 200 * SLOTS
                  and counters(g), 300)
-    c = wait_for("a frame inferred", lambda: counters(g)["frames_inferred"] >= 1 and counters(g), 300)
-    check("frames flow", c["frames_captured"] >= 200 * SLOTS and c["frames_inferred"] >= 1, c)
+    check("frames flow", c["frames_captured"] >= 200 * SLOTS, c)
     check("no checksum or sequence errors",
           c["checksum_errors"] == 0 and c["sequence_errors"] == 0, c)
     rate = g.status()["memory"].get("chain_cache_hit_rate") or 0
     check("chain cache >= 99 % after the first lap", rate >= 0.99, (rate, c))
     check("chain built once per ring entry", c["chain_cache_misses"] <= 2 * SLOTS, c)
-    m = g.metrics()
-    check("/metrics: interrupt-to-result latency",
-          'fpgagdr_stage_latency_seconds{stage="end_to_end",quantile="0.5"}' in m
-          and 'fpgagdr_stage_latency_seconds{stage="pickup",quantile="0.5"}' in m, sorted(m)[:5])
-    check("/metrics: overrun counter", "fpgagdr_frames_overrun_total" in m, sorted(m)[:5])
+    check("/metrics: overrun counter", "fpgagdr_frames_overrun_total" in g.metrics(), "")
 
     # Overrun: one tick writes N + 1 frames, so the first one's slot is overwritten.
     sensor(g, "sensor_fps", 5)
@@ -299,27 +296,37 @@ def run(g, a):
     wait_for("capture resumes", lambda: counters(g)["frames_captured"] > n + 10, 60)
     check("stall: recovers by itself", g.status()["pipeline"]["state"] == "running")
 
-    # Known photos through the test sensor: the right top-1. The sensor stops, the
-    # ring drains (every captured frame inferred or dropped), the photo is pushed, the
-    # sensor replays it until a result of its size comes back.
+    # Known photos through the test sensor: the right top-1. The photo is pushed (the
+    # sensor stalled meanwhile) and replayed at the sensor's rate; with drop-oldest the
+    # ring's waiting entries are soon all the photo's frames, so a result of its size
+    # comes after at most the inference in flight and one more: two model runs a photo,
+    # not a drain of the whole ring (under TCG each run takes a minute or more).
     for name, ok in [("coffee.png", lambda t: t == "espresso"), ("chelsea.png", lambda t: t in CATS)]:
         sensor(g, "sensor_stall", 1)
-        wait_for("the ring drained", lambda: drained(counters(g)), 600)
         g.ctl("write", p=f"{SENSOR}/sensor_frames_clear", v=1)
         code, text = g.ctl("put", body=frame_of(f"{a.frames}/{name}"), p=f"{SENSOR}/sensor_frames")
         assert code == 200, f"pushing {name}: {code} {text}"
         sensor(g, "sensor_stall", 0)
         w, h, _, _ = png_pixels(f"{a.frames}/{name}")
         r = wait_for(f"a result of {name}", lambda: (lambda r: r if r and r["frame"]["width"] == w
-                     and r["frame"]["height"] == h else None)(latest(g)), 300)
+                     and r["frame"]["height"] == h else None)(latest(g)), 900)
         check(f"{name}: top-1 {top1(r)}", ok(top1(r)), r.get("top5"))
+    c = counters(g)
+    check("photos: every inferred frame's CRC checks, drop-oldest drops",
+          c["checksum_errors"] == 0 and c["frames_inferred"] >= 2 and c["frames_dropped"] > 0, c)
+    m = g.metrics()
+    check("/metrics: interrupt-to-result latency",
+          'fpgagdr_stage_latency_seconds{stage="end_to_end",quantile="0.5"}' in m
+          and 'fpgagdr_stage_latency_seconds{stage="pickup",quantile="0.5"}' in m, sorted(m)[:5])
     g.ctl("write", p=f"{SENSOR}/sensor_frames_clear", v=1)
     sensor(g, "sensor_fps", 100)
 
     # Stop and start over REST.
-    code, text = g.rest("POST", "/api/v1/pipeline/stop")
+    # stop joins the inference thread, which may be in the middle of a model run
+    code, text = g.rest("POST", "/api/v1/pipeline/stop", timeout=900)
     check("REST stop", code == 200 and json.loads(text)["pipeline"]["state"] == "stopped", text[:300])
-    code, text = g.rest("POST", "/api/v1/pipeline/start", timeout=300)
+    # start warms the model up again (one run on a grey frame): minutes under TCG
+    code, text = g.rest("POST", "/api/v1/pipeline/start", timeout=900)
     check("REST start", code == 200 and json.loads(text)["pipeline"]["state"] == "running", text[:300])
     n = counters(g)["frames_captured"]
     wait_for("frames after the restart", lambda: counters(g)["frames_captured"] > n + 10, 120)
@@ -338,12 +345,6 @@ def run(g, a):
     code, text = g.ctl("read", p=f"{DBG}/frames")
     check("kill -9: no frame subscriber left", "subscribers 0" in text, text)
     sensor(g, "sensor_stall", 0)
-
-
-def drained(c):
-    """Every captured frame is inferred or dropped: nothing waits in the ring."""
-    done = c["frames_inferred"] + c["frames_dropped"] + c["frames_overrun"] + c["sequence_errors"]
-    return c["frames_captured"] == done
 
 
 def latest(g):

@@ -999,6 +999,48 @@ fn each_ring_entry_meets_one_slot_so_its_chain_is_built_once() {
     assert!(ratio.value >= 0.99, "{metrics}");
 }
 
+/// The demo's case (`./run.sh`): a replay of the five photos of `.deps/share/frames`,
+/// each of another size, through the sensor's 4 slots, so a slot holds frames of
+/// several lengths. Each ring entry still builds its chain only while it meets a longer
+/// frame than before (it reads its slot up to the longest frame it has seen), so the
+/// cache stays hot and nothing logs "descriptor chain is rebuilt"; every frame's
+/// sequence number and CRC still check.
+#[test]
+fn photos_of_different_sizes_keep_the_chain_cache_hot() {
+    let dir = frame("chelsea.png");
+    let svc = Service::start(&json!({
+        "source": {"kind": "replay", "path": dir.parent().unwrap(), "fps": 0},
+        "card": {"sim_link": "off"},
+        "inference": {"threads": 1, "verify_checksum": true},
+        "ring": {"entries": 8},
+    }));
+    let st = svc.status();
+    let entries = st["memory"]["ring_entries"].as_u64().expect("ring_entries");
+    wait_for("a hundred laps of the ring", || {
+        let c = svc.status()["counters"].clone();
+        match c["frames_captured"].as_u64() {
+            Some(n) if n >= 100 * entries && c["frames_inferred"].as_u64() > Some(5) => Ok(()),
+            _ => Err(c.to_string()),
+        }
+    });
+    let r = svc.request("POST", "/api/v1/pipeline/stop", None, &[]);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let st = svc.status();
+    let c = &st["counters"];
+    let misses = c["chain_cache_misses"].as_u64().unwrap();
+    // At most one build per distinct frame length an entry meets (5 photos).
+    assert!(
+        misses <= 5 * entries,
+        "{misses} chain builds for {entries} entries and 5 frame sizes: {c}"
+    );
+    let rate = st["memory"]["chain_cache_hit_rate"].as_f64().unwrap();
+    assert!(rate >= 0.9, "hit rate {rate}: {st}");
+    assert_eq!(c["sequence_errors"], 0, "{c}");
+    assert_eq!(c["checksum_errors"], 0, "{c}");
+    let log = svc.log();
+    assert!(!log.contains("descriptor chain is rebuilt"), "{log}");
+}
+
 /// The frame ring a `ring.entries` of `wanted` gives on the card of status `s`: the next
 /// multiple k × N of its slot count N at or above `wanted`, with k ≥ 2 (DESIGN §10).
 fn ring_entries_for(wanted: u64, s: &Value) -> u64 {

@@ -3,6 +3,11 @@
 //!
 //! The frame of card slot s goes into a ring entry i with i mod N = s, so each entry
 //! always meets the same card address and the module replays its descriptor chain.
+//! An entry reads its slot up to the longest frame it has met there (the slot's tail
+//! past a shorter frame is the same slot's card memory, and the entry holds the longest
+//! frame), so frames whose length changes (the demo's replay of photos of different
+//! sizes) still replay the chain after the longest has passed once, instead of building
+//! one per frame.
 //! Frames the trigger reports missed (the gap in sequence numbers) are counted here, as
 //! missed or as event-queue overflow; so is overrun (the header, read right after the
 //! C2H, carries a later sequence than the event announced).
@@ -50,8 +55,9 @@ pub(crate) fn run(
         }
     };
     let mut chains = ChainCount::start(&ring.card, c);
-    // What each entry was last read from: an entry that meets another card address or
-    // length must build a new descriptor chain (should never happen after the first lap).
+    // What each entry was last read from (card address, length read): an entry that
+    // meets another card address must build a new descriptor chain (should never happen
+    // after the first lap); a longer frame than any before in its slot builds one too.
     let mut keys: Vec<Option<(u64, u64)>> = vec![None; ring.buffers.len()];
     let mut wait_started = Instant::now();
     while !stop.load(Ordering::Relaxed) {
@@ -94,23 +100,23 @@ pub(crate) fn run(
         if claim.dropped.is_some() {
             Counters::bump(&c.frames_dropped);
         }
-        let key = Some((slot.card_addr, slot.len));
-        if keys[claim.index].is_some_and(|k| Some(k) != key) {
+        let len = read_len(keys[claim.index], slot.card_addr, slot.len);
+        if let Some((addr, _)) = keys[claim.index].filter(|&(addr, _)| addr != slot.card_addr) {
             log_error(
                 "frame ring",
                 &format!(
-                    "entry {} was read from {:x?} and now from {:x?} (slot {}): its descriptor chain is rebuilt",
-                    claim.index, keys[claim.index], key, slot.slot
+                    "entry {} was read from {addr:#x} and now from {:#x} (slot {}): its descriptor chain is rebuilt",
+                    claim.index, slot.card_addr, slot.slot
                 ),
             );
         }
-        keys[claim.index] = key;
+        keys[claim.index] = Some((slot.card_addr, len));
         let t_submit = now_ns();
         match ring.card.read_c2h(
             params.channel,
             &ring.buffers[claim.index],
             slot.card_addr,
-            slot.len,
+            len,
             params.timeout,
         ) {
             Ok(t) => {
@@ -118,7 +124,7 @@ pub(crate) fn run(
                 Counters::bump(&c.frames_captured);
                 c.bytes_captured.fetch_add(t.bytes, Ordering::Relaxed);
                 chains.update(&ring.card, c, false);
-                match header_seq(&ring, claim.index, slot.len) {
+                match header_seq(&ring, claim.index, len) {
                     Some(seq) if seq > slot.seq => {
                         // The card wrote a later frame into the slot before (or while)
                         // the C2H read it: overrun.
@@ -160,6 +166,18 @@ pub(crate) fn run(
         }
     }
     chains.update(&ring.card, c, true);
+}
+
+/// How many bytes to read for a frame of `len` bytes at `card_addr` into an entry last
+/// read `last` (card address, length): up to the longest frame the entry has met in
+/// this slot, so the C2H repeats the entry's last one and the module replays its chain;
+/// `len` itself for a new entry or another card address. The longer read stays inside
+/// the slot (an earlier frame of that length fitted there) and the entry (it held it).
+fn read_len(last: Option<(u64, u64)>, card_addr: u64, len: u64) -> u64 {
+    match last {
+        Some((addr, read)) if addr == card_addr => read.max(len),
+        _ => len,
+    }
 }
 
 /// The sequence number in the header of the frame just DMA'd into ring entry `index`
