@@ -11,7 +11,8 @@
 //! memory without one (stated in the output). Data in GPU device memory is read back by
 //! unpinning it and copying it to the host, so every comparison sees the bytes the DMA
 //! wrote. A check that fails does not stop the others; the exit status is 1 if any
-//! failed.
+//! failed. A progress bar counts the checks (hidden off a terminal and with `--json`);
+//! after Ctrl-C the checks not yet run are listed as FAIL "not run: interrupted".
 
 use std::time::{Duration, Instant};
 
@@ -53,6 +54,9 @@ pub(crate) struct QuickOutcome {
     /// function, their figure cannot be quoted.
     pub(crate) noisy_figures: Vec<&'static str>,
 }
+
+/// Checks in the suite (the progress bar's length).
+const CHECKS: u64 = 15;
 
 /// Timed transfers behind checks 3 and 4's figures (after one untimed transfer).
 pub(crate) const QUICK_TIMED: usize = 21;
@@ -187,8 +191,18 @@ pub(crate) fn run(b: &Bench) -> QuickOutcome {
         span: b.card_span(),
     };
     let mut checks = Vec::new();
-    let mut add = |name: &'static str, r: CheckResult| {
+    let mut progress = crate::progress::Progress::new("quick", CHECKS);
+    // Runs one check, or after Ctrl-C records it as not run (a FAIL: it was not shown
+    // to work), so the document still lists all 15.
+    let mut add = |name: &'static str, check: &mut dyn FnMut() -> CheckResult| {
         let n = checks.len() as u32 + 1;
+        progress.message(name.to_string());
+        let r = if crate::progress::interrupted() {
+            Err("not run: interrupted (Ctrl-C) before this check".to_string())
+        } else {
+            check()
+        };
+        progress.inc(1);
         let (pass, figure, vals) = match r {
             Ok((fig, vals)) => (true, fig, vals),
             Err(e) => (false, e, Vec::new()),
@@ -206,30 +220,27 @@ pub(crate) fn run(b: &Bench) -> QuickOutcome {
         });
     };
 
-    add("status", status(&cx));
+    add("status", &mut || status(&cx));
     // Checks 2–5 share one buffer: pin, read, write, unpin.
-    let mem = f(
-        match b.pinned_memory().memory {
-            fpgagdr::MemoryKind::Host => DmaMemory::host(MIB as usize, b.alignment() as usize),
-            kind => DmaMemory::cuda(MIB as usize, kind),
-        },
-        "allocating 1 MiB",
-    );
     let mut pinned: Option<PinnedBuffer> = None;
-    add(
-        "pin",
-        mem.and_then(|m| {
-            let t0 = Instant::now();
-            let buf = f(b.card.pin(m), "pin of 1 MiB")?;
-            let us = elapsed_us(t0);
-            let kind = buf.kind();
-            pinned = Some(buf);
-            Ok((
-                format!("1 MiB of {kind} memory pinned in {us:.1} µs"),
-                vec![("pin_us", us)],
-            ))
-        }),
-    );
+    add("pin", &mut || {
+        let m = f(
+            match b.pinned_memory().memory {
+                fpgagdr::MemoryKind::Host => DmaMemory::host(MIB as usize, b.alignment() as usize),
+                kind => DmaMemory::cuda(MIB as usize, kind),
+            },
+            "allocating 1 MiB",
+        )?;
+        let t0 = Instant::now();
+        let buf = f(b.card.pin(m), "pin of 1 MiB")?;
+        let us = elapsed_us(t0);
+        let kind = buf.kind();
+        pinned = Some(buf);
+        Ok((
+            format!("1 MiB of {kind} memory pinned in {us:.1} µs"),
+            vec![("pin_us", us)],
+        ))
+    });
     // Checks 3 and 4 time QUICK_TIMED transfers after one untimed one (which pays
     // one-time costs: staging allocation, first touch of card memory) and report the
     // median with p10–p90 and the verdict; a noisy spread replaces the figure with
@@ -255,54 +266,46 @@ pub(crate) fn run(b: &Bench) -> QuickOutcome {
         f()?;
         (0..QUICK_TIMED).map(|_| f()).collect()
     };
-    add(
-        "C2H read",
-        match &pinned {
-            Some(buf) => one(
-                timed(&|| cx.read(buf, 0, A_READ, MIB)),
-                "read",
-                "read_us",
-                "read_gbps",
-            ),
-            None => Err("no pinned buffer (pin failed)".into()),
-        },
-    );
-    add(
-        "H2C write",
-        match &pinned {
-            Some(buf) => one(
-                timed(&|| cx.write(buf, 0, A_READ, MIB)),
-                "write",
-                "write_us",
-                "write_gbps",
-            ),
-            None => Err("no pinned buffer (pin failed)".into()),
-        },
-    );
-    add(
-        "unpin",
-        match pinned.take() {
-            Some(buf) => {
-                let t0 = Instant::now();
-                f(buf.unpin(), "unpin").map(|_| {
-                    let us = elapsed_us(t0);
-                    (format!("unpinned in {us:.1} µs"), vec![("unpin_us", us)])
-                })
-            }
-            None => Err("no pinned buffer (pin failed)".into()),
-        },
-    );
-    add("data integrity 1 MiB", integrity(&cx));
-    add("10x batch read", batch(&cx));
-    add("2 GiB address space, 7 points", address_points(&cx));
-    add("2 GiB stress, 6 offsets", stress(&cx));
-    add("2 GiB boundary, 6 points", boundary(&cx));
-    add("path A round trip", path_a(&cx));
-    add("every channel", channels(&cx));
-    add("pin lifecycle", lifecycle(&cx));
-    add("argument rules", rules(&cx));
-    add("TransferMode registry", registry(&cx));
+    add("C2H read", &mut || match &pinned {
+        Some(buf) => one(
+            timed(&|| cx.read(buf, 0, A_READ, MIB)),
+            "read",
+            "read_us",
+            "read_gbps",
+        ),
+        None => Err("no pinned buffer (pin failed)".into()),
+    });
+    add("H2C write", &mut || match &pinned {
+        Some(buf) => one(
+            timed(&|| cx.write(buf, 0, A_READ, MIB)),
+            "write",
+            "write_us",
+            "write_gbps",
+        ),
+        None => Err("no pinned buffer (pin failed)".into()),
+    });
+    add("unpin", &mut || match pinned.take() {
+        Some(buf) => {
+            let t0 = Instant::now();
+            f(buf.unpin(), "unpin").map(|_| {
+                let us = elapsed_us(t0);
+                (format!("unpinned in {us:.1} µs"), vec![("unpin_us", us)])
+            })
+        }
+        None => Err("no pinned buffer (pin failed)".into()),
+    });
+    add("data integrity 1 MiB", &mut || integrity(&cx));
+    add("10x batch read", &mut || batch(&cx));
+    add("2 GiB address space, 7 points", &mut || address_points(&cx));
+    add("2 GiB stress, 6 offsets", &mut || stress(&cx));
+    add("2 GiB boundary, 6 points", &mut || boundary(&cx));
+    add("path A round trip", &mut || path_a(&cx));
+    add("every channel", &mut || channels(&cx));
+    add("pin lifecycle", &mut || lifecycle(&cx));
+    add("argument rules", &mut || rules(&cx));
+    add("TransferMode registry", &mut || registry(&cx));
 
+    progress.finish();
     let passed = checks.iter().filter(|c| c.pass).count();
     let noisy_figures = checks
         .iter()

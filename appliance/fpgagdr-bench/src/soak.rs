@@ -9,6 +9,11 @@
 //! starts late says so in `late_ms`). A transfer error does not end the run: it is
 //! counted in the row (`errors`, `error`) and the cell stays empty.
 //!
+//! While it runs, a progress bar counts the samples with the last sample's figures as its
+//! message (hidden off a terminal and with `--json`); the CSV is the per-sample record.
+//! Ctrl-C, also during the wait between samples, ends the run and summarises the
+//! samples taken (`interrupted` in the JSON, a note in the table).
+//!
 //! CSV columns (one row per sample; times µs, bandwidth GB/s = size / mean, power W):
 //!
 //! | column | meaning |
@@ -187,6 +192,8 @@ pub(crate) struct SoakOutcome {
     pub(crate) step_bytes: u64,
     /// Addresses in one sweep round.
     pub(crate) sweep_points: usize,
+    /// Whether Ctrl-C ended the run early: the figures are of the samples taken.
+    pub(crate) interrupted: bool,
     /// Which paths ran.
     pub(crate) paths: Vec<PathInfo>,
     /// The CSV file.
@@ -336,15 +343,21 @@ pub(crate) fn run(b: &Bench, a: &SoakArgs, opts: &OutputOptions) -> Result<SoakO
 
     let start = Instant::now();
     let mut samples = Vec::with_capacity(n_samples);
+    let mut progress = crate::progress::Progress::new("soak", n_samples as u64);
     for k in 0..n_samples {
+        let scheduled = start + a.every.mul_f64(k as f64);
+        // Wait for the sample's time in short slices, so that Ctrl-C during a long
+        // `--every` ends the run now rather than after the wait.
+        while !crate::progress::interrupted() {
+            let now = Instant::now();
+            if scheduled <= now {
+                break;
+            }
+            std::thread::sleep((scheduled - now).min(Duration::from_millis(100)));
+        }
         if crate::progress::interrupted() {
             eprintln!("soak: interrupted after {k} samples; summarising those");
             break;
-        }
-        let scheduled = start + a.every.mul_f64(k as f64);
-        let now = Instant::now();
-        if scheduled > now {
-            std::thread::sleep(scheduled - now);
         }
         let late_ms = Instant::now()
             .saturating_duration_since(scheduled)
@@ -407,10 +420,13 @@ pub(crate) fn run(b: &Bench, a: &SoakArgs, opts: &OutputOptions) -> Result<SoakO
             path: csv_path.clone(),
             source,
         })?;
-        eprintln!("soak: {}", progress(&sample, n_samples));
+        progress.message(last_sample(&sample));
+        progress.inc(1);
         samples.push(sample);
     }
+    progress.finish();
     drop(w);
+    let interrupted = samples.len() < n_samples;
     Ok(summarise(
         a,
         paths,
@@ -419,7 +435,8 @@ pub(crate) fn run(b: &Bench, a: &SoakArgs, opts: &OutputOptions) -> Result<SoakO
         samples,
         power_note,
         addrs.len(),
-    ))
+    )
+    .with_interrupted(interrupted))
 }
 
 fn num(v: Option<f64>) -> String {
@@ -454,10 +471,10 @@ fn row(s: &SoakSample, a: &SoakArgs, rails: &[String]) -> Vec<String> {
     r
 }
 
-fn progress(s: &SoakSample, n: usize) -> String {
+/// The bar's message: the last sample's figures (the CSV row holds them all).
+fn last_sample(s: &SoakSample) -> String {
     let mut line = format!(
-        "sample {}/{n} at {:.1} s, card address {}:",
-        s.sample + 1,
+        "last at {:.1} s, card address {}:",
         s.t_s,
         fmt_addr(s.card_addr)
     );
@@ -551,6 +568,7 @@ fn summarise(
         csv,
         csv_columns,
         late_samples: samples.iter().filter(|s| s.late_ms > 1000.0).count(),
+        interrupted: false,
         errors: samples.iter().map(|s| s.errors).sum(),
         samples,
         trends,
@@ -561,6 +579,12 @@ fn summarise(
 }
 
 impl SoakOutcome {
+    /// Marks a run that Ctrl-C ended before its last sample.
+    fn with_interrupted(mut self, interrupted: bool) -> SoakOutcome {
+        self.interrupted = interrupted;
+        self
+    }
+
     /// Time axis unit for plots: hours, minutes or seconds.
     fn time_axis(&self) -> (&'static str, f64) {
         if self.duration_s >= 7200.0 {
@@ -633,6 +657,12 @@ impl Outcome for SoakOutcome {
             "{} transfer errors, {} samples started over 1 s late",
             self.errors, self.late_samples
         ));
+        if self.interrupted {
+            perf = perf.note(format!(
+                "interrupted (Ctrl-C) after {} samples: figures are of those",
+                self.samples.len()
+            ));
+        }
         for p in &self.paths {
             if let Some(r) = &p.reason {
                 perf = perf.note(format!("path {}: not available — {r}", p.path.letter()));

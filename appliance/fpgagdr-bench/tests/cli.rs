@@ -909,3 +909,62 @@ fn ctrl_c_ends_a_run_cleanly_with_what_was_measured() {
         pairs
     );
 }
+
+#[test]
+fn quick_json_and_soak_off_a_terminal_print_no_bar() {
+    // stderr is a pipe here: no bar, and soak no longer prints a line per sample.
+    for args in [
+        &["--json", "quick"][..],
+        &["soak", "--no-gpu", "--size", "64K", "--iterations", "2"],
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = args.to_vec();
+        if a[0] == "soak" {
+            a.extend(["--duration", "1s", "--every", "500ms", "--report"]);
+            a.push(dir.path().to_str().unwrap());
+        }
+        let out = bench(&a);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{a:?}: {stderr}");
+        assert!(
+            !stderr.contains("=>") && !stderr.contains("left)"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("sample 1/"), "{stderr}");
+    }
+}
+
+#[test]
+fn ctrl_c_ends_a_soak_in_the_wait_between_samples() {
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(BIN)
+        .args([
+            "--json", "--link", "off", "soak", "--no-gpu", "--size", "64K",
+        ])
+        .args(["--iterations", "2", "--duration", "10m", "--every", "5m"])
+        .args(["--report", dir.path().to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let t0 = std::time::Instant::now();
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // Not a speed assertion: without the fix the wait is the rest of the 5 min period.
+    assert!(
+        t0.elapsed().as_secs() < 120,
+        "Ctrl-C waited for the next sample"
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("the document is written");
+    let r = &doc["result"];
+    assert_eq!(r["interrupted"], true, "{r}");
+    assert_eq!(r["samples"].as_array().map(Vec::len), Some(1), "{r}");
+}
