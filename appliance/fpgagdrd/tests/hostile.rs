@@ -746,24 +746,29 @@ fn config_readers_do_not_wait_for_a_change_in_progress() {
         });
         // Meanwhile the config in force (the old one) is read without waiting.
         std::thread::sleep(Duration::from_millis(300));
+        // Each read sees the old config or, once the change is made, the new one (the
+        // change is made before its answer reaches this client, so a read may see it
+        // while `change` still waits for that answer); never anything in between.
         let mut reads = 0;
+        let mut seen = Vec::new();
         while !change.is_finished() {
             let during = svc.get("/api/v1/config");
             assert_eq!(during.status, 200);
-            if change.is_finished() {
-                break;
+            let etag = during.header("etag").to_string();
+            if etag == before {
+                reads += 1;
             }
-            assert_eq!(
-                during.header("etag"),
-                before,
-                "a change not yet made was read"
-            );
+            seen.push(etag);
             assert_eq!(svc.get("/api/v1/status").status, 200);
-            reads += 1;
         }
         let r = change.join().unwrap();
         assert_eq!(r.status, 200, "{}", r.body);
-        assert_ne!(r.header("etag"), before);
+        let after = r.header("etag").to_string();
+        assert_ne!(after, before);
+        assert!(
+            seen.iter().all(|e| *e == before || *e == after),
+            "a read saw neither the old nor the new config: {seen:?} (old {before}, new {after})"
+        );
         assert!(
             reads > 0,
             "no read of the config finished while the change was in progress"
