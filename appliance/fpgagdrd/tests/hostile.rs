@@ -152,6 +152,8 @@ fn read_reply(s: &mut TcpStream, within: Duration) -> Result<RawReply, String> {
         match s.read(&mut chunk) {
             Ok(0) => return Err(format!("EOF after {:?}", String::from_utf8_lossy(&buf))),
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            // A signal, not the server: see `closed_within`.
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(format!("{e} after {:?}", String::from_utf8_lossy(&buf))),
         }
     };
@@ -182,6 +184,7 @@ fn read_reply(s: &mut TcpStream, within: Duration) -> Result<RawReply, String> {
         match s.read(&mut chunk) {
             Ok(0) => break,
             Ok(n) => body.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(format!("reading the body: {e}")),
         }
     }
@@ -214,6 +217,9 @@ fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
         match s.read(&mut b) {
             Ok(0) => return true,
             Ok(_) => continue,
+            // With a receive timeout set, a signal to this process (the tests start and
+            // reap processes) ends the read with EINTR (signal(7)): not a close.
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e)
                 if matches!(
                     e.kind(),

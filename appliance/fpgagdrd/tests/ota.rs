@@ -814,13 +814,22 @@ fn upload_head(svc: &Service, len: Option<usize>) -> std::net::TcpStream {
     s
 }
 
-/// The status line and the body of the reply on `s` (read until the server closes).
+/// The status line and the body of the reply on `s` (read until the server closes, or
+/// for at most `within`). A read interrupted by a signal is retried: with a receive
+/// timeout set, Linux does not restart it (signal(7)), and the other tests of this
+/// binary start and reap processes all the time; taking that `EINTR` for the end of
+/// the reply read as a connection closed without one.
 fn reply_of(s: &mut std::net::TcpStream, within: std::time::Duration) -> String {
     use std::io::Read;
-    s.set_read_timeout(Some(within)).unwrap();
+    let deadline = std::time::Instant::now() + within;
     let mut out = Vec::new();
     let mut buf = [0u8; 4096];
     loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        s.set_read_timeout(Some(left)).unwrap();
         match s.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
@@ -830,6 +839,7 @@ fn reply_of(s: &mut std::net::TcpStream, within: std::time::Duration) -> String 
                     break;
                 }
             }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         }
     }
