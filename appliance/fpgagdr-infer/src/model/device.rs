@@ -33,10 +33,10 @@ struct Bucket {
     options: RunOptions,
 }
 
-/// See the module documentation.
 /// A model run that takes longer than this to queue is logged (see [`DeviceRunner::run`]).
 const SLOW_RUN: std::time::Duration = std::time::Duration::from_millis(50);
 
+/// See the module documentation.
 pub(crate) struct DeviceRunner {
     stream: Arc<CudaStream>,
     info: MemoryInfo<'static>,
@@ -168,12 +168,12 @@ impl DeviceRunner {
             // Queuing a batch normally takes well under a millisecond (the work runs
             // on the stream); a long one is ONNX Runtime doing set-up work in the frame
             // path, which a user should see.
+            let ms = took.as_secs_f64() * 1e3;
             tracing::warn!(
                 frames = n,
                 run_size = r,
-                ms = took.as_secs_f64() * 1e3,
-                "the model took {:.0} ms to queue a batch of {n} (run as {r})",
-                took.as_secs_f64() * 1e3
+                ms,
+                "the model took {ms:.0} ms to queue a batch of {n} (run as {r})"
             );
         }
         let src = bucket.output;
