@@ -21,12 +21,14 @@
 //! It prints frames/s for each phase and the latency p50/p99/max per endpoint and in all
 //! over both load phases (HDR histograms, 3 significant digits).
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use common::Service;
 use hdrhistogram::Histogram;
 
 /// The GETs the dashboard and a scraper make, cycled by every worker.
@@ -66,52 +68,9 @@ fn args() -> Args {
     a
 }
 
-struct Service {
-    child: Child,
-    base: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn start() -> Service {
     let dir = tempfile::tempdir().expect("temp dir");
-    let config = dir.path().join("config.json");
-    std::fs::write(&config, r#"{"source": {"fps": 0}}"#).expect("write config");
-    // FPGAGDRD_BIN: the service binary when this bench runs away from its build tree.
-    let bin =
-        std::env::var_os("FPGAGDRD_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_fpgagdrd").into());
-    let mut child = Command::new(bin)
-        .args(["--listen", "127.0.0.1:0", "--config"])
-        .arg(&config)
-        .env("FPGAGDR_TOKEN", "bench-token-0123456789abcdef")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn fpgagdrd");
-    let out = child.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if let Some(url) = line.strip_prefix("fpgagdrd: dashboard at ") {
-                let _ = tx.send(url.trim_end_matches('/').to_string());
-            }
-        }
-    });
-    let base = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("fpgagdrd printed its address");
-    Service {
-        child,
-        base,
-        _dir: dir,
-    }
+    common::start(dir, r#"{"source": {"fps": 0}}"#, |_| {})
 }
 
 fn agent() -> ureq::Agent {

@@ -15,8 +15,9 @@
 //! old pipeline is gone). It prints RSS after the first change and every tenth, the
 //! largest, and the last as a share of the first.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use common::{Service, TOKEN};
 use std::time::Duration;
 
 fn rss_kib(pid: u32) -> u64 {
@@ -29,53 +30,9 @@ fn rss_kib(pid: u32) -> u64 {
         .expect("VmRSS")
 }
 
-struct Service {
-    child: Child,
-    base: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-const TOKEN: &str = "bench-token-0123456789abcdef";
-
 fn start() -> Service {
     let dir = tempfile::tempdir().expect("temp dir");
-    let config = dir.path().join("config.json");
-    std::fs::write(&config, "{}").expect("write config");
-    let bin =
-        std::env::var_os("FPGAGDRD_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_fpgagdrd").into());
-    let mut child = Command::new(bin)
-        .args(["--listen", "127.0.0.1:0", "--config"])
-        .arg(&config)
-        .env("FPGAGDR_TOKEN", TOKEN)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn fpgagdrd");
-    let out = child.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if let Some(url) = line.strip_prefix("fpgagdrd: dashboard at ") {
-                let _ = tx.send(url.trim_end_matches('/').to_string());
-            }
-        }
-    });
-    let base = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("fpgagdrd printed its address");
-    Service {
-        child,
-        base,
-        _dir: dir,
-    }
+    common::start(dir, "{}", |_| {})
 }
 
 fn main() {

@@ -27,14 +27,16 @@
 //! 127.0.0.1 every 20 ms (HDR histogram), `WATCHDOG=1` datagrams received, and the
 //! service's RSS and open descriptors (from `/proc`).
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::os::unix::net::UnixDatagram;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use common::Service;
 use hdrhistogram::Histogram;
 
 struct Args {
@@ -65,19 +67,6 @@ fn args() -> Args {
     a
 }
 
-struct Service {
-    child: Child,
-    addr: SocketAddr,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn raise_nofile() -> u64 {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
     let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).expect("getrlimit");
@@ -87,45 +76,22 @@ fn raise_nofile() -> u64 {
     hard
 }
 
-fn start(dir: tempfile::TempDir, notify: &std::path::Path, a: &Args) -> Service {
-    let config = dir.path().join("config.json");
-    std::fs::write(&config, r#"{"source": {"fps": 0}}"#).expect("write config");
-    let bin =
-        std::env::var_os("FPGAGDRD_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_fpgagdrd").into());
-    let mut child = Command::new(bin)
-        .args(["--listen", "127.0.0.1:0", "--config"])
-        .arg(&config)
-        .args(["--max-connections", &(a.idle + a.sse + 1000).to_string()])
-        .args(["--max-streams", &(a.sse + 100).to_string()])
-        .args(["--idle-timeout-s", "600"])
-        .env("FPGAGDR_TOKEN", "bench-token-0123456789abcdef")
-        .env("RUST_LOG", "warn")
-        .env("NOTIFY_SOCKET", notify)
-        .env("WATCHDOG_USEC", "2000000")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn fpgagdrd");
-    let out = child.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if let Some(url) = line.strip_prefix("fpgagdrd: dashboard at ") {
-                let _ = tx.send(url.trim_end_matches('/').to_string());
-            }
-        }
+/// The service with limits sized for the load and `NOTIFY_SOCKET` at `notify`, and its
+/// socket address.
+fn start(dir: tempfile::TempDir, notify: &std::path::Path, a: &Args) -> (Service, SocketAddr) {
+    let svc = common::start(dir, r#"{"source": {"fps": 0}}"#, |cmd| {
+        cmd.args(["--max-connections", &(a.idle + a.sse + 1000).to_string()])
+            .args(["--max-streams", &(a.sse + 100).to_string()])
+            .args(["--idle-timeout-s", "600"])
+            .env("NOTIFY_SOCKET", notify)
+            .env("WATCHDOG_USEC", "2000000");
     });
-    let base = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("fpgagdrd printed its address");
-    Service {
-        child,
-        addr: base
-            .trim_start_matches("http://")
-            .parse()
-            .expect("an address"),
-        _dir: dir,
-    }
+    let addr = svc
+        .base
+        .trim_start_matches("http://")
+        .parse()
+        .expect("an address");
+    (svc, addr)
 }
 
 fn connect_from(from: Ipv4Addr, to: SocketAddr) -> TcpStream {
@@ -154,9 +120,9 @@ struct Held {
     bytes: Arc<AtomicU64>,
 }
 
-fn open_load(svc: &Service, a: &Args) -> Held {
+fn open_load(addr: SocketAddr, a: &Args) -> Held {
     let idle: Vec<TcpStream> = (0..a.idle)
-        .map(|i| connect_from(idle_addr(i), svc.addr))
+        .map(|i| connect_from(idle_addr(i), addr))
         .collect();
     let stop = Arc::new(AtomicBool::new(false));
     let bytes = Arc::new(AtomicU64::new(0));
@@ -164,7 +130,7 @@ fn open_load(svc: &Service, a: &Args) -> Held {
     let mut streams = Vec::new();
     for i in 0..a.sse {
         let from = Ipv4Addr::new(127, 2, 0, (i / 16 + 1) as u8);
-        let mut s = connect_from(from, svc.addr);
+        let mut s = connect_from(from, addr);
         write!(
             s,
             "GET /api/v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n"
@@ -294,9 +260,15 @@ struct Phase {
     fds_max: usize,
 }
 
-fn measure(name: &'static str, svc: &Service, notify: &UnixDatagram, secs: f64) -> Phase {
+fn measure(
+    name: &'static str,
+    svc: &Service,
+    addr: SocketAddr,
+    notify: &UnixDatagram,
+    secs: f64,
+) -> Phase {
     let pid = svc.child.id();
-    let mut client = Client::new(svc.addr);
+    let mut client = Client::new(addr);
     // Drain watchdog pings from before the phase.
     notify.set_nonblocking(true).expect("non-blocking");
     let mut buf = [0u8; 4096];
@@ -354,26 +326,26 @@ fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
     let notify_path = dir.path().join("notify.sock");
     let notify = UnixDatagram::bind(&notify_path).expect("notify socket");
-    let svc = start(dir, &notify_path, &a);
+    let (svc, addr) = start(dir, &notify_path, &a);
     println!(
         "conn_load: {} idle connections + {} live streams, phases of {} s, {} pairs",
         a.idle, a.sse, a.secs, a.pairs
     );
-    let _warm = measure("warm-up", &svc, &notify, a.secs);
+    let _warm = measure("warm-up", &svc, addr, &notify, a.secs);
     let mut phases = Vec::new();
     let mut stream_bytes = 0;
     let mut open_s = Vec::new();
     for _ in 0..a.pairs {
-        phases.push(measure("idle", &svc, &notify, a.secs));
+        phases.push(measure("idle", &svc, addr, &notify, a.secs));
         let t = Instant::now();
-        let held = open_load(&svc, &a);
+        let held = open_load(addr, &a);
         open_s.push(t.elapsed().as_secs_f64());
         std::thread::sleep(Duration::from_secs(2));
-        phases.push(measure("load", &svc, &notify, a.secs));
+        phases.push(measure("load", &svc, addr, &notify, a.secs));
         stream_bytes += close_load(held);
         std::thread::sleep(Duration::from_secs(2));
     }
-    phases.push(measure("idle", &svc, &notify, a.secs));
+    phases.push(measure("idle", &svc, addr, &notify, a.secs));
     println!(
         "| phase | frames/s | status p50 ms | p99 ms | max ms | WATCHDOG=1 | RSS max MiB | fds max |"
     );
