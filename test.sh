@@ -3,7 +3,8 @@
 # formatting, lints (clippy -D warnings, rustdoc -D warnings, shellcheck, no import
 # circles among crates or modules), the Rust unit, integration and
 # doc tests (library rules, SimCard, pipeline, the service over HTTP with the real model
-# and real frames), the C API (libfpgagdr installed with its generated header and
+# and real frames), a trimmed set of them cross-built for aarch64 and run under qemu-user
+# (library, uapi, the service's start and one inference with the aarch64 ONNX Runtime), the C API (libfpgagdr installed with its generated header and
 # pkg-config file, examples/c and a C test built with cc, valgrind), the dashboard in
 # headless Chromium, and the kernel module (built
 # against Debian's kernel headers with W=1 and sparse, for x86 and cross-built for arm64,
@@ -41,6 +42,8 @@ apt_need pkg-config pkg-config
 # The real MQTT broker and its clients for the results-out tests (issue 20).
 apt_need mosquitto mosquitto
 apt_need mosquitto_sub mosquitto-clients
+# openssl makes the CA and the broker certificate of the MQTT-over-TLS test.
+apt_need openssl openssl
 # QEMU (one matching qemu-system-x86/qemu-utils pair), OVMF, GRUB, mmdebstrap, disk tools.
 images/vm/build.sh --tools
 export ORT_DYLIB_PATH="$root/.deps/onnxruntime/libonnxruntime.so"
@@ -60,6 +63,13 @@ say "Rust tests"
 cargo test --locked --workspace
 # The GPU tests pass by skipping where no CUDA driver loads; show why they skipped.
 cargo test --locked -q -p fpgagdrd --test gpu -- --nocapture 2>&1 | grep -E '^skipped|test result'
+
+say "arm64 user space: the workspace's tests cross-built for aarch64 and run under qemu-user (library, uapi, service start, one inference)"
+# docs/testing.md, *arm64 user space*: Debian's Rust and arm64 std, QEMU 10 from
+# bookworm-backports, the aarch64 ONNX Runtime wheel; target/aarch64-cross.
+t=$SECONDS
+appliance/scripts/arm64-tests.sh
+echo "arm64 user space: passed in $((SECONDS - t)) s"
 
 say "C API: libfpgagdr installed (generated header, .pc), examples/c and the C test on the simulated card under valgrind"
 appliance/fpgagdr-capi/tests/c/run.sh
@@ -81,8 +91,10 @@ say "kernel module"
 kmod/scripts/check.sh
 
 say "kernel module in real kernels (QEMU: x86, swiotlb, IOMMU, arm64), driven by the C tests, the Rust library and libfpgagdr's C test; the service itself in a guest against the module (issue 15)"
-ktest=$(cargo test --locked -q -p fpgagdr --test kernel_functional --no-run --message-format=json |
-  python3 -c 'import json, sys; print([m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable")][-1])')
+# The library's suites against the module: kernel_functional, and kernel_nvp2p (its
+# nvidia_p2p path against the double, in the plain pass's pass A).
+ktest=$(cargo test --locked -q -p fpgagdr --test kernel_functional --test kernel_nvp2p --no-run --message-format=json |
+  python3 -c 'import json, sys; print(*[m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable")])')
 # fpgagdr-bench's CLI against the module (issue 24): its test runs as an extra, the tool
 # itself goes to the guest's /bin.
 btest=$(cargo test --locked -q -p fpgagdr-bench --test kernel_cli --no-run --message-format=json |

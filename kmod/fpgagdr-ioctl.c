@@ -76,6 +76,64 @@ static void fpgagdr_fill_link_cap(struct pci_dev *pdev,
 	s->link_cap_width = FIELD_GET(PCI_EXP_LNKCAP_MLW, lnkcap);
 }
 
+/*
+ * The PCI core's speed of a link as a generation, numbered as Link Status'
+ * Current Link Speed (1 = 2.5 GT/s ... 6 = 64 GT/s); 0 for anything else.
+ */
+static u32 fpgagdr_speed_gen(enum pci_bus_speed speed)
+{
+	switch (speed) {
+	case PCIE_SPEED_2_5GT:
+		return 1;
+	case PCIE_SPEED_5_0GT:
+		return 2;
+	case PCIE_SPEED_8_0GT:
+		return 3;
+	case PCIE_SPEED_16_0GT:
+		return 4;
+	case PCIE_SPEED_32_0GT:
+		return 5;
+#ifdef FPGAGDR_HAVE_PCIE_SPEED_64_0GT
+	case PCIE_SPEED_64_0GT:
+		return 6;
+#endif
+	default:
+		return 0;
+	}
+}
+
+/*
+ * The narrowest link between the card and the root complex, as the PCI
+ * core computes it for its "limited by ... at BDF" messages:
+ * pcie_bandwidth_available() reads Link Status of the card and of every
+ * bridge above it and keeps the link with the least bandwidth (a tie goes
+ * to the device further up).  The limiting device is in the card's PCI
+ * domain; its address is packed as the header says.  Zeros when no link
+ * on the path is known (a conventional PCI card on a root bus).
+ */
+static void fpgagdr_fill_link_path(struct pci_dev *pdev,
+				   struct fpgagdr_status *s)
+{
+	enum pcie_link_width width = PCIE_LNK_WIDTH_UNKNOWN;
+	enum pci_bus_speed speed = PCI_SPEED_UNKNOWN;
+	struct pci_dev *limit = NULL;
+	int domain;
+	u32 gen;
+
+	if (!pcie_bandwidth_available(pdev, &limit, &speed, &width) || !limit)
+		return;
+	gen = fpgagdr_speed_gen(speed);
+	if (!gen || !width || width == PCIE_LNK_WIDTH_UNKNOWN)
+		return;
+	s->link_path_gen = gen;
+	s->link_path_width = width;
+	domain = pci_domain_nr(limit->bus);
+	if (domain >= 0 && domain < 0xffff)
+		s->link_path_dev = (u32)domain << 16 | pci_dev_id(limit);
+	else
+		s->link_path_dev = FPGAGDR_LINK_PATH_DEV_UNKNOWN;
+}
+
 /* The negotiated PCIe link; zeros where the function is not PCIe. */
 static void fpgagdr_fill_link(struct fpgagdr_dev *fdev,
 			      struct fpgagdr_status *s)
@@ -83,6 +141,9 @@ static void fpgagdr_fill_link(struct fpgagdr_dev *fdev,
 	struct pci_dev *pdev = fdev->pdev;
 	u16 lnksta;
 
+	/* a removed card has no path; its bridges may be going too */
+	if (!READ_ONCE(fdev->gone))
+		fpgagdr_fill_link_path(pdev, s);
 	if (!pci_is_pcie(pdev) ||
 	    pcie_capability_read_word(pdev, PCI_EXP_LNKSTA, &lnksta))
 		return;

@@ -3,13 +3,25 @@
  * dma-buf back-end: import a dma-buf (for example CUDA memory exported
  * with cuMemGetHandleForAddressRange() by the open GPU kernel modules),
  * attach the card to it and map it once.  The attachment is static: the
- * exporter keeps the buffer in place while it is mapped.  The exporter
- * made the mapping and owns its coherency (user space brackets CPU access
- * with DMA_BUF_IOCTL_SYNC), so transfers do not sync it.  Errors are the
- * uapi header's: a file that is not a dma-buf is EBADF, an exporter that
- * refuses the card EOPNOTSUPP, a failed mapping EIO (or ENOMEM).
+ * exporter keeps the buffer in place while it is mapped.
+ *
+ * The exporter maps the buffer for the card's device with the streaming
+ * DMA API (dma_map_sgtable(), as vgem and udmabuf do), and that mapping
+ * belongs to the device only while a run uses it: where the DMA API says
+ * a mapping needs syncing (dma_need_sync(): bounce buffers, a card that
+ * is not cache-coherent) the pin hands it to the transfers, which sync
+ * each run's bytes as they do for host pins (fpgagdr-pinned.c).  Without
+ * that, under swiotlb a C2H landed in the bounce buffer and never in the
+ * dma-buf's pages.  Where nothing needs syncing (a coherent card without
+ * bounce buffers, the x86 GPU case) transfers do not sync at all.  CPU
+ * access on the exporter's side stays bracketed by DMA_BUF_IOCTL_SYNC.
+ *
+ * Errors are the uapi header's: a file that is not a dma-buf is EBADF,
+ * an exporter that refuses the card EOPNOTSUPP, a failed mapping EIO (or
+ * ENOMEM).
  */
 #include <linux/dma-buf.h>
+#include <linux/dma-mapping.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
 
@@ -45,6 +57,22 @@ static int fpgagdr_dmabuf_segs(struct fpgagdr_pinned *pin,
 	}
 	pin->nsegs = n;
 	return 0;
+}
+
+/*
+ * Whether the card's mapping of the dma-buf must be synced around runs:
+ * the DMA API's answer for any of its segments.
+ */
+static bool fpgagdr_dmabuf_need_sync(struct device *dev,
+				     struct sg_table *sgt)
+{
+	struct scatterlist *sg;
+	u32 i;
+
+	for_each_sgtable_dma_sg(sgt, sg, i)
+		if (dma_need_sync(dev, sg_dma_address(sg)))
+			return true;
+	return false;
 }
 
 static int fpgagdr_dmabuf_pin(struct fpgagdr_pinned *pin,
@@ -84,6 +112,8 @@ static int fpgagdr_dmabuf_pin(struct fpgagdr_pinned *pin,
 		goto unmap;
 	/* the segments start at offset 0 of the dma-buf */
 	pin->head = args->addr;
+	if (fpgagdr_dmabuf_need_sync(pin->fdev->dev, d->sgt))
+		pin->sgt = d->sgt;
 	pin->mem_priv = d;
 	pin->method = FPGAGDR_PIN_METHOD_DMABUF;
 	return 0;

@@ -44,8 +44,10 @@ u32 fpgagdr_mem_kinds(void)
 /**
  * fpgagdr_mem_platform() - the platform, as GET_STATUS reports it
  *
- * Orin on a Tegra234 device tree; x86 with a discrete GPU when the
- * nvidia_p2p back-end is built in; else none.
+ * Orin on a Tegra234 device tree, Thor on a Tegra264 one (the SoC
+ * compatibles of the kernel's arch/arm64/boot/dts/nvidia/tegra234.dtsi and
+ * tegra264.dtsi, which every Orin and Thor board's tree ends with); x86
+ * with a discrete GPU when the nvidia_p2p back-end is built in; else none.
  *
  * Context: process context.
  * Return: enum fpgagdr_platform.
@@ -55,6 +57,9 @@ u32 fpgagdr_mem_platform(void)
 	if (IS_ENABLED(CONFIG_ARCH_TEGRA) &&
 	    of_machine_is_compatible("nvidia,tegra234"))
 		return FPGAGDR_PLATFORM_ORIN;
+	if (IS_ENABLED(CONFIG_ARCH_TEGRA) &&
+	    of_machine_is_compatible("nvidia,tegra264"))
+		return FPGAGDR_PLATFORM_THOR;
 	if (fpgagdr_mem_ops(FPGAGDR_MEM_NV_P2P))
 		return FPGAGDR_PLATFORM_X86_DGPU;
 	return FPGAGDR_PLATFORM_NONE;

@@ -229,8 +229,9 @@ void fpgagdr_pinned_revoke(struct fpgagdr_pinned *pin)
  * Syncs exactly [head + offset, head + offset + len) of the back-end's
  * DMA API mapping, per mapped segment (a sync may not span two
  * mappings), C2H as DMA_FROM_DEVICE, H2C as DMA_TO_DEVICE.  Nothing to do
- * for memory the DMA API did not map (nvidia_p2p BAR addresses, dma-buf
- * whose exporter owns coherency).
+ * for memory the DMA API did not map (nvidia_p2p BAR addresses) or whose
+ * mapping needs no sync (a dma-buf on a coherent card without bounce
+ * buffers).
  *
  * Context: process context.
  */

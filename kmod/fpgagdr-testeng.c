@@ -50,7 +50,9 @@
  * never complete, stop at once; 2 late: complete after late_ms; 3 error:
  * report an engine error; 4 stuck: keep rewriting the first descriptor's
  * bytes, and keep doing so for stuck_ms after RUN is cleared), fault_runs
- * (how many of the next runs get fault_mode), late_ms, stuck_ms; stats has
+ * (how many of the next runs get fault_mode), late_ms, stuck_ms, pickup_ms
+ * (the worker sleeps this long before it looks at the run, as a guest
+ * thread the scheduler is slow to run; 0 by default); stats has
  * counters the tests read (desc_errors and refused_unmapped must stay 0).
  */
 #include <linux/debugfs.h>
@@ -220,7 +222,9 @@ struct fpgagdr_testcard {
  * @fault_runs: runs left that get @fault_mode
  * @late_ms: delay of FPGAGDR_TE_FAULT_LATE
  * @stuck_ms: how long FPGAGDR_TE_FAULT_STUCK ignores a cleared RUN
+ * @pickup_ms: how long the worker sleeps before it looks at the run
  * @runs: chains started
+ * @walks: chains the worker began to walk (at most @runs: each run once)
  * @descs: descriptors completed
  * @bytes: bytes moved
  * @max_desc: the longest descriptor run, bytes
@@ -239,7 +243,9 @@ struct fpgagdr_te_global {
 	atomic_t fault_runs;
 	u32 late_ms;
 	u32 stuck_ms;
+	u32 pickup_ms;
 	atomic64_t runs;
+	atomic64_t walks;
 	atomic64_t descs;
 	atomic64_t bytes;
 	atomic64_t max_desc;
@@ -558,7 +564,17 @@ static void fpgagdr_te_run(struct work_struct *work)
 
 	bool live;
 
+	if (READ_ONCE(fpgagdr_te.pickup_ms))
+		msleep(READ_ONCE(fpgagdr_te.pickup_ms));
 	spin_lock(&c->lock);
+	if (c->wgen == c->gen) {
+		/*
+		 * Walked already: start() queued the work again while this
+		 * worker was on its way, and the worker found the new run.
+		 */
+		spin_unlock(&c->lock);
+		return;
+	}
 	c->wgen = c->gen;
 	fault = c->fault;
 	first = c->first;
@@ -577,6 +593,7 @@ static void fpgagdr_te_run(struct work_struct *work)
 		w.status = FPGAGDR_WALK_READ_ERROR;
 		ret = -EIO;
 	} else {
+		atomic64_inc(&fpgagdr_te.walks);
 		ret = fpgagdr_walk_chain(&fpgagdr_te_walk_ops, c, first, adj,
 					 c->dir == FPGAGDR_DIR_C2H, ndesc + 1,
 					 &w);
@@ -775,6 +792,7 @@ static int fpgagdr_te_stats_show(struct seq_file *m, void *unused)
 		busy += fpgagdr_te_busy_engines(card);
 	mutex_unlock(&fpgagdr_te_lock);
 	seq_printf(m, "runs %lld\n", atomic64_read(&g->runs));
+	seq_printf(m, "walks %lld\n", atomic64_read(&g->walks));
 	seq_printf(m, "descs %lld\n", atomic64_read(&g->descs));
 	seq_printf(m, "bytes %lld\n", atomic64_read(&g->bytes));
 	seq_printf(m, "max_desc %lld\n", atomic64_read(&g->max_desc));
@@ -1111,6 +1129,7 @@ static void fpgagdr_te_debugfs(void)
 	debugfs_create_atomic_t("fault_runs", 0600, g->dbg, &g->fault_runs);
 	debugfs_create_u32("late_ms", 0600, g->dbg, &g->late_ms);
 	debugfs_create_u32("stuck_ms", 0600, g->dbg, &g->stuck_ms);
+	debugfs_create_u32("pickup_ms", 0600, g->dbg, &g->pickup_ms);
 	debugfs_create_file("stats", 0444, g->dbg, NULL,
 			    &fpgagdr_te_stats_fops);
 	fpgagdr_te_sensor_debugfs(g->dbg);

@@ -7,6 +7,10 @@
 #                                         PyPI scikit-image 0.26.0 wheel (see docs/frames.md)
 # .deps/share is the data directory (FPGAGDR_DATA_DIR) the service resolves paths against.
 # Idempotent: a second run only checks what is there.
+#
+# fetch-deps.sh --onnxruntime-only ARCH fetches only ONNX Runtime for ARCH (x86_64 or
+# aarch64), whatever this machine is, into .deps/onnxruntime-ARCH/libonnxruntime.so:
+# the aarch64 library the arm64 test step (arm64-tests.sh) loads under qemu-user.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -41,7 +45,7 @@ download_wheel() {
     say "downloading $name $version ($platform) from PyPI"
     python3 -m pip download --quiet --no-deps --only-binary=:all: --platform "$platform" \
       --python-version 3.11 --implementation cp --abi cp311 -d "$dest" "$name==$version" >&2
-    whl=$(find "$dest" -maxdepth 1 -name "${name//-/_}-${version}-*.whl" -print -quit)
+    whl=$(find "$dest" -maxdepth 1 -name "${name//-/_}-${version}-*${platform#manylinux_2_28_}*.whl" -print -quit)
   fi
   [ -n "$whl" ] || die "no $name wheel downloaded"
   echo "$sha  $whl" | sha256sum --check --quiet - || die "$whl: SHA-256 mismatch (expected $sha)"
@@ -59,16 +63,26 @@ shutil.move(dest + ".part", dest)
 PY
 }
 
-arch=$(uname -m)
-[ -n "${ORT_SHA256[$arch]:-}" ] || die "no pinned ONNX Runtime wheel for $arch (x86_64 and aarch64 are)"
+# fetch_ort ARCH DIR: DIR/libonnxruntime.so (a link to the versioned file) for ARCH.
+fetch_ort() {
+  local arch=$1 dir=$2 lib whl
+  [ -n "${ORT_SHA256[$arch]:-}" ] || die "no pinned ONNX Runtime wheel for $arch (x86_64 and aarch64 are)"
+  lib="$dir/libonnxruntime.so.$ORT_VERSION"
+  if [ ! -s "$lib" ]; then
+    whl=$(download_wheel onnxruntime "$ORT_VERSION" "manylinux_2_28_$arch" "${ORT_SHA256[$arch]}" "$deps/wheels")
+    mkdir -p "$dir"
+    extract "$whl" "onnxruntime/capi/libonnxruntime.so.$ORT_VERSION" "$lib"
+  fi
+  ln -sfn "libonnxruntime.so.$ORT_VERSION" "$dir/libonnxruntime.so"
+}
 
-lib="$deps/onnxruntime/libonnxruntime.so.$ORT_VERSION"
-if [ ! -s "$lib" ]; then
-  whl=$(download_wheel onnxruntime "$ORT_VERSION" "manylinux_2_28_$arch" "${ORT_SHA256[$arch]}" "$deps/wheels")
-  mkdir -p "$deps/onnxruntime"
-  extract "$whl" "onnxruntime/capi/libonnxruntime.so.$ORT_VERSION" "$lib"
+if [ "${1:-}" = --onnxruntime-only ]; then
+  [ $# = 2 ] || die "usage: $0 [--onnxruntime-only ARCH]"
+  fetch_ort "$2" "$deps/onnxruntime-$2"
+  say "ready: $deps/onnxruntime-$2/libonnxruntime.so ($2)"
+  exit 0
 fi
-ln -sfn "libonnxruntime.so.$ORT_VERSION" "$deps/onnxruntime/libonnxruntime.so"
+fetch_ort "$(uname -m)" "$deps/onnxruntime"
 
 mkdir -p "$deps/share/frames"
 ln -sfn ../../models "$deps/share/models"

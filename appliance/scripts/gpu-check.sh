@@ -9,7 +9,8 @@
 #   OUT=<results dir> ORT_GPU_DIR=$PWD/.deps/ortgpu/lib appliance/scripts/gpu-check.sh
 # GPU_CHECK_STEPS picks what runs (default "cpu sanitizer cuda"; a device call is at most
 # 10 minutes, so split them over calls: "tests anchor", "stage", "pipeline cpu", ...):
-#   cpu   with the CPU-only ONNX Runtime: the GPU tests, the GPU benchmark (host-to-device
+#   cpu   with the CPU-only ONNX Runtime: the GPU tests, the CUDA dma-buf export of the
+#         frame ring and its nvidia_p2p fallback (gpu_dmabuf), the GPU benchmark (host-to-device
 #         hop, preprocessing kernel, CRC), and
 #         fpgagdrd with the simulated card and a CUDA frame ring (status, a PATCH of the
 #         config with the API token, the result on a real photograph, /metrics)
@@ -98,6 +99,7 @@ nproc
 if has cpu; then
   export ORT_DYLIB_PATH=$cpu_ort
   run gpu_tests 300 "$dev/gpu_tests" --nocapture
+  run gpu_dmabuf 60 "$dev/gpu_dmabuf" --nocapture
   run gpu_bench 300 "$dev/gpu_bench"
   run status_cpu_ort 60 service "$cpu_ort"
 fi

@@ -21,7 +21,10 @@
 # /lib/fpgagdr holds fpgagdr-nv.ko (nvidia_p2p back-end against the
 # double; x86 only), fpgagdr-host.ko (no NVIDIA back-end: the Orin-style
 # build), fpgagdr-test-nvp2p.ko (the TEST DOUBLE of nvidia_p2p; x86 only)
-# and deps/ (kernel modules of the guest's own tree: aer_inject on x86).
+# and deps/ (kernel modules of the guest's own tree: aer_inject, drm,
+# drm_shmem_helper and vgem on x86; and linux-udmabuf-test.ko, the kernel's
+# udmabuf exporter built for the tests from Debian's linux-source), loaded
+# first in deps.list's order.
 # /extra holds extra test binaries (run.sh FPGAGDR_QEMU_EXTRA), run in the
 # plain pass with FPGAGDR_DEVICE=/dev/fpgagdr0; /extra/capi_test (libfpgagdr's
 # C test) also runs as "capi_test bad-card" in pass D.
@@ -71,7 +74,7 @@ module_text() {
 
 # Trimmed frame capture selections (CI budget, DESIGN 10): polled, arm64.
 frames_only_polled=frame_info,frames_flow,queue_overflow,stall_timeout_abort,kill_with_wait
-frames_only_arm64=frame_info,frames_flow,stall_timeout_abort,bad_events,event_nodes,user_node
+frames_only_arm64=frame_info,frames_flow,stall_timeout_abort,bad_events,event_nodes,user_node,link_path
 
 # FPGAGDR_SKIP=a,b on the kernel command line leaves suites out, FPGAGDR_ONLY=x,y
 # runs only those tests of a suite (debugging).
@@ -241,7 +244,7 @@ plain)
 	mark "pass A: nvidia_p2p double, software card with interrupts"
 	check A/load-nvp2p-double insmod "$mods/fpgagdr-test-nvp2p.ko"
 	check A/load load fpgagdr-nv.ko
-	suites A functional nvp2p faults badioctl host stress frames
+	suites A functional nvp2p faults badioctl host dmabuf stress frames
 	for t in /extra/*; do
 		if [ -x "$t" ]; then
 			check "A/extra/${t##*/}" env FPGAGDR_DEVICE=/dev/fpgagdr0 "$t"
@@ -261,11 +264,11 @@ plain)
 	;;
 swiotlb)
 	mark "pass S: every DMA mapping bounced (swiotlb=force), Orin-style build"
-	pass_host S "" functional host faults
+	pass_host S "" functional host faults dmabuf
 	;;
 iommu)
 	mark "pass I: virtual IOMMU, strict: every bus address translated"
-	pass_nv I functional host faults nvp2p removal
+	pass_nv I functional host faults nvp2p dmabuf removal
 	;;
 arm64)
 	mark "pass R: arm64, Orin-style build"

@@ -7,6 +7,11 @@
 #             run (each start's warm-up) can take minutes under TCG
 #   kill9     kill -9 fpgagdrd (pins and a frame wait outstanding)
 #   alive     "1" while fpgagdrd runs, else "0"
+#   reload    (fpgagdrd stopped) unload the module and load it again with the
+#             pass's parameters and test_poll=POLL (&poll=0|1): the software
+#             card's completion and frame-done by interrupt (0) or by polling
+#             its status registers (1; the card's equivalent of poll_mode=1,
+#             which only the XDMA PCI driver reads)
 #   read      print file PATH (under /sys/kernel/debug/ or /tmp/fg/)
 #   write     write VALUE into PATH (same places)
 #   put       write the request body into PATH (same places)
@@ -55,6 +60,22 @@ kill9)
 	running || reply 409 "not running"
 	kill -9 "$(cat "$fg/pid")"
 	reply 200 "killed"
+	;;
+reload)
+	running && reply 409 "fpgagdrd still runs: kill9 it first"
+	poll=$(param poll)
+	case $poll in
+	0 | 1) ;;
+	*) reply 400 "rule poll: 0 or 1, not '$poll'" ;;
+	esac
+	rmmod fpgagdr || reply 500 "rmmod fpgagdr failed"
+	# shellcheck disable=SC2046 # the pass's module parameters are words
+	insmod /lib/fpgagdr/fpgagdr-host.ko $(cat "$fg/module-params") test_poll="$poll" ||
+		reply 500 "insmod fpgagdr-host.ko test_poll=$poll failed"
+	# shellcheck source-path=SCRIPTDIR source=guest-lib.sh
+	. /lib/fpgagdr/guest-lib.sh
+	wait_dev || reply 500 "no /dev/fpgagdr0 within 10 s of the reload"
+	reply 200 "reloaded test_poll=$poll"
 	;;
 alive)
 	if running; then reply 200 1; else reply 200 0; fi

@@ -5,7 +5,7 @@
 # software card and test sensor, bring up the network QEMU's user-mode NIC
 # offers, and serve a small control endpoint for the host's test driver
 # (kmod/qemu/service-test.py) on port 8081: start fpgagdrd against
-# /dev/fpgagdr0, kill -9 it, read the module's debugfs files, write the test
+# /dev/fpgagdr0, kill -9 it, reload the module in poll mode, read the module's debugfs files, write the test
 # sensor's.  fpgagdrd itself listens on port 8080; run.sh forwards both to the
 # host's loopback.  When the host asks for "done" (or after
 # FPGAGDR_SERVICE_TIMEOUT seconds), print the kernel log and power off.
@@ -44,6 +44,8 @@ ip route add default via 10.0.2.2
 check service/network test -n "$dev"
 
 mkdir -p /tmp/fg /www/cgi-bin
+# the control endpoint's "reload" loads the module again with these
+echo "${FPGAGDR_MODULE_PARAMS:-}" >/tmp/fg/module-params
 cp /lib/fpgagdr/service-cgi.sh /www/cgi-bin/ctl
 chmod 0755 /www/cgi-bin/ctl
 httpd -p 8081 -h /www

@@ -12,6 +12,12 @@
 #      development CA, both orders) (scripts/dev-key-check-test.py)
 #   3c. the admin user's initial password hash is that of the documented password, and
 #      its sudoers rule parses (visudo -c)
+#   3d. fpgagdr-module's nvidia_p2p choice per machine, through bitbake's parser: "n" on
+#      Jetson Orin and Thor, any other FPGAGDR_NVP2P refused with the SoC's reason
+#      (scripts/module-nvp2p-test.py)
+#   3e. the CUDA version fpgagdrd's and libfpgagdr's recipes export to cudarc's build
+#      script (CUDARC_CUDA_VERSION) per machine, through bitbake's parser: the
+#      machine's CUDA on Jetson, 12.6 elsewhere (scripts/cudarc-version-test.py)
 #   4. oelint-adv --release scarthgap on every recipe, append and class; suppressions
 #      with their reasons: scripts/oelint-suppressions.txt
 #   5. shellcheck on every shell script of the layer and images/
@@ -77,6 +83,8 @@ check "kas files" "$py" "$here/kas-check.py" "$root"
 check "bitbake parser" "$py" "$here/bbparse-check.py" "$layer"
 
 check "development-key check" "$py" "$here/dev-key-check-test.py" "$layer"
+check "module's nvidia_p2p per machine" "$py" "$here/module-nvp2p-test.py" "$layer"
+check "cudarc's CUDA version per machine" "$py" "$here/cudarc-version-test.py" "$layer"
 
 # The admin user's initial password hash in the image recipe is that of the password
 # docs/yocto.md gives ("fpgagdr").

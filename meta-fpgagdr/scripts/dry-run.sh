@@ -142,8 +142,8 @@ failed=()
 fail() { failed+=("$1"); say "check $1: FAILED: $2"; }
 : >"$build/checks.log"
 
-# nvrtc: cudarc dlopens libnvrtc.so.<major> by name, the major of the CUDA feature the
-# workspace gives it; meta-tegra installs libnvrtc in CUDA's own folder, which is on
+# nvrtc: cudarc dlopens libnvrtc.so.<major> by name, the major of the CUDA version its
+# build script was given (CUDARC_CUDA_VERSION, recipes-appliance/include/fpgagdr-cudarc.inc); meta-tegra installs libnvrtc in CUDA's own folder, which is on
 # the loader's path only through an ld.so.conf.d file and the rootfs's ldconfig.
 cuda_version=$(getvar cuda-nvrtc CUDA_VERSION)
 nvrtc_files=$(getvar cuda-nvrtc FILES:cuda-nvrtc)
@@ -151,7 +151,9 @@ ldconf_pkg=
 if getvar cuda-cudart do_install | grep -q 'ld.so.conf.d'; then ldconf_pkg=cuda-cudart; fi
 service_rdeps=$( { getvar fpgagdrd RDEPENDS:fpgagdrd; getvar fpgagdrd RRECOMMENDS:fpgagdrd; } | words)
 ldconfig=$(getvar fpgagdrd DISTRO_FEATURES | words | grep -cx ldconfig || true)
-cudarc_major=$(grep -o '"cuda-[0-9]\{5\}"' "$root/Cargo.toml" | head -1 | sed 's/"cuda-\([0-9]*\)[0-9]\{3\}"/\1/')
+# CUDARC_CUDA_VERSION (MAJOR0MINOR0) as the recipe exports it to cudarc's build script
+cudarc_version=$(getvar fpgagdrd CUDARC_CUDA_VERSION)
+cudarc_major=${cudarc_version%???}
 if ! grep -q "/local/cuda-" <<<"$nvrtc_files"; then
   fail nvrtc "cuda-nvrtc no longer installs libnvrtc under /usr/local/cuda-*: revisit the loader-path reasoning"
 elif [ -z "$ldconf_pkg" ]; then
@@ -163,7 +165,7 @@ elif ! has "$ldconf_pkg" <<<"$service_rdeps"; then
 elif [ "$ldconfig" = 0 ]; then
   fail nvrtc "the ldconfig distro feature is off: no /etc/ld.so.cache, so the ld.so.conf.d entry is never read"
 elif [ "${cuda_version%%.*}" != "$cudarc_major" ]; then
-  fail nvrtc "the image has CUDA $cuda_version (libnvrtc.so.${cuda_version%%.*}); the service's cudarc is built for CUDA $cudarc_major (Cargo.toml) and looks for libnvrtc.so.$cudarc_major: preprocessing falls back to the CPU"
+  fail nvrtc "the image has CUDA $cuda_version (libnvrtc.so.${cuda_version%%.*}); the service's cudarc is built for CUDA $cudarc_major (CUDARC_CUDA_VERSION=$cudarc_version) and looks for libnvrtc.so.$cudarc_major: preprocessing falls back to the CPU"
 else
   say "check nvrtc: ok (libnvrtc.so.$cudarc_major in /usr/local/cuda-$cuda_version/lib, on the loader's path through $ldconf_pkg's ld.so.conf.d entry)"
 fi

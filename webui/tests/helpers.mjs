@@ -127,7 +127,7 @@ export function watchProblems(page, browser) {
     // The EventSource is cut when the page closes or reloads, and a reload cancels any
     // fetch still in flight (net::ERR_ABORTED): neither is a failure. A refused or
     // broken request fails with another error, and HTTP errors are caught below.
-    if (!browser.isConnected() || page.isClosed() || r.url().includes('/api/v1/stream')) return;
+    if (!browser.isConnected() || page.isClosed() || /\/api\/v1\/(results\/)?stream/.test(r.url())) return;
     if (r.failure()?.errorText === 'net::ERR_ABORTED') return;
     problems.push(`request failed: ${r.method()} ${r.url()}: ${r.failure()?.errorText}`);
   });

@@ -451,7 +451,15 @@ describe('power, config and system pages', { timeout: 240_000, skip: !BIN && 'FP
       sent += r.wire;
     }
     // What the page reads on open besides its files: the stream's bounded replay (every
-    // event whose snapshots were taken before the connection), then it runs live.
+    // event whose snapshots were taken before the connection), then it runs live. The
+    // replay holds what the board took since the service started (10 snapshots a
+    // second, up to a minute): wait until that is at least 11 s, so the count below
+    // does not depend on how long the tests before this one took (9.8 s once: 99).
+    for (;;) {
+      const up = (await wire('api/v1/status'));
+      if (JSON.parse(up.body.toString('utf8')).uptime_s >= 11) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
     const replay = await new Promise((resolve, reject) => {
       const since = Date.now() / 1000;
       const out = { bytes: 0, events: 0, snapshots: 0, span_s: 0 };
@@ -493,7 +501,9 @@ describe('power, config and system pages', { timeout: 240_000, skip: !BIN && 'FP
     assert.ok(replay.snapshots >= 100, `replay holds ${replay.snapshots} snapshots`);
     // budget: a Jetson on a slow link; uPlot is about half of it
     assert.ok(raw < 200_000, `dashboard is ${raw} bytes`);
-    assert.ok(sent < 70_000, `dashboard is ${sent} bytes on the wire`);
+    // 70 KB before issue 20's results list, alert banner and rules box, 72 KB before its
+    // condition alerts' banner text (docs/decisions.md)
+    assert.ok(sent < 73_000, `dashboard is ${sent} bytes on the wire`);
   });
 
   it('reported no console error and no failed request but the bad value\'s 422', () => {

@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import * as fmt from '../js/format.js';
 import { MAX_RAILS, TelemetryHistory } from '../js/power.js';
 import { SeriesWindow } from '../js/series.js';
+import { conditionText } from '../js/views/results.js';
 
 describe('SeriesWindow', () => {
   it('keeps the newest rows, oldest first, across the wrap', () => {
@@ -118,5 +119,22 @@ describe('format (power panel)', () => {
     assert.equal(fmt.num3(1000 / 7355), '0.136');
     assert.equal(fmt.num3(0.0042), '0.00420');
     assert.equal(fmt.num3(0), '0.00');
+  });
+});
+
+describe('conditionText', () => {
+  it('says what a condition alert measured against its bound', () => {
+    assert.equal(
+      conditionText({ rule: 'd', kind: 'drop_rate', state: 'firing', value: 0.5, threshold: 0.2, clear_at: 0.19, unit: 'ratio', window_s: 10 }),
+      `drop rate 50.0${'\u202f'}% > 20.0${'\u202f'}% over 10 s`,
+    );
+    assert.equal(
+      conditionText({ rule: 'h', kind: 'temperature', state: 'cleared', value: 57.5, threshold: 60, clear_at: 58, unit: 'C', source: 'cpu-thermal' }),
+      'cpu-thermal temperature 57.5 °C ≤ 58 °C',
+    );
+    assert.equal(
+      conditionText({ rule: 'p', kind: 'power', state: 'firing', value: 9.98412, threshold: 8, clear_at: 7.6, unit: 'W', source: 'total' }),
+      'total power 9.98 W > 8 W',
+    );
   });
 });

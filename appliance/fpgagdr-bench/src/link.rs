@@ -127,22 +127,55 @@ pub(crate) fn describe(generation: u32, width: u32) -> String {
     format!("{g} {w}")
 }
 
+/// Max_Payload_Size assumed when the card reports none (a function without a PCIe
+/// capability behind a bridge whose link is known): 128 B, Device Control's reset value
+/// and the size every PCIe function supports (PCIe r6.0 §7.5.3.4). The smallest, so the
+/// limit is the lowest the link can have and a share of it the highest.
+pub(crate) const ASSUMED_MPS: u32 = 128;
+/// Max_Read_Request_Size assumed then: 512 B, Device Control's reset value (§7.5.3.4).
+pub(crate) const ASSUMED_MRRS: u32 = 512;
+
+/// Which link the payload limits (and so every share) are computed from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum LimitFrom {
+    /// The card's own negotiated link (the path is no narrower, or is not reported).
+    Card,
+    /// The narrowest link on the path to the root complex, narrower than the card's own
+    /// (or the card reports none of its own).
+    Path,
+}
+
 /// The link as every report states it.
 #[derive(Debug, Clone, serde::Serialize)]
 pub(crate) struct LinkReport {
     /// The registers' figures as the card (module or simulated card) reported them;
     /// `None` when it reported none.
     pub(crate) reported: Option<PcieLink>,
-    /// One line: `Gen3 (8 GT/s) x4, MPS 256 B, MRRS 512 B (capable Gen3 (8 GT/s) x4)`, or
-    /// why there is none.
+    /// One line for the card's own link: `Gen3 (8 GT/s) x4, MPS 256 B, MRRS 512 B
+    /// (capable Gen3 (8 GT/s) x4)`, or why there is none.
     pub(crate) summary: String,
-    /// Payload limit of C2H (Memory Writes), GB/s; `None` when the link is unknown.
+    /// One line for the narrowest link between the card and the root complex: `Gen3 (8
+    /// GT/s) x4, narrowest at 0000:00:01.0`, or why there is none.
+    pub(crate) path_summary: String,
+    /// The link the limits are computed from; `None` when neither is known.
+    pub(crate) limit_from: Option<LimitFrom>,
+    /// True when the limits use [`ASSUMED_MPS`] and [`ASSUMED_MRRS`] because the card
+    /// reported no payload sizes.
+    pub(crate) payload_assumed: bool,
+    /// One line: the limits per direction and where they come from, or why there are none.
+    pub(crate) limit_summary: String,
+    /// Payload limit of C2H (Memory Writes), GB/s; `None` when no link is known.
     pub(crate) c2h_limit_gbps: Option<f64>,
-    /// Payload limit of H2C (read completions), GB/s; `None` when the link is unknown.
+    /// Payload limit of H2C (read completions), GB/s; `None` when no link is known.
     pub(crate) h2c_limit_gbps: Option<f64>,
-    /// Warnings: trained below capability (speed or width), a simulated link.
+    /// Warnings: trained below capability (speed or width), a path narrower than the
+    /// card, a simulated link.
     pub(crate) warnings: Vec<String>,
 }
+
+const NOT_REPORTED: &str = "not reported (the card's function has no PCIe capability, or \
+                            the back-end cannot read it)";
 
 impl LinkReport {
     /// The report of `link` (`None`: the card reported no link).
@@ -150,9 +183,11 @@ impl LinkReport {
         let Some(l) = link else {
             return LinkReport {
                 reported: None,
-                summary: "not reported (the card's function has no PCIe capability, or the \
-                          back-end cannot read it): no share of the link is computed"
-                    .into(),
+                summary: NOT_REPORTED.into(),
+                path_summary: "not reported".into(),
+                limit_from: None,
+                payload_assumed: false,
+                limit_summary: "none: no link is known, so no share of one is computed".into(),
                 c2h_limit_gbps: None,
                 h2c_limit_gbps: None,
                 warnings: Vec::new(),
@@ -173,13 +208,6 @@ impl LinkReport {
                 l.width_current, l.width_capable
             ));
         }
-        if l.simulated {
-            warnings.push(
-                "SIMULATED link: stated by the simulated card (or the QEMU test card), \
-                 not read from hardware"
-                    .into(),
-            );
-        }
         let size = |b: u32| {
             if b == 0 {
                 "unknown".to_string()
@@ -187,28 +215,105 @@ impl LinkReport {
                 format!("{b} B")
             }
         };
-        let summary = format!(
-            "{}, MPS {}, MRRS {} (capable {}){}",
-            describe(l.gen_current, l.width_current),
-            size(l.max_payload),
-            size(l.max_read_req),
-            describe(l.gen_capable, l.width_capable),
-            if l.simulated { " [SIMULATED]" } else { "" }
-        );
-        let lim = |t| {
-            payload_limit_gbps(
-                l.gen_current,
-                l.width_current,
-                l.max_payload,
-                l.max_read_req,
-                t,
+        let sim = if l.simulated { " [SIMULATED]" } else { "" };
+        let own_known = l.gen_current != 0 || l.width_current != 0 || l.gen_capable != 0;
+        let summary = if own_known {
+            format!(
+                "{}, MPS {}, MRRS {} (capable {}){sim}",
+                describe(l.gen_current, l.width_current),
+                size(l.max_payload),
+                size(l.max_read_req),
+                describe(l.gen_capable, l.width_capable),
             )
+        } else {
+            NOT_REPORTED.into()
+        };
+        let path_summary = if l.gen_path == 0 {
+            "not reported (no link between the card and the root complex is known)".into()
+        } else {
+            let at = match l.path_limited_by {
+                Some(a) => format!("narrowest at {a}"),
+                None => "narrowest at a device whose address the module cannot give".into(),
+            };
+            format!("{}, {at}{sim}", describe(l.gen_path, l.width_path))
+        };
+
+        let payload_assumed = l.max_payload == 0;
+        let (mps, mrrs) = if payload_assumed {
+            (ASSUMED_MPS, ASSUMED_MRRS)
+        } else {
+            (l.max_payload, l.max_read_req)
+        };
+        let own = |t| payload_limit_gbps(l.gen_current, l.width_current, mps, mrrs, t);
+        let path = |t| payload_limit_gbps(l.gen_path, l.width_path, mps, mrrs, t);
+        // Both directions' limits scale with the link's bandwidth alike, so one
+        // comparison (of the write limits) picks the narrower link for both.
+        let limit_from = match (own(Tlp::Write), path(Tlp::Write)) {
+            (Some(o), Some(p)) if p < o => Some(LimitFrom::Path),
+            (Some(_), _) => Some(LimitFrom::Card),
+            (None, Some(_)) => Some(LimitFrom::Path),
+            (None, None) => None,
+        };
+        let lim = |t| match limit_from {
+            Some(LimitFrom::Card) => own(t),
+            Some(LimitFrom::Path) => path(t),
+            None => None,
+        };
+        if let (Some(LimitFrom::Path), Some(o), Some(p)) =
+            (limit_from, own(Tlp::Write), path(Tlp::Write))
+        {
+            let at = l
+                .path_limited_by
+                .map_or_else(|| "above the card".to_string(), |a| format!("at {a}"));
+            warnings.push(format!(
+                "the path limits the card: its own link is {} ({o:.2} GB/s of C2H payload) \
+                 but the link {at} is {} ({p:.2} GB/s): a switch, riser or slot narrower or \
+                 slower than the card; shares are of the path's limit",
+                describe(l.gen_current, l.width_current),
+                describe(l.gen_path, l.width_path),
+            ));
+        }
+        if l.simulated {
+            warnings.push(
+                "SIMULATED link: stated by the simulated card (or the QEMU test card), \
+                 not read from hardware"
+                    .into(),
+            );
+        }
+        let (c2h, h2c) = (lim(Tlp::Write), lim(Tlp::Completion));
+        let limit_summary = match (limit_from, c2h, h2c) {
+            (Some(from), Some(c), Some(h)) => {
+                let which = match from {
+                    LimitFrom::Card if l.gen_path != 0 => {
+                        "the card's own link (the path is no narrower)"
+                    }
+                    LimitFrom::Card => "the card's own link",
+                    LimitFrom::Path if own_known => "the path's link, narrower than the card's",
+                    LimitFrom::Path => "the path's link (the card reports none of its own)",
+                };
+                let assumed = if payload_assumed {
+                    format!(
+                        " with MPS {ASSUMED_MPS} B and MRRS {ASSUMED_MRRS} B assumed (the \
+                         card reports none; Device Control's reset values)"
+                    )
+                } else {
+                    String::new()
+                };
+                format!("C2H {c:.2} GB/s, H2C {h:.2} GB/s of payload, from {which}{assumed}{sim}")
+            }
+            _ => "none: the link's generation or width is not known, so no share of it is \
+                  computed"
+                .into(),
         };
         LinkReport {
             reported: Some(l),
             summary,
-            c2h_limit_gbps: lim(Tlp::Write),
-            h2c_limit_gbps: lim(Tlp::Completion),
+            path_summary,
+            limit_from,
+            payload_assumed,
+            limit_summary,
+            c2h_limit_gbps: c2h,
+            h2c_limit_gbps: h2c,
             warnings,
         }
     }
@@ -227,6 +332,15 @@ impl LinkReport {
         self.limit_gbps(tlp)
             .filter(|&l| l > 0.0)
             .map(|l| 100.0 * gbps / l)
+    }
+
+    /// The card's link, the path's and the limit on one line (the soak CSV's `link`
+    /// column): `<summary>; path <path_summary>; limit <limit_summary>`.
+    pub(crate) fn one_line(&self) -> String {
+        format!(
+            "{}; path {}; limit {}",
+            self.summary, self.path_summary, self.limit_summary
+        )
     }
 }
 
@@ -313,8 +427,142 @@ mod tests {
             width_capable: wm,
             max_payload: 256,
             max_read_req: 512,
+            gen_path: 0,
+            width_path: 0,
+            path_limited_by: None,
             simulated: false,
         }
+    }
+
+    fn addr(text: &str) -> fpgagdr::PciAddress {
+        fpgagdr::PciAddress::try_from(text.to_string()).unwrap()
+    }
+
+    #[test]
+    fn the_narrower_of_the_cards_link_and_the_paths_is_the_limit() {
+        // A Gen3 x8 card behind a root port that trained x4: the path limits it.
+        let behind = PcieLink {
+            gen_path: 3,
+            width_path: 4,
+            path_limited_by: Some(addr("0000:00:01.0")),
+            ..link(3, 8, 3, 8)
+        };
+        let r = LinkReport::of(Some(behind));
+        assert_eq!(r.limit_from, Some(LimitFrom::Path));
+        let g3x4 = payload_limit_gbps(3, 4, 256, 512, Tlp::Write).unwrap();
+        assert_eq!(r.c2h_limit_gbps, Some(g3x4));
+        assert_eq!(
+            r.h2c_limit_gbps,
+            payload_limit_gbps(3, 4, 256, 512, Tlp::Completion)
+        );
+        assert_eq!(
+            r.path_summary,
+            "Gen3 (8 GT/s) x4, narrowest at 0000:00:01.0"
+        );
+        assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+        let w = &r.warnings[0];
+        for part in [
+            "the path limits the card",
+            "Gen3 (8 GT/s) x8",
+            "at 0000:00:01.0",
+        ] {
+            assert!(w.contains(part), "{part}: {w}");
+        }
+        assert!(
+            r.limit_summary.contains("narrower than the card's"),
+            "{}",
+            r.limit_summary
+        );
+        // The share is of the narrower link: 2.84 GB/s is 80 % of Gen3 x4, not 40 % of x8.
+        let share = r.share_pct(Tlp::Write, 2.84).unwrap();
+        assert!((share - 80.0).abs() < 0.1, "{share}");
+
+        // A slower (not narrower) link above: Gen3 x4 card, Gen2 x4 switch port.
+        let slow = PcieLink {
+            gen_path: 2,
+            width_path: 4,
+            path_limited_by: Some(addr("0000:02:03.0")),
+            ..link(3, 4, 3, 4)
+        };
+        let r = LinkReport::of(Some(slow));
+        assert_eq!(r.limit_from, Some(LimitFrom::Path));
+        assert!(
+            r.warnings[0].contains("Gen2 (5 GT/s) x4"),
+            "{:?}",
+            r.warnings
+        );
+
+        // The card directly on its root port: the port reports the same link (the
+        // kernel names the port on a tie); no warning, the card's own link is the limit.
+        let direct = PcieLink {
+            gen_path: 3,
+            width_path: 4,
+            path_limited_by: Some(addr("0000:00:1c.4")),
+            ..link(3, 4, 3, 4)
+        };
+        let r = LinkReport::of(Some(direct));
+        assert_eq!(r.limit_from, Some(LimitFrom::Card));
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+        assert!(
+            r.limit_summary.contains("the path is no narrower"),
+            "{}",
+            r.limit_summary
+        );
+
+        // No path reported (an older module, the simulated card): the card's own link.
+        let r = LinkReport::of(Some(link(3, 4, 3, 4)));
+        assert_eq!(r.limit_from, Some(LimitFrom::Card));
+        assert!(
+            r.path_summary.starts_with("not reported"),
+            "{}",
+            r.path_summary
+        );
+        assert_eq!(r.c2h_limit_gbps, Some(g3x4));
+    }
+
+    #[test]
+    fn a_card_without_its_own_link_is_measured_against_the_path() {
+        // QEMU's edu: conventional PCI (no link, no MPS) behind a Gen3 x4 root port.
+        let edu = PcieLink {
+            gen_path: 3,
+            width_path: 4,
+            path_limited_by: Some(addr("0000:00:02.0")),
+            max_payload: 0,
+            max_read_req: 0,
+            simulated: true,
+            ..link(0, 0, 0, 0)
+        };
+        let r = LinkReport::of(Some(edu));
+        assert!(r.summary.starts_with("not reported"), "{}", r.summary);
+        assert_eq!(
+            r.path_summary,
+            "Gen3 (8 GT/s) x4, narrowest at 0000:00:02.0 [SIMULATED]"
+        );
+        assert_eq!(r.limit_from, Some(LimitFrom::Path));
+        assert!(r.payload_assumed);
+        assert_eq!(
+            r.c2h_limit_gbps,
+            payload_limit_gbps(3, 4, ASSUMED_MPS, ASSUMED_MRRS, Tlp::Write)
+        );
+        // MPS 128: 3.938 × 128 ÷ 156 = 3.231 GB/s.
+        assert!((r.c2h_limit_gbps.unwrap() - 3.2315).abs() < 1e-3);
+        assert!(r.limit_summary.contains("MPS 128 B and MRRS 512 B assumed"));
+        // Nothing but the simulated mark to warn about: no own link to be narrower than.
+        assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+        assert!(r.warnings[0].starts_with("SIMULATED"));
+        assert!(
+            r.one_line().contains("; path Gen3 (8 GT/s) x4"),
+            "{}",
+            r.one_line()
+        );
+
+        // The path's device unknown (a domain the module cannot pack).
+        let r = LinkReport::of(Some(PcieLink {
+            path_limited_by: None,
+            ..edu
+        }));
+        assert!(r.path_summary.contains("cannot give"), "{}", r.path_summary);
+        assert_eq!(r.limit_from, Some(LimitFrom::Path));
     }
 
     #[test]

@@ -289,6 +289,8 @@ fn header_lines(b: &Bench, name: &str) -> Vec<String> {
         b.card_line(),
         b.gpu_line(),
         b.link_line(),
+        format!("path: {}", b.target.pcie.path_summary),
+        format!("limit: {}", b.target.pcie.limit_summary),
     ];
     for w in &b.target.pcie.warnings {
         v.push(format!("WARNING: {w}"));

@@ -323,7 +323,7 @@ pub(crate) fn run(b: &Bench, a: &SoakArgs, opts: &OutputOptions) -> Result<SoakO
         } else {
             "no".to_string()
         },
-        b.target.pcie.summary.clone(),
+        b.target.pcie.one_line(),
         format!("fpgagdr-bench {}", env!("CARGO_PKG_VERSION")),
     ];
 

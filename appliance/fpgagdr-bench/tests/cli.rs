@@ -850,6 +850,15 @@ fn the_link_and_its_share_are_in_every_document() {
         table.contains("link: Gen3 (8 GT/s) x4, MPS 256 B, MRRS 512 B"),
         "{table}"
     );
+    // The presets model no path above the card: its own link is the limit.
+    assert_eq!(pcie["reported"]["gen_path"], 0);
+    assert_eq!(pcie["limit_from"], "card");
+    assert!(table.contains("\npath: not reported"), "{table}");
+    assert!(
+        table
+            .contains("\nlimit: C2H 3.55 GB/s, H2C 3.60 GB/s of payload, from the card's own link"),
+        "{table}"
+    );
 }
 
 #[test]

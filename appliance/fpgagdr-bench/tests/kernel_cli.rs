@@ -7,7 +7,9 @@
 //! What it shows: the subcommands a user runs (`quick`, `sizes`, `multibuf`, `capture`)
 //! work through the kernel back-end; the card is reported as the module's test engine
 //! (simulated: no hardware), the link as the module reports it (QEMU's `edu` is
-//! conventional PCI: "not reported", no share computed); `--json | head -1` ends cleanly.
+//! conventional PCI: its own link "not reported"; the path's link is the root port's,
+//! which `run.sh` sets and names in `FPGAGDR_EXPECT_PATH=GTS:LANES`, and every GB/s is a
+//! share of that link's limit); `--json | head -1` ends cleanly.
 
 use std::process::{Command, Output, Stdio};
 
@@ -35,6 +37,23 @@ fn target() -> Option<(String, String)> {
     Some((dev.to_string_lossy().into_owned(), bin))
 }
 
+/// The path link the guest's root port was set to, from `FPGAGDR_EXPECT_PATH=GTS:LANES`
+/// (`kmod/qemu/run.sh`), as (generation, lanes); `None` when the variable is absent (a
+/// machine whose path is not known in advance).
+fn expected_path() -> Option<(u32, u32)> {
+    let text = std::env::var("FPGAGDR_EXPECT_PATH").ok()?;
+    let (gts, lanes) = text
+        .split_once(':')
+        .unwrap_or_else(|| panic!("FPGAGDR_EXPECT_PATH={text}: not GTS:LANES"));
+    let generation = ["2.5", "5", "8", "16", "32", "64"]
+        .iter()
+        .position(|g| *g == gts)
+        .unwrap_or_else(|| panic!("FPGAGDR_EXPECT_PATH={text}: no such speed"))
+        as u32
+        + 1;
+    Some((generation, lanes.parse().expect("lanes")))
+}
+
 fn run(bin: &str, dev: &str, args: &[&str]) -> Output {
     Command::new(bin)
         .args(["--card", dev, "--no-gpu"])
@@ -43,9 +62,19 @@ fn run(bin: &str, dev: &str, args: &[&str]) -> Output {
         .expect("the tool runs")
 }
 
+/// Runs `args` (a subcommand first) with `--json`, and `--report` into a scratch folder
+/// whose Markdown report is then written to the console, between
+/// `FPGAGDR-BENCH-REPORT-BEGIN <subcommand>` and `-END` lines: the guest's serial log
+/// keeps what the tool printed (docs/benchmarks.md quotes it). Written to the process's
+/// stdout directly, which the test harness does not capture. The tool's `WARNING:` lines
+/// appear as `WARNING(bench):`, so that `run.sh`'s scan of the log for the kernel's
+/// `WARNING:` does not take them for one.
 #[track_caller]
 fn json(bin: &str, dev: &str, args: &[&str]) -> Value {
-    let mut a = vec!["--json"];
+    use std::io::Write;
+    let dir = std::env::temp_dir().join("fpgagdr-bench-guest");
+    let dir_s = dir.to_string_lossy().into_owned();
+    let mut a = vec!["--json", "--report", &dir_s];
     a.extend_from_slice(args);
     let out = run(bin, dev, &a);
     assert!(
@@ -55,6 +84,16 @@ fn json(bin: &str, dev: &str, args: &[&str]) -> Value {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    let md = std::fs::read_to_string(dir.join(format!("{}.md", args[0])))
+        .expect("the Markdown report")
+        .replace("WARNING:", "WARNING(bench):");
+    let mut console = std::io::stdout().lock();
+    let _ = write!(
+        console,
+        "FPGAGDR-BENCH-REPORT-BEGIN {0}\n{md}FPGAGDR-BENCH-REPORT-END {0}\n",
+        args[0]
+    );
+    let _ = console.flush();
     serde_json::from_slice(&out.stdout).expect("one JSON document")
 }
 
@@ -76,9 +115,9 @@ fn every_subcommand_runs_through_the_module() {
             .contains("kernel module ABI"),
         "{q}"
     );
-    // The link as the module reports it: edu has no PCIe capability.
+    // The link as the module reports it: edu has no PCIe capability of its own; the
+    // path's link is the root port's, exactly as run.sh set it.
     let pcie = &q["card"]["pcie"];
-    assert!(pcie["reported"].is_null(), "{pcie}");
     assert!(
         pcie["summary"]
             .as_str()
@@ -86,6 +125,32 @@ fn every_subcommand_runs_through_the_module() {
             .starts_with("not reported"),
         "{pcie}"
     );
+    let path = expected_path();
+    if let Some((generation, width)) = path {
+        let r = &pcie["reported"];
+        assert_eq!(
+            (&r["gen_path"], &r["width_path"]),
+            (&Value::from(generation), &Value::from(width)),
+            "{pcie}"
+        );
+        assert_eq!(
+            (&r["gen_current"], &r["width_current"]),
+            (&Value::from(0), &Value::from(0))
+        );
+        assert!(
+            r["path_limited_by"].as_str().unwrap().starts_with("0000:"),
+            "{r}"
+        );
+        assert_eq!(pcie["limit_from"], "path", "{pcie}");
+        assert!(pcie["c2h_limit_gbps"].as_f64().unwrap() > 0.0, "{pcie}");
+        // The text report prints the path and the limit it gives.
+        let out = run(&bin, &dev, &["quick"]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let gts = ["2.5", "5", "8", "16", "32", "64"][generation as usize - 1];
+        let want = format!("path: Gen{generation} ({gts} GT/s) x{width}, narrowest at 0000:");
+        assert!(text.contains(&want), "{want:?} not in:\n{text}");
+        assert!(text.contains("limit: C2H "), "{text}");
+    }
 
     let s = json(
         &bin,
@@ -106,7 +171,24 @@ fn every_subcommand_runs_through_the_module() {
     for c in a {
         assert_eq!(c["available"], true, "{c}");
         assert_eq!(c["samples_us"].as_array().unwrap().len(), 12);
-        assert!(c["link_share_pct"].is_null(), "no link, no share: {c}");
+        if path.is_some() {
+            // bytes ÷ mean latency as a share of the path's limit
+            let gbps = c["gbps"].as_f64().unwrap();
+            let limit = s["card"]["pcie"][if c["dir"] == "read" {
+                "c2h_limit_gbps"
+            } else {
+                "h2c_limit_gbps"
+            }]
+            .as_f64()
+            .unwrap();
+            let share = c["link_share_pct"].as_f64().unwrap();
+            assert!(
+                (share - 100.0 * gbps / limit).abs() < 1e-6 * share.max(1.0),
+                "{c}"
+            );
+        } else {
+            assert!(c["link_share_pct"].is_null(), "no link, no share: {c}");
+        }
     }
 
     let m = json(

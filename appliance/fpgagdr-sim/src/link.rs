@@ -92,7 +92,8 @@ impl LinkPreset {
     /// The PCIe link this preset states (marked simulated): the seed report's Orin
     /// card on Gen3 x4 and its desktop card on Gen3 x8, both with MPS 256 and MRRS 512
     /// (the values Orin's root port and common x86 root ports set; the seed report does
-    /// not state them); `None` for [`LinkPreset::Off`], which models no link.
+    /// not state them); `None` for [`LinkPreset::Off`], which models no link. No path
+    /// above the card is modelled: the path fields are 0 (unknown).
     pub fn pcie_link(self) -> Option<fpgagdr::PcieLink> {
         let link = |gen_, width| fpgagdr::PcieLink {
             gen_current: gen_,
@@ -101,6 +102,10 @@ impl LinkPreset {
             width_capable: width,
             max_payload: 256,
             max_read_req: 512,
+            // The presets model the card's own link; no switch or narrower port above.
+            gen_path: 0,
+            width_path: 0,
+            path_limited_by: None,
             simulated: true,
         };
         match self {

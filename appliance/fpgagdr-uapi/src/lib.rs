@@ -117,6 +117,10 @@ pub const FPGAGDR_PLATFORM_NONE: u32 = 0;
 pub const FPGAGDR_PLATFORM_ORIN: u32 = 1;
 /// Platform value: an x86 host with a discrete GPU (the `nvidia_p2p` back-end is built).
 pub const FPGAGDR_PLATFORM_X86_DGPU: u32 = 2;
+/// Platform value: NVIDIA Jetson Thor (Tegra264, memory shared by CPU and GPU; no
+/// `nvidia_p2p`, host pins only). Values are only ever added: an unknown one is a
+/// generic host.
+pub const FPGAGDR_PLATFORM_THOR: u32 = 3;
 
 /// Memory kind: user memory (malloc, mmap, `cudaHostAlloc` on Orin), pinned long-term
 /// with the kernel's user-page pinning and mapped with the DMA API.
@@ -131,6 +135,11 @@ pub const FPGAGDR_MEM_DMABUF: u32 = 2;
 pub const FPGAGDR_DIR_C2H: u32 = 0;
 /// Direction value: host to card, from the pinned buffer.
 pub const FPGAGDR_DIR_H2C: u32 = 1;
+
+/// [`fpgagdr_status::link_path_dev`] when the limiting device's PCI domain does not fit
+/// in 16 bits (Linux numbers synthetic domains, e.g. Intel VMD's, from 0x10000) or is
+/// 0xffff.
+pub const FPGAGDR_LINK_PATH_DEV_UNKNOWN: u32 = 0xffff_ffff;
 
 /// Capability bit of [`fpgagdr_status::caps`]: completion is signalled by interrupt.
 pub const FPGAGDR_CAP_IRQ: u32 = 1 << 0;
@@ -182,8 +191,11 @@ pub struct fpgagdr_status {
     pub c2h_channels: u32,
     /// \[out\] Most bytes one descriptor moves; longer contiguous runs are split.
     pub desc_max_bytes: u32,
-    /// \[out\] Zero (padding to 8 bytes).
-    pub pad0: u32,
+    /// \[out\] The device whose link is `link_path_gen` × `link_path_width`, in the
+    /// card's PCI domain (the card itself or a bridge above it): `(domain << 16) | (bus
+    /// << 8) | devfn`; [`FPGAGDR_LINK_PATH_DEV_UNKNOWN`] when the domain does not fit;
+    /// meaningless when `link_path_gen` is 0. Was `pad0` (zero) before this field.
+    pub link_path_dev: u32,
     /// \[out\] Bytes of card address space TRANSFER checks against; 0 means unknown (then
     /// only wrap-around is checked).
     pub card_size: u64,
@@ -222,8 +234,15 @@ pub struct fpgagdr_status {
     /// \[out\] Widest link the card supports in lanes (Link Capabilities' Maximum
     /// Link Width); 0 when unknown.
     pub link_cap_width: u32,
-    /// \[out\] Zero.
-    pub reserved: [u64; 1],
+    /// \[out\] Generation of the narrowest link between the card and the root complex
+    /// (numbered as `link_gen`), as the kernel's `pcie_bandwidth_available()` finds it:
+    /// Link Status of the card and of every bridge above it, the least bandwidth wins (a
+    /// tie goes to the device further up). Never carries more than the card's own link;
+    /// less when a switch or root port above trained narrower or slower. 0 when no link
+    /// on the path is known (or a module older than this field). Was `reserved[0]`.
+    pub link_path_gen: u32,
+    /// \[out\] That link's width in lanes; 0 when unknown.
+    pub link_path_width: u32,
 }
 
 /// Argument of [`FPGAGDR_IOC_PIN`]: pin and map a buffer once, get a handle. 48 bytes.
@@ -411,7 +430,7 @@ impl fpgagdr_status {
             h2c_channels: 0,
             c2h_channels: 0,
             desc_max_bytes: 0,
-            pad0: 0,
+            link_path_dev: 0,
             card_size: 0,
             pins: 0,
             pins_total: 0,
@@ -428,7 +447,8 @@ impl fpgagdr_status {
             link_max_read_req: 0,
             link_cap_gen: 0,
             link_cap_width: 0,
-            reserved: [0; 1],
+            link_path_gen: 0,
+            link_path_width: 0,
         }
     }
 }
@@ -847,7 +867,11 @@ mod tests {
     #[test]
     fn new_requests_carry_the_version_and_zeroes() {
         assert_eq!(fpgagdr_status::new().abi_version, FPGAGDR_ABI_VERSION);
-        assert_eq!(fpgagdr_status::new().reserved, [0; 1]);
+        let st = fpgagdr_status::new();
+        assert_eq!(
+            (st.link_path_gen, st.link_path_width, st.link_path_dev),
+            (0, 0, 0)
+        );
         assert_eq!(fpgagdr_wait_frame::new().abi_version, FPGAGDR_ABI_VERSION);
         assert_eq!(fpgagdr_frame_info::new().abi_version, FPGAGDR_ABI_VERSION);
         let p = fpgagdr_pin::new();

@@ -72,7 +72,7 @@ fn rust_structs() -> Vec<(&'static str, usize, Vec<Member>)> {
             h2c_channels,
             c2h_channels,
             desc_max_bytes,
-            pad0,
+            link_path_dev,
             card_size,
             pins,
             pins_total,
@@ -89,7 +89,8 @@ fn rust_structs() -> Vec<(&'static str, usize, Vec<Member>)> {
             link_max_read_req,
             link_cap_gen,
             link_cap_width,
-            reserved,
+            link_path_gen,
+            link_path_width,
         }),
         layout!(fpgagdr_pin {
             abi_version,
@@ -192,11 +193,13 @@ fn rust_constants() -> Vec<(&'static str, u64)> {
         FPGAGDR_PLATFORM_NONE,
         FPGAGDR_PLATFORM_ORIN,
         FPGAGDR_PLATFORM_X86_DGPU,
+        FPGAGDR_PLATFORM_THOR,
         FPGAGDR_MEM_HOST,
         FPGAGDR_MEM_NV_P2P,
         FPGAGDR_MEM_DMABUF,
         FPGAGDR_DIR_C2H,
         FPGAGDR_DIR_H2C,
+        FPGAGDR_LINK_PATH_DEV_UNKNOWN,
         FPGAGDR_CAP_IRQ,
         FPGAGDR_CAP_POLL,
         FPGAGDR_CAP_NV_PERSISTENT,
@@ -403,7 +406,19 @@ fn run_c(program: &str) -> Vec<String> {
         };
         panic!("{hint}\n`{cc}` failed on {}:\n{stderr}", src.display());
     }
-    let run = Command::new(&exe).output().expect("run the layout program");
+    // Cross-built, the program is the target's: `$FPGAGDR_TEST_RUNNER` (e.g.
+    // `qemu-aarch64 -L /usr/aarch64-linux-gnu`, split on whitespace) runs it, as cargo's
+    // target runner runs this test (appliance/scripts/arm64-tests.sh).
+    let runner = std::env::var("FPGAGDR_TEST_RUNNER").unwrap_or_default();
+    let mut line: Vec<&std::ffi::OsStr> = runner
+        .split_whitespace()
+        .map(std::ffi::OsStr::new)
+        .collect();
+    line.push(exe.as_os_str());
+    let run = Command::new(line[0])
+        .args(&line[1..])
+        .output()
+        .expect("run the layout program");
     assert!(run.status.success(), "the layout program failed: {run:?}");
     String::from_utf8(run.stdout)
         .unwrap()

@@ -10,12 +10,14 @@
 //! hardware bring their own through [`crate::Card::from_backend`].
 
 use std::fmt;
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use crate::dma::{ChainCache, Handle, Transfer, TransferRequest};
 use crate::error::Result;
-use crate::memory::{DmaRegion, read_region, write_region};
+use crate::memory::{DmaMemory, DmaRegion, read_region, write_region};
+use crate::pinmethod::PinMethod;
 use crate::status::CardStatus;
 use crate::trigger::FrameTrigger;
 
@@ -29,22 +31,28 @@ use crate::trigger::FrameTrigger;
 #[derive(Debug)]
 pub struct PinnedRegion {
     region: DmaRegion,
+    /// The dma-buf exported for the memory, as a descriptor number; open while the
+    /// region is live (the memory owns it and outlives the region's release).
+    dmabuf_fd: Option<i32>,
+    method: PinMethod,
     /// `true` until released. Copies hold it for reading; `release` takes it for
     /// writing, so memory is never freed under a copy.
     live: RwLock<bool>,
 }
 
 impl PinnedRegion {
-    /// A region for `region`'s memory.
+    /// A region for `memory`.
     ///
     /// # Safety
-    /// The memory `region` describes must stay allocated until [`PinnedRegion::release`]
+    /// `memory` (and the dma-buf it exported, if any) must stay allocated until [`PinnedRegion::release`]
     /// has returned, and no Rust reference may read or write it while a transfer may
     /// (between the back-end's `pin` and that release).
     #[allow(unsafe_code)]
-    pub(crate) unsafe fn new(region: DmaRegion) -> Arc<Self> {
+    pub(crate) unsafe fn new(memory: &DmaMemory) -> Arc<Self> {
         Arc::new(PinnedRegion {
-            region,
+            region: memory.region(),
+            dmabuf_fd: memory.dmabuf_fd().map(|fd| fd.as_raw_fd()),
+            method: memory.pin_method(),
             live: RwLock::new(true),
         })
     }
@@ -52,6 +60,27 @@ impl PinnedRegion {
     /// Address, length and kind of the pinned memory.
     pub fn region(&self) -> DmaRegion {
         self.region
+    }
+
+    /// How the memory is to be pinned ([`DmaMemory::pin_method`]).
+    pub fn method(&self) -> PinMethod {
+        self.method
+    }
+
+    /// The dma-buf exported for the memory when [`PinnedRegion::method`] is
+    /// [`PinMethod::DmaBuf`]: what a kernel back-end hands the module (`dmabuf_fd`, with
+    /// the offset 0 and the region's length). `None` once the region is released.
+    pub fn dmabuf_fd(&self) -> Option<BorrowedFd<'_>> {
+        let live = self.live.read().expect("pin lock poisoned");
+        if !*live {
+            return None;
+        }
+        #[allow(unsafe_code)]
+        // SAFETY: the memory owns the descriptor and drops only after `release` (the
+        // contract of `new`); the region is live, so it is still open. The borrow ends
+        // with `self`, which a caller holds only inside `Backend::pin`, before release.
+        self.dmabuf_fd
+            .map(|fd| unsafe { BorrowedFd::borrow_raw(fd) })
     }
 
     /// Calls `f` with copy access to the memory, held for the whole call; `None` when the
@@ -161,14 +190,13 @@ pub trait Backend: Send + Sync + fmt::Debug {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::DmaMemory;
 
     #[test]
     fn a_released_region_lends_no_access() {
         let mem = DmaMemory::host(4096, 4096).unwrap();
         #[allow(unsafe_code)]
         // SAFETY: `mem` lives until after `release` below, and nothing borrows it meanwhile.
-        let region = unsafe { PinnedRegion::new(mem.region()) };
+        let region = unsafe { PinnedRegion::new(&mem) };
         let kept = region.clone(); // what a back-end may keep after its unpin
         region.access(|m| m.write(8, &[7; 16])).unwrap().unwrap();
         let mut back = [0u8; 16];

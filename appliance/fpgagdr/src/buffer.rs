@@ -9,6 +9,7 @@ use crate::backend::{Backend, PinnedRegion};
 use crate::dma::Handle;
 use crate::error::Result;
 use crate::memory::{DmaMemory, DmaRegion, MemoryKind};
+use crate::pinmethod::PinMethod;
 
 /// Memory pinned for DMA by one card. Pin once at start, reuse for every transfer;
 /// dropping it unpins (errors on drop are logged; call [`PinnedBuffer::unpin`] to see
@@ -80,6 +81,17 @@ impl PinnedBuffer {
         self.memory().kind()
     }
 
+    /// How the memory is pinned ([`DmaMemory::pin_method`]): host pages, `nvidia_p2p`,
+    /// or the dma-buf CUDA exported for it.
+    pub fn pin_method(&self) -> PinMethod {
+        self.memory().pin_method()
+    }
+
+    /// Why it is pinned that way, in words for status ([`DmaMemory::pin_reason`]).
+    pub fn pin_reason(&self) -> String {
+        self.memory().pin_reason()
+    }
+
     /// The pinned memory's description (address, length, kind).
     pub fn region(&self) -> DmaRegion {
         self.memory().region()
@@ -130,5 +142,135 @@ impl Drop for PinnedBuffer {
             // Before `memory` (a field) is freed, after this function.
             self.pinned.release();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs::File;
+    use std::os::fd::{AsRawFd, OwnedFd};
+    use std::path::{Path, PathBuf};
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::dma::{Transfer, TransferRequest};
+    use crate::status::{Capabilities, CardStatus, Platform};
+    use crate::{Card, Error};
+
+    /// A back-end that records what each pin handed it: the method and where the
+    /// dma-buf descriptor points. No hardware is stood in for: the point is what the
+    /// library hands a back-end and when it closes the descriptor.
+    #[derive(Debug, Default)]
+    struct RecordsPins {
+        seen: Mutex<Vec<(PinMethod, Option<PathBuf>)>>,
+    }
+
+    impl Backend for RecordsPins {
+        fn status(&self) -> CardStatus {
+            CardStatus {
+                name: "pin-recording test back-end".into(),
+                platform: Platform::Desktop,
+                simulated: true,
+                gpu_page_size: 65536,
+                alignment: 65536,
+                c2h_channels: 1,
+                h2c_channels: 1,
+                card_memory_bytes: 1 << 20,
+                capabilities: Capabilities {
+                    gpu_direct: true,
+                    host_dma: false,
+                    interrupts: false,
+                },
+            }
+        }
+        fn pin(&self, region: Arc<PinnedRegion>) -> Result<Handle> {
+            let target = region
+                .dmabuf_fd()
+                .map(|fd| link(&format!("/proc/self/fd/{}", fd.as_raw_fd())));
+            let mut seen = self.seen.lock().unwrap();
+            seen.push((region.method(), target));
+            Ok(Handle(seen.len() as u64))
+        }
+        fn unpin(&self, _handle: Handle) -> Result<()> {
+            Ok(())
+        }
+        fn transfer(&self, _req: &TransferRequest) -> Result<Transfer> {
+            unreachable!("no transfers in these tests")
+        }
+        fn host_read(&self, _: u32, _: u64, _: &mut [u8], _: Duration) -> Result<Transfer> {
+            Err(Error::ZeroTimeout)
+        }
+        fn host_write(&self, _: u32, _: u64, _: &[u8], _: Duration) -> Result<Transfer> {
+            Err(Error::ZeroTimeout)
+        }
+    }
+
+    fn link(p: &str) -> PathBuf {
+        std::fs::read_link(p).unwrap_or_default()
+    }
+
+    /// How many of this process's descriptors (`/proc/self/fd`) are open on `path`.
+    fn open_on(path: &Path) -> usize {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .filter(|t| t == path)
+            .count()
+    }
+
+    /// A file standing in for the dma-buf a GPU exports (no GPU here): what matters is
+    /// that the library owns the descriptor, hands it to the back-end at pin, and closes
+    /// it when the buffer goes.
+    fn gpu_dmabuf_double() -> (OwnedFd, tempfile::TempPath) {
+        let path = tempfile::Builder::new()
+            .prefix("gpu-dmabuf-double-")
+            .tempfile()
+            .unwrap()
+            .into_temp_path();
+        let fd = OwnedFd::from(File::open(&path).unwrap());
+        (fd, path)
+    }
+
+    #[test]
+    fn the_dmabuf_goes_to_the_back_end_at_pin_and_is_closed_when_the_buffer_goes() {
+        let backend = Arc::new(RecordsPins::default());
+        let card = Card::from_backend(backend.clone());
+        let (fd, path) = gpu_dmabuf_double();
+        let path = path.canonicalize().unwrap();
+        let mem = DmaMemory::host(1 << 16, 1 << 16)
+            .unwrap()
+            .with_dmabuf_double(fd, 1 << 16);
+        assert_eq!(open_on(&path), 1);
+        let buf = card.pin(mem).unwrap();
+        assert_eq!(buf.pin_method(), PinMethod::DmaBuf);
+        assert!(buf.pin_reason().contains("dma_buf"), "{}", buf.pin_reason());
+        drop(buf);
+        assert_eq!(open_on(&path), 0, "the dma-buf outlived its pinned buffer");
+
+        // Unpinning hands the memory back with its export; dropping it closes the fd.
+        let (fd, path2) = gpu_dmabuf_double();
+        let path2 = path2.canonicalize().unwrap();
+        let mem = DmaMemory::host(1 << 16, 1 << 16)
+            .unwrap()
+            .with_dmabuf_double(fd, 1 << 16);
+        let mem = card.pin(mem).unwrap().unpin().unwrap();
+        assert_eq!(mem.dmabuf_size(), Some(1 << 16));
+        assert_eq!(open_on(&path2), 1);
+        drop(mem);
+        assert_eq!(open_on(&path2), 0);
+
+        // Memory without an export hands the back-end no descriptor.
+        let plain = card
+            .pin(DmaMemory::host(1 << 16, 1 << 16).unwrap())
+            .unwrap();
+        assert_eq!(plain.pin_method(), PinMethod::Host);
+        assert_eq!(plain.pin_reason(), "host memory: host");
+        drop(plain);
+        let seen = backend.seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 3);
+        assert_eq!(seen[0], (PinMethod::DmaBuf, Some(path)));
+        assert_eq!(seen[1], (PinMethod::DmaBuf, Some(path2)));
+        assert_eq!(seen[2], (PinMethod::Host, None));
     }
 }

@@ -119,7 +119,7 @@ impl Card {
         // releases the region (after the back-end's unpin) before the memory is freed or
         // given back. If pinning fails, the region is released below before `memory`
         // drops.
-        let pinned = unsafe { PinnedRegion::new(region) };
+        let pinned = unsafe { PinnedRegion::new(&memory) };
         match self.backend.pin(pinned.clone()) {
             Ok(handle) => Ok(PinnedBuffer::new(
                 self.backend.clone(),

@@ -52,6 +52,7 @@ pub mod kernel;
 mod legacy;
 mod memory;
 mod open;
+mod pinmethod;
 mod status;
 mod sys;
 mod transfer;
@@ -69,5 +70,6 @@ pub use memory::{
     DmaMemory, DmaRegion, GpuMemory, MemoryKind, check_inside, cuda_context, frame_ring_kind,
     gpu_memory,
 };
-pub use status::{Capabilities, CardStatus, PcieLink, Platform};
+pub use pinmethod::{GpuFacts, PinChoice, PinMethod, PinPlan, plan_pin};
+pub use status::{Capabilities, CardStatus, PciAddress, PcieLink, Platform};
 pub use trigger::{FrameSlot, FrameTrigger};

@@ -1,51 +1,18 @@
 //! DMA-able memory for frame rings and pinned buffers.
 //!
-//! Owns: [`DmaMemory`] (an allocation of one [`MemoryKind`]), [`DmaRegion`] (the plain
+//! Owns: [`DmaMemory`] (an allocation of one [`MemoryKind`], which `pinmethod.rs` defines
+//! because a pin plan names it), [`DmaRegion`] (the plain
 //! description a back-end pins), the copy helpers a back-end uses to move bytes in and
 //! out of a pinned region, and [`gpu_memory`] (what this process can allocate).
 //! Must not: pin, or know about cards; `card.rs` and the back-ends do that.
 //! Neighbours: `sys.rs` below (raw allocation and copies), `buffer.rs` above (pinning).
 
-use std::fmt;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use crate::error::{Error, Result};
+pub use crate::pinmethod::MemoryKind;
+use crate::pinmethod::{self, PinMethod, PinPlan};
 use crate::sys::{self, CudaAlloc, CudaProbe, HostAlloc};
-
-/// Where the bytes of a DMA buffer live.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum MemoryKind {
-    /// Ordinary page-aligned host memory (no CUDA driver, or CPU-path buffers).
-    Host,
-    /// Device memory of a discrete GPU (`cuMemAlloc`); not addressable by the CPU.
-    CudaDevice,
-    /// Page-locked, device-mapped host memory (`cuMemHostAlloc`), what Tegra's
-    /// unified-memory pinning path needs.
-    CudaHost,
-}
-
-impl MemoryKind {
-    /// Short name: `"host"`, `"cuda_device"`, `"cuda_host"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MemoryKind::Host => "host",
-            MemoryKind::CudaDevice => "cuda_device",
-            MemoryKind::CudaHost => "cuda_host",
-        }
-    }
-
-    /// Whether the CPU can read the bytes in place (no device-to-host copy needed).
-    pub fn host_accessible(self) -> bool {
-        !matches!(self, MemoryKind::CudaDevice)
-    }
-}
-
-impl fmt::Display for MemoryKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// What GPU memory this process can allocate, probed once (see `sys::cuda`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,8 +111,21 @@ enum Backing {
 /// Host memory is zeroed; CUDA memory is not initialised.
 #[derive(Debug)]
 pub struct DmaMemory {
+    /// The dma-buf CUDA exported for this memory: closed on drop before `backing` is
+    /// freed (fields drop in order), and after the pin that imported it is gone (a
+    /// `PinnedBuffer` unpins before its memory drops).
+    dmabuf: Option<DmaBufExport>,
     backing: Backing,
     kind: MemoryKind,
+    /// Why this memory is pinned the way it is (set by [`DmaMemory::for_pin`]).
+    pin_reason: Option<String>,
+}
+
+/// A dma-buf exported for a [`DmaMemory`]: the descriptor and its size in bytes.
+#[derive(Debug)]
+struct DmaBufExport {
+    fd: OwnedFd,
+    size: u64,
 }
 
 impl DmaMemory {
@@ -164,8 +144,10 @@ impl DmaMemory {
             reason,
         })?;
         Ok(DmaMemory {
+            dmabuf: None,
             backing: Backing::Host(alloc),
             kind: MemoryKind::Host,
+            pin_reason: None,
         })
     }
 
@@ -194,8 +176,10 @@ impl DmaMemory {
         };
         let alloc = CudaAlloc::new(ctx, len, host).map_err(fail)?;
         Ok(DmaMemory {
+            dmabuf: None,
             backing: Backing::Cuda(alloc),
             kind,
+            pin_reason: None,
         })
     }
 
@@ -218,8 +202,10 @@ impl DmaMemory {
             return Err(Error::ZeroLength { what: "buffer" });
         }
         Ok(DmaMemory {
+            dmabuf: None,
             backing: Backing::Borrowed { addr, len },
             kind,
+            pin_reason: None,
         })
     }
 
@@ -229,6 +215,110 @@ impl DmaMemory {
         match gpu_memory() {
             GpuMemory::Available(_) if gpu_kind != MemoryKind::Host => Self::cuda(len, gpu_kind),
             _ => Self::host(len, align),
+        }
+    }
+
+    /// Frame-ring memory allocated as `plan` says ([`crate::plan_pin`]): `plan.memory`
+    /// (host memory of alignment `align` for [`MemoryKind::Host`], CUDA memory otherwise)
+    /// and, for [`PinMethod::DmaBuf`], a dma-buf exported for it
+    /// ([`DmaMemory::export_dmabuf`]). When the export fails the memory is kept and
+    /// pinned through `nvidia_p2p`; [`DmaMemory::pin_reason`] says so.
+    ///
+    /// Errors: as [`DmaMemory::host`] and [`DmaMemory::cuda`].
+    pub fn for_pin(len: usize, align: usize, plan: &PinPlan) -> Result<Self> {
+        let mut mem = match plan.memory {
+            MemoryKind::Host => Self::host(len, align)?,
+            kind => Self::cuda(len, kind)?,
+        };
+        let mut reason = plan.reason.clone();
+        if plan.method == PinMethod::DmaBuf
+            && let Err(e) = mem.export_dmabuf()
+        {
+            tracing::warn!("dma-buf export of {len} bytes failed: {e}");
+            reason = pinmethod::export_failed(plan, &e.to_string()).reason;
+        }
+        mem.pin_reason = Some(reason);
+        Ok(mem)
+    }
+
+    /// Exports this CUDA device memory as a dma-buf (`cuMemGetHandleForAddressRange`,
+    /// `CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD`), kept until the memory drops; from then on
+    /// [`DmaMemory::pin_method`] is [`PinMethod::DmaBuf`] and a kernel card pins it by
+    /// importing the dma-buf. Returns the dma-buf's size in bytes: the length rounded up
+    /// to 64 KiB (CUDA wants a multiple of the host page size; 64 KiB is one of every
+    /// Linux page size, and the allocation is padded to hold it).
+    ///
+    /// Errors: [`Error::Unsupported`] (rule `capability`) for memory that is not CUDA
+    /// device memory this library allocated; [`Error::Cuda`] when the driver refuses
+    /// (e.g. `CUDA_ERROR_NOT_SUPPORTED` where `CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED` is
+    /// 0).
+    pub fn export_dmabuf(&mut self) -> Result<u64> {
+        if let Some(d) = &self.dmabuf {
+            return Ok(d.size);
+        }
+        let Backing::Cuda(alloc) = &self.backing else {
+            return Err(Error::Unsupported {
+                what: "exporting memory the library did not allocate from CUDA as a dma-buf",
+                card: "CUDA".into(),
+            });
+        };
+        if self.kind != MemoryKind::CudaDevice {
+            return Err(Error::Unsupported {
+                what: "exporting page-locked host memory as a dma-buf (pin it as host pages)",
+                card: "CUDA".into(),
+            });
+        }
+        let CudaProbe::Ready(ctx) = sys::cuda() else {
+            return Err(Error::Cuda("device memory without a CUDA context".into()));
+        };
+        let size = (alloc.len() as u64).next_multiple_of(sys::CUDA_ALIGN as u64);
+        #[allow(unsafe_code)]
+        // SAFETY: `alloc.addr() .. + size` lies inside the allocation, which `CudaAlloc`
+        // pads to hold `len` rounded up to CUDA_ALIGN from its aligned address, and which
+        // `self` owns; the descriptor
+        // is kept in `self` and closed before the allocation is freed (field order).
+        let fd =
+            unsafe { sys::cuda_export_dmabuf(ctx, alloc.addr(), size) }.map_err(Error::Cuda)?;
+        self.dmabuf = Some(DmaBufExport { fd, size });
+        Ok(size)
+    }
+
+    /// This memory with `fd` standing in for the dma-buf a GPU would export (tests on
+    /// machines without a GPU).
+    #[cfg(test)]
+    pub(crate) fn with_dmabuf_double(mut self, fd: OwnedFd, size: u64) -> Self {
+        self.dmabuf = Some(DmaBufExport { fd, size });
+        self.pin_reason = Some("dma_buf: a test double of a GPU's export".into());
+        self
+    }
+
+    /// The dma-buf exported for this memory, if any (see [`DmaMemory::export_dmabuf`]).
+    pub fn dmabuf_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.dmabuf.as_ref().map(|d| d.fd.as_fd())
+    }
+
+    /// The size of that dma-buf in bytes, if any.
+    pub fn dmabuf_size(&self) -> Option<u64> {
+        self.dmabuf.as_ref().map(|d| d.size)
+    }
+
+    /// How a kernel card pins this memory: [`PinMethod::DmaBuf`] when a dma-buf was
+    /// exported, [`PinMethod::NvidiaP2p`] for other CUDA device memory,
+    /// [`PinMethod::Host`] for host and page-locked host memory.
+    pub fn pin_method(&self) -> PinMethod {
+        match (self.dmabuf.is_some(), self.kind) {
+            (true, _) => PinMethod::DmaBuf,
+            (false, MemoryKind::CudaDevice) => PinMethod::NvidiaP2p,
+            (false, _) => PinMethod::Host,
+        }
+    }
+
+    /// Why this memory is pinned with [`DmaMemory::pin_method`]: the plan's reason for
+    /// memory from [`DmaMemory::for_pin`], otherwise the memory kind's only method.
+    pub fn pin_reason(&self) -> String {
+        match &self.pin_reason {
+            Some(r) => r.clone(),
+            None => format!("{} memory: {}", self.kind, self.pin_method()),
         }
     }
 

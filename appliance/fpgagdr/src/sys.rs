@@ -143,7 +143,8 @@ pub(crate) struct CudaAlloc {
     ctx: Arc<CudaContext>,
     /// What the driver returned (freed in Drop).
     base: u64,
-    /// `base` rounded up to [`CUDA_ALIGN`]; `ptr + len ≤ base + len + CUDA_ALIGN`.
+    /// `base` rounded up to [`CUDA_ALIGN`]; `ptr + len` rounded up to [`CUDA_ALIGN`]
+    /// stays inside the allocation.
     ptr: u64,
     /// The address kernels use: `ptr` for device memory; for page-locked host memory
     /// the device-side mapping of `ptr` (`cuMemHostGetDevicePointer`).
@@ -158,8 +159,11 @@ impl CudaAlloc {
     #[allow(unsafe_code)]
     pub(crate) fn new(ctx: &Arc<CudaContext>, len: usize, host: bool) -> Result<Self, String> {
         ctx.bind_to_thread().map_err(|e| e.to_string())?;
+        // Room to round the address up to CUDA_ALIGN and the length too (a dma-buf
+        // export covers whole 64 KiB units: `DmaMemory::export_dmabuf`).
         let padded = len
-            .checked_add(CUDA_ALIGN)
+            .checked_next_multiple_of(CUDA_ALIGN)
+            .and_then(|l| l.checked_add(CUDA_ALIGN))
             .ok_or_else(|| format!("{len} bytes plus alignment overflows"))?;
         let base = if host {
             // SAFETY: a context is bound; the pointer is freed with free_host in Drop.
@@ -264,6 +268,53 @@ pub(crate) fn cuda_integrated(ctx: &CudaContext) -> Result<bool, String> {
     ctx.attribute(cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_INTEGRATED)
         .map(|v| v != 0)
         .map_err(|e| e.to_string())
+}
+
+/// `CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED` of `ctx`'s device: 1 when
+/// `cuMemGetHandleForAddressRange` can export its memory as a dma-buf (CUDA 11.7+, a
+/// driver and kernel with dma-buf support), 0 otherwise.
+pub(crate) fn cuda_dma_buf_supported(ctx: &CudaContext) -> Result<i32, String> {
+    ctx.attribute(cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED)
+        .map_err(|e| e.to_string())
+}
+
+/// Exports `size` bytes of device memory at `ptr` as a dma-buf file descriptor
+/// (`cuMemGetHandleForAddressRange`, `CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD`). CUDA
+/// requires `ptr` and `size` to be multiples of the host page size (CUDA Driver API,
+/// "Memory Management": cuMemGetHandleForAddressRange); the caller rounds (to
+/// [`CUDA_ALIGN`], a multiple of every Linux page size: 4, 16 and 64 KiB).
+///
+/// # Safety
+/// `ptr .. ptr + size` must be device memory of `ctx` that stays allocated while the
+/// returned descriptor (and any importer's reference to it) lives.
+#[allow(unsafe_code)]
+pub(crate) unsafe fn cuda_export_dmabuf(
+    ctx: &CudaContext,
+    ptr: u64,
+    size: u64,
+) -> Result<std::os::fd::OwnedFd, String> {
+    use std::os::fd::FromRawFd;
+    ctx.bind_to_thread().map_err(|e| e.to_string())?;
+    let mut fd: std::ffi::c_int = -1;
+    // SAFETY: a context is bound; the driver writes one `int` through the pointer, which
+    // is a live local of that type; the range is the caller's contract.
+    let r = unsafe {
+        cu::cuMemGetHandleForAddressRange(
+            (&mut fd as *mut std::ffi::c_int).cast(),
+            ptr,
+            size as usize,
+            cu::CUmemRangeHandleType::CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
+            0,
+        )
+    };
+    if r != cu::CUresult::CUDA_SUCCESS {
+        return Err(format!("cuMemGetHandleForAddressRange: {r:?}"));
+    }
+    if fd < 0 {
+        return Err(format!("cuMemGetHandleForAddressRange returned fd {fd}"));
+    }
+    // SAFETY: the driver just created this descriptor for us; nothing else owns it.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 
 /// Copies host bytes to device address `dst` (synchronous `cuMemcpyHtoD`).

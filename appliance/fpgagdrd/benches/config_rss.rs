@@ -30,19 +30,24 @@ fn rss_kib(pid: u32) -> u64 {
         .expect("VmRSS")
 }
 
+/// The bench's flags (`cargo bench -p fpgagdrd --bench config_rss -- --changes N`).
+#[derive(clap::Parser)]
+struct Args {
+    /// Config changes made, each rebuilding the pipeline.
+    #[arg(long, default_value_t = 100)]
+    changes: usize,
+    /// Passed by `cargo bench`; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
 fn start() -> Service {
     let dir = tempfile::tempdir().expect("temp dir");
     common::start(dir, "{}", |_| {})
 }
 
 fn main() {
-    let mut changes = 100usize;
-    let mut it = std::env::args().skip(1);
-    while let Some(k) = it.next() {
-        if k == "--changes" {
-            changes = it.next().and_then(|v| v.parse().ok()).expect("--changes N");
-        }
-    }
+    let changes = <Args as clap::Parser>::parse().changes;
     let svc = start();
     let pid = svc.child.id();
     let agent: ureq::Agent = ureq::Agent::config_builder()

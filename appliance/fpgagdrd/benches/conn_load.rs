@@ -24,8 +24,9 @@
 //! drift of the pipeline's rate shows instead of passing for the load's effect. Each
 //! phase first opens (or closes) the connections, waits 2 s, then measures for `--secs`:
 //! the pipeline's frames/s (its own counter), `GET /api/v1/status` latency from
-//! 127.0.0.1 every 20 ms (HDR histogram), `WATCHDOG=1` datagrams received, and the
-//! service's RSS and open descriptors (from `/proc`).
+//! 127.0.0.1 every 20 ms (HDR histogram), `WATCHDOG=1` datagrams received, the
+//! service's CPU time over the phase (user + system, in cores: 1.0 is one core busy)
+//! and its RSS and open descriptors (from `/proc`).
 
 mod common;
 
@@ -39,32 +40,28 @@ use std::time::{Duration, Instant};
 use common::Service;
 use hdrhistogram::Histogram;
 
+/// The bench's flags (`cargo bench -p fpgagdrd --bench conn_load -- --flag V`).
+#[derive(clap::Parser)]
 struct Args {
+    /// Idle connections held open.
+    #[arg(long, default_value_t = 10_000)]
     idle: usize,
+    /// Live SSE streams held open.
+    #[arg(long, default_value_t = 1_000)]
     sse: usize,
+    /// Seconds counted per run.
+    #[arg(long, default_value_t = 10.0)]
     secs: f64,
+    /// Interleaved pairs of runs, load off and on.
+    #[arg(long, default_value_t = 2)]
     pairs: usize,
+    /// Passed by `cargo bench`; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
 }
 
 fn args() -> Args {
-    let mut a = Args {
-        idle: 10_000,
-        sse: 1_000,
-        secs: 10.0,
-        pairs: 2,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(k) = it.next() {
-        let mut v = || it.next().expect("a value after the flag");
-        match k.as_str() {
-            "--idle" => a.idle = v().parse().expect("--idle N"),
-            "--sse" => a.sse = v().parse().expect("--sse N"),
-            "--secs" => a.secs = v().parse().expect("--secs S"),
-            "--pairs" => a.pairs = v().parse().expect("--pairs N"),
-            _ => {} // cargo bench passes --bench
-        }
-    }
-    a
+    <Args as clap::Parser>::parse()
 }
 
 fn raise_nofile() -> u64 {
@@ -256,6 +253,8 @@ struct Phase {
     fps: f64,
     lat: Histogram<u64>,
     watchdogs: usize,
+    /// Service CPU time over the phase per second of it (cores busy).
+    cores: f64,
     rss_max_kib: u64,
     fds_max: usize,
 }
@@ -276,6 +275,7 @@ fn measure(
     let mut lat = Histogram::new_with_bounds(1, 60_000_000, 3).expect("bounds");
     let (mut rss_max_kib, mut fds_max, mut watchdogs) = (0, 0, 0);
     let n0 = client.status();
+    let cpu0 = common::cpu_s(pid);
     let t0 = Instant::now();
     let end = t0 + Duration::from_secs_f64(secs);
     let mut next = t0;
@@ -300,12 +300,14 @@ fn measure(
         rss_max_kib = rss_max_kib.max(proc_status(pid, "VmRSS:"));
         fds_max = fds_max.max(open_fds(pid));
     }
-    let fps = (n1 - n0) as f64 / t0.elapsed().as_secs_f64();
+    let elapsed = t0.elapsed().as_secs_f64();
+    let fps = (n1 - n0) as f64 / elapsed;
     Phase {
         name,
         fps,
         lat,
         watchdogs,
+        cores: (common::cpu_s(pid) - cpu0) / elapsed,
         rss_max_kib,
         fds_max,
     }
@@ -331,7 +333,14 @@ fn main() {
         "conn_load: {} idle connections + {} live streams, phases of {} s, {} pairs",
         a.idle, a.sse, a.secs, a.pairs
     );
-    let _warm = measure("warm-up", &svc, addr, &notify, a.secs);
+    let warm = measure("warm-up", &svc, addr, &notify, a.secs);
+    // A pipeline that failed (model or frames not found) would make every phase read
+    // 0 frames/s and every pair NaN: refuse to report figures that measure nothing.
+    assert!(
+        warm.fps > 0.0,
+        "the pipeline inferred no frame during the warm-up (see the service's log above: \
+         is FPGAGDR_DATA_DIR's models/ reachable?); no figures to report"
+    );
     let mut phases = Vec::new();
     let mut stream_bytes = 0;
     let mut open_s = Vec::new();
@@ -347,18 +356,19 @@ fn main() {
     }
     phases.push(measure("idle", &svc, addr, &notify, a.secs));
     println!(
-        "| phase | frames/s | status p50 ms | p99 ms | max ms | WATCHDOG=1 | RSS max MiB | fds max |"
+        "| phase | frames/s | status p50 ms | p99 ms | max ms | WATCHDOG=1 | service CPU (cores) | RSS max MiB | fds max |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for p in &phases {
         println!(
-            "| {} | {:.1} | {:.2} | {:.2} | {:.2} | {} | {:.1} | {} |",
+            "| {} | {:.1} | {:.2} | {:.2} | {:.2} | {} | {:.2} | {:.1} | {} |",
             p.name,
             p.fps,
             ms(&p.lat, 0.5),
             ms(&p.lat, 0.99),
             ms(&p.lat, 1.0),
             p.watchdogs,
+            p.cores,
             p.rss_max_kib as f64 / 1024.0,
             p.fds_max
         );

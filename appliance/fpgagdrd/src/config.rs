@@ -14,13 +14,16 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use fpgagdr::PixelFormat;
+use fpgagdr::{PinChoice, PixelFormat};
 use fpgagdr_sim::LinkPreset;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::pipeline::queue::WhenFull;
 use fpgagdr_infer::{Precision, Provider};
+
+pub mod alerts;
+pub use alerts::{AlertRule, AlertsConfig, KeepFramesConfig};
 
 /// An inclusive range a numeric field must lie in: the one place each bound is written.
 /// The JSON Schema's `minimum`/`maximum` and [`RawConfig::check`] both read it.
@@ -212,7 +215,7 @@ impl Default for SourceConfig {
 /// `card`: DMA settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
-#[schemars(extend("x-order" = ["channel", "timeout_ms", "sim_link"]))]
+#[schemars(extend("x-order" = ["channel", "timeout_ms", "sim_link", "pin_method"]))]
 pub struct CardConfig {
     /// C2H channel the frames arrive on. Range 0..=3 (XDMA has at most 4, PG195).
     #[schemars(title = "C2H channel")]
@@ -225,6 +228,13 @@ pub struct CardConfig {
     /// Simulated card only: which measured platform its transfer times follow.
     #[schemars(title = "Simulated link")]
     pub sim_link: LinkPreset,
+    /// How the frame ring is pinned: `auto` (host pages on Orin and Thor, `nvidia_p2p`
+    /// on a discrete GPU), `nvidia_p2p`, `dma_buf` (a CUDA dma-buf where the driver
+    /// offers it, otherwise the platform's default, with the reason in status) or
+    /// `host`. `nvidia_p2p` and `dma_buf` need `ring.memory` `auto` or `cuda_device`,
+    /// `host` needs `auto`, `host` or `cuda_host` (rule `pin-method-memory`).
+    #[schemars(title = "Pin method")]
+    pub pin_method: PinChoice,
 }
 
 impl Default for CardConfig {
@@ -233,6 +243,7 @@ impl Default for CardConfig {
             channel: 0,
             timeout_ms: 1000,
             sim_link: LinkPreset::OrinGen3x4,
+            pin_method: PinChoice::Auto,
         }
     }
 }
@@ -437,14 +448,18 @@ impl Default for RawConfig {
     }
 }
 
-/// `outputs`: where every frame's result goes besides the results log.
+/// `outputs`: where every frame's result goes besides the results log, and the alert
+/// rules it is checked against.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
-#[schemars(extend("x-order" = ["mqtt"]))]
+#[schemars(extend("x-order" = ["mqtt", "alerts"]))]
 pub struct OutputsConfig {
     /// Publish every result to an MQTT broker.
     #[schemars(title = "MQTT")]
     pub mqtt: MqttConfig,
+    /// Alert rules on every result, and keeping the frames that match.
+    #[schemars(title = "Alerts")]
+    pub alerts: AlertsConfig,
 }
 
 /// `outputs.mqtt`: every frame's result as JSON on an MQTT broker (`docs/api.md`,
@@ -453,7 +468,7 @@ pub struct OutputsConfig {
 #[serde(deny_unknown_fields, default)]
 #[schemars(extend("x-order" = [
     "enabled", "host", "port", "tls", "ca_file", "username", "password", "client_id",
-    "topic", "status_topic", "qos", "queue", "keep_alive_s"
+    "topic", "status_topic", "alert_topic", "qos", "queue", "keep_alive_s"
 ]))]
 pub struct MqttConfig {
     /// Publish results to the broker.
@@ -500,6 +515,11 @@ pub struct MqttConfig {
     #[schemars(title = "Status topic")]
     #[schemars(length(min = 1, max = 1024))]
     pub status_topic: String,
+    /// Topic every alert (`outputs.alerts`) is published on, with the same QoS as
+    /// results (no wildcards).
+    #[schemars(title = "Alert topic")]
+    #[schemars(length(min = 1, max = 1024))]
+    pub alert_topic: String,
     /// 0: at most once (results published while the broker is away are dropped,
     /// counted); 1: at least once (kept in the queue while it is away, sent again after
     /// a reconnect; duplicates are possible). Range 0..=1.
@@ -529,6 +549,7 @@ impl Default for MqttConfig {
             client_id: String::new(),
             topic: "fpgagdr/results".into(),
             status_topic: "fpgagdr/status".into(),
+            alert_topic: "fpgagdr/alerts".into(),
             qos: 0,
             queue: 1000,
             keep_alive_s: 30,
@@ -583,7 +604,8 @@ impl CardChoice {
 pub struct FieldError {
     /// JSON pointer of the field, e.g. `/ring/entries` (`""` for the whole document).
     pub field: String,
-    /// Rule name: `json-syntax`, `unknown-field`, `type`, `value`, `range`, `required`.
+    /// Rule name: `json-syntax`, `unknown-field`, `type`, `value`, `range`, `required`,
+    /// `pin-method-memory`.
     pub rule: &'static str,
     /// What was wrong, with the offending value.
     pub message: String,
@@ -740,7 +762,11 @@ fn check_mqtt(m: &MqttConfig, errs: &mut Vec<FieldError>) {
             ),
         );
     }
-    for (field, topic) in [("topic", &m.topic), ("status_topic", &m.status_topic)] {
+    for (field, topic) in [
+        ("topic", &m.topic),
+        ("status_topic", &m.status_topic),
+        ("alert_topic", &m.alert_topic),
+    ] {
         if topic.is_empty() || topic.len() > MQTT_MAX_TOPIC || topic.contains(['+', '#', '\0']) {
             bad(
                 field,
@@ -756,6 +782,13 @@ fn check_mqtt(m: &MqttConfig, errs: &mut Vec<FieldError>) {
             "status_topic",
             "mqtt-topic",
             "must differ from outputs.mqtt.topic".into(),
+        );
+    }
+    if m.alert_topic == m.topic || m.alert_topic == m.status_topic {
+        bad(
+            "alert_topic",
+            "mqtt-topic",
+            "must differ from outputs.mqtt.topic and outputs.mqtt.status_topic".into(),
         );
     }
     if m.client_id.len() > 64 || m.client_id.chars().any(|c| c.is_control()) {
@@ -799,6 +832,28 @@ fn check_mqtt(m: &MqttConfig, errs: &mut Vec<FieldError>) {
             "an empty path (null = the system's CA store)".into(),
         );
     }
+}
+
+/// Rule `pin-method-memory`: `card.pin_method` `nvidia_p2p` and `dma_buf` pin CUDA
+/// device memory, `host` pins host pages; `ring.memory` must not ask for the other
+/// (`auto` always fits). The message when it does.
+fn pin_method_memory(method: PinChoice, memory: RingMemory) -> Option<String> {
+    let needs = match (method, memory) {
+        (PinChoice::Auto, _) | (_, RingMemory::Auto) => return None,
+        (PinChoice::NvidiaP2p | PinChoice::DmaBuf, RingMemory::CudaDevice) => return None,
+        (PinChoice::Host, RingMemory::Host | RingMemory::CudaHost) => return None,
+        (PinChoice::NvidiaP2p | PinChoice::DmaBuf, _) => {
+            "CUDA device memory (ring.memory auto or cuda_device)"
+        }
+        (PinChoice::Host, _) => "host pages (ring.memory auto, host or cuda_host)",
+    };
+    let memory = serde_json::to_value(memory)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    Some(format!(
+        "card.pin_method {method} pins {needs}, but ring.memory is {memory}"
+    ))
 }
 
 impl RawConfig {
@@ -873,7 +928,21 @@ impl RawConfig {
                 "a labels file (or null: the model's name with .labels.txt)",
             );
         }
+        if let Some(why) = pin_method_memory(self.card.pin_method, self.ring.memory) {
+            errs.push(FieldError {
+                field: "/card/pin_method".into(),
+                rule: "pin-method-memory",
+                message: why,
+            });
+        }
         check_mqtt(&self.outputs.mqtt, &mut errs);
+        let mut alert_errs = Vec::new();
+        alerts::check(&self.outputs.alerts, &mut alert_errs);
+        errs.extend(alert_errs.into_iter().map(|e| FieldError {
+            field: e.field,
+            rule: e.rule,
+            message: e.message,
+        }));
         if !errs.is_empty() {
             return Err(ConfigError::Invalid(errs));
         }
@@ -1075,11 +1144,12 @@ impl Config {
 }
 
 /// The JSON pointer of the document if it is not an object, or of the first section
-/// that is an array (the config document has no array anywhere).
+/// that is an array (the config document has no array but a class rule's `classes`).
 fn first_array_or_non_object(v: &serde_json::Value) -> Option<String> {
     use serde_json::Value;
     fn first_array(map: &serde_json::Map<String, Value>, at: &str) -> Option<String> {
         map.iter().find_map(|(k, v)| match v {
+            Value::Array(_) if alerts::array_allowed(&format!("{at}/{k}")) => None,
             Value::Array(_) => Some(format!("{at}/{k}")),
             Value::Object(section) => first_array(section, &format!("{at}/{k}")),
             _ => None,
@@ -1376,6 +1446,64 @@ mod tests {
             .fields()[0];
         assert_eq!((f.field.as_str(), f.rule), ("/ring/when_full", "value"));
         assert!(f.message.contains("drop_oldest"), "{}", f.message);
+    }
+
+    #[test]
+    fn pin_method_is_read_named_when_wrong_and_checked_against_the_ring_memory() {
+        assert_eq!(Config::default().card.pin_method, fpgagdr::PinChoice::Auto);
+        for (text, want) in [
+            ("auto", fpgagdr::PinChoice::Auto),
+            ("nvidia_p2p", fpgagdr::PinChoice::NvidiaP2p),
+            ("dma_buf", fpgagdr::PinChoice::DmaBuf),
+            ("host", fpgagdr::PinChoice::Host),
+        ] {
+            let c =
+                Config::from_json(format!(r#"{{"card": {{"pin_method": "{text}"}}}}"#).as_bytes())
+                    .unwrap();
+            assert_eq!(c.card.pin_method, want);
+        }
+        let f = &Config::from_json(br#"{"card": {"pin_method": "p2p"}}"#)
+            .unwrap_err()
+            .fields()[0];
+        assert_eq!((f.field.as_str(), f.rule), ("/card/pin_method", "value"));
+        assert!(f.message.contains("dma_buf"), "{}", f.message);
+        // A GPU pin method needs device memory, host pages need host memory.
+        for (method, memory) in [
+            ("nvidia_p2p", "host"),
+            ("nvidia_p2p", "cuda_host"),
+            ("dma_buf", "host"),
+            ("dma_buf", "cuda_host"),
+            ("host", "cuda_device"),
+        ] {
+            let doc = format!(
+                r#"{{"card": {{"pin_method": "{method}"}}, "ring": {{"memory": "{memory}"}}}}"#
+            );
+            let e = Config::from_json(doc.as_bytes()).unwrap_err();
+            let f = &e.fields()[0];
+            assert_eq!(
+                (f.field.as_str(), f.rule),
+                ("/card/pin_method", "pin-method-memory"),
+                "{method} with {memory}"
+            );
+            assert!(
+                f.message.contains(method) && f.message.contains(memory),
+                "{}",
+                f.message
+            );
+        }
+        for (method, memory) in [
+            ("nvidia_p2p", "cuda_device"),
+            ("dma_buf", "cuda_device"),
+            ("host", "host"),
+            ("host", "cuda_host"),
+            ("dma_buf", "auto"),
+            ("auto", "cuda_device"),
+        ] {
+            let doc = format!(
+                r#"{{"card": {{"pin_method": "{method}"}}, "ring": {{"memory": "{memory}"}}}}"#
+            );
+            Config::from_json(doc.as_bytes()).unwrap();
+        }
     }
 
     #[test]

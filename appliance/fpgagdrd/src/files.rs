@@ -1,8 +1,9 @@
-//! The files a config names (model, labels, replay frames), as the service may read
-//! them (issue 18).
+//! The files a config names (model, labels, replay frames, the MQTT broker's CA), as
+//! the service may read them (issue 18).
 //!
-//! Owns: [`Roots`] (where such files may lie: the data directory, and for models and
-//! frames the `--model-root` / `--frames-root` directories), [`Roots::confine`] (a
+//! Owns: [`Roots`] (where such files may lie: the data directory, and for models,
+//! frames and CA files the `--model-root` / `--frames-root` / `--cert-root`
+//! directories), [`Roots::confine`] (a
 //! path from the config → the real file, or a refusal that says nothing about what is
 //! outside), the names shown for them (relative to their root, never absolute),
 //! [`open_regular`] / [`read_regular`] (regular files only, bounded in size, never
@@ -27,6 +28,8 @@ use std::time::Duration;
 pub const MAX_LABELS_BYTES: u64 = 4 * 1024 * 1024;
 /// Largest image file of a replay, bytes (an 8192 × 8192 colour PPM is 192 MiB).
 pub const MAX_FRAME_FILE_BYTES: u64 = 256 * 1024 * 1024;
+/// Largest CA file (PEM) for TLS, bytes (Debian's whole CA bundle is about 220 kB).
+pub const MAX_CA_BYTES: u64 = 1024 * 1024;
 /// Default of `--max-model-bytes`: largest ONNX model, bytes.
 pub const DEFAULT_MAX_MODEL_BYTES: u64 = 512 * 1024 * 1024;
 /// Default of `--file-timeout-s`: how long reading a config's files may take.
@@ -42,6 +45,8 @@ pub enum Kind {
     Model,
     /// Replay frames (a file or a directory): the data directory or a `--frames-root`.
     Frames,
+    /// A CA file for TLS (`outputs.mqtt.ca_file`): the data directory or a `--cert-root`.
+    Cert,
 }
 
 /// Why a file named by the config cannot be used. Every message names its rule; none
@@ -160,6 +165,7 @@ pub struct Roots {
     data: Root,
     models: Vec<Root>,
     frames: Vec<Root>,
+    certs: Vec<Root>,
 }
 
 fn labelled(roots: &[PathBuf], kind: &str) -> Vec<Root> {
@@ -185,13 +191,21 @@ impl Roots {
             data: Root::new(data, String::new()),
             models: labelled(models, "model-root"),
             frames: labelled(frames, "frames-root"),
+            certs: Vec::new(),
         }
+    }
+
+    /// These roots, and `certs` as the extra roots of CA files (`--cert-root`).
+    pub fn with_cert_roots(mut self, certs: &[PathBuf]) -> Roots {
+        self.certs = labelled(certs, "cert-root");
+        self
     }
 
     fn of(&self, kind: Kind) -> impl Iterator<Item = &Root> {
         std::iter::once(&self.data).chain(match kind {
             Kind::Model => self.models.iter(),
             Kind::Frames => self.frames.iter(),
+            Kind::Cert => self.certs.iter(),
         })
     }
 
@@ -199,6 +213,7 @@ impl Roots {
         let roots = match kind {
             Kind::Model if !self.models.is_empty() => " and every --model-root",
             Kind::Frames if !self.frames.is_empty() => " and every --frames-root",
+            Kind::Cert if !self.certs.is_empty() => " and every --cert-root",
             _ => "",
         };
         FileError::Confined {
@@ -499,6 +514,38 @@ mod tests {
         // The model roots are not the frames'.
         assert!(matches!(
             roots.confine(&dir.path().join("extra/x.onnx"), Kind::Frames),
+            Err(FileError::Confined { .. })
+        ));
+    }
+
+    #[test]
+    fn ca_files_lie_in_the_data_directory_or_a_cert_root_only() {
+        let (dir, roots) = tree();
+        let certs = dir.path().join("certs");
+        std::fs::create_dir_all(&certs).unwrap();
+        std::fs::write(certs.join("ca.pem"), b"pem").unwrap();
+        let ca = certs.join("ca.pem");
+        // Without --cert-root: outside; a model root is not a cert root.
+        assert!(matches!(
+            roots.confine(&ca, Kind::Cert),
+            Err(FileError::Confined { .. })
+        ));
+        assert!(matches!(
+            roots.confine(&dir.path().join("extra/x.onnx"), Kind::Cert),
+            Err(FileError::Confined { .. })
+        ));
+        let roots = roots.with_cert_roots(std::slice::from_ref(&certs));
+        assert_eq!(
+            roots.confine(&ca, Kind::Cert).unwrap().shown,
+            "cert-root/ca.pem"
+        );
+        let e = roots
+            .confine(&certs.join("../secret"), Kind::Cert)
+            .unwrap_err();
+        assert!(e.to_string().contains("--cert-root"), "{e}");
+        // The cert roots are not the models'.
+        assert!(matches!(
+            roots.confine(&ca, Kind::Model),
             Err(FileError::Confined { .. })
         ));
     }

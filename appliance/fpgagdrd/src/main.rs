@@ -97,6 +97,10 @@ struct Cli {
     /// beside the config file).
     #[arg(long)]
     results_dir: Option<PathBuf>,
+    /// Directory of the frames kept for alerts (`outputs.alerts.keep_frames`; default:
+    /// `alert-frames` under `$STATE_DIRECTORY`, else beside the config file).
+    #[arg(long)]
+    alert_frames_dir: Option<PathBuf>,
     /// Cap on the results log's files together, bytes (at least 65536).
     #[arg(long, default_value_t = fpgagdrd::results::log::DEFAULT_MAX_BYTES,
           value_parser = parse_log_cap)]
@@ -173,6 +177,10 @@ struct LimitArgs {
     /// repeatable.
     #[arg(long = "frames-root", value_name = "DIR")]
     frames_root: Vec<PathBuf>,
+    /// More directories the MQTT broker's CA file (`outputs.mqtt.ca_file`) may be read
+    /// from (besides the data directory); repeatable.
+    #[arg(long = "cert-root", value_name = "DIR")]
+    cert_root: Vec<PathBuf>,
     /// Largest ONNX model read, bytes.
     #[arg(long, default_value_t = fpgagdrd::files::DEFAULT_MAX_MODEL_BYTES)]
     max_model_bytes: u64,
@@ -204,11 +212,10 @@ impl LimitArgs {
     }
 
     fn files(&self) -> fpgagdrd::files::Policy {
-        let mut p = fpgagdrd::files::Policy::new(fpgagdrd::files::Roots::new(
-            &config::data_dir(),
-            &self.model_root,
-            &self.frames_root,
-        ));
+        let mut p = fpgagdrd::files::Policy::new(
+            fpgagdrd::files::Roots::new(&config::data_dir(), &self.model_root, &self.frames_root)
+                .with_cert_roots(&self.cert_root),
+        );
         p.max_model_bytes = self.max_model_bytes;
         p.timeout = std::time::Duration::from_secs_f64(self.file_timeout_s);
         p
@@ -393,29 +400,40 @@ fn run() -> Result<(), String> {
     }
     let shared = Arc::new(Shared::default());
     // The results room first: the first run's results already go to it.
+    // Under the state directory (systemd's), else beside the config.
+    let state_sub = |name: &str| {
+        std::env::var("STATE_DIRECTORY")
+            .ok()
+            .and_then(|v| v.split(':').next().map(|d| PathBuf::from(d).join(name)))
+            .filter(|p| p.is_absolute())
+            .unwrap_or_else(|| config_dir.join(name))
+    };
     let results_dir = cli
         .results_dir
         .clone()
-        .or_else(|| {
-            std::env::var("STATE_DIRECTORY")
-                .ok()
-                .and_then(|v| {
-                    v.split(':')
-                        .next()
-                        .map(|d| PathBuf::from(d).join("results"))
-                })
-                .filter(|p| p.is_absolute())
-        })
-        .unwrap_or_else(|| config_dir.join("results"));
+        .unwrap_or_else(|| state_sub("results"));
+    let frames_dir = cli
+        .alert_frames_dir
+        .clone()
+        .unwrap_or_else(|| state_sub("alert-frames"));
     let results = fpgagdrd::results::Results::start(
         shared.outlet.clone(),
         fpgagdrd::results::LogSettings {
             dir: results_dir.clone(),
             max_bytes: cli.results_log_max_bytes,
+            frames_dir: frames_dir.clone(),
         },
         &store.current().outputs.mqtt,
+        &store.current().outputs.alerts,
+        files.clone(),
     )
-    .map_err(|e| format!("results log {}: {e}", results_dir.display()))?;
+    .map_err(|e| {
+        format!(
+            "results log {} or alert frames {}: {e}",
+            results_dir.display(),
+            frames_dir.display()
+        )
+    })?;
     tracing::info!(
         "results log {} (at most {} bytes)",
         results_dir.display(),
@@ -510,7 +528,12 @@ async fn serve(parts: Parts) -> Result<(), String> {
         hosts,
     } = parts;
     let board = fpgagdrd::board::Board::new(telemetry.period());
-    fpgagdrd::board::spawn(shared.clone(), telemetry.clone(), board.clone());
+    fpgagdrd::board::spawn(
+        shared.clone(),
+        telemetry.clone(),
+        board.clone(),
+        Some(results.clone()),
+    );
     let live = api::live::Live::new(board.clone());
     let events = live.clone();
     let ota = fpgagdr_ota::Ota::new(ota, Arc::new(move |json| events.publish_event("ota", json)));

@@ -291,9 +291,25 @@ const INTENDED: &[(&str, &str, &str)] = &[
         "/body/shape/object/properties/object/outputs",
         RESULTS,
     ),
+    (
+        "config-schema",
+        "/body/shape/object/$defs/object/AlertRule",
+        ALERTS,
+    ),
+    (
+        "config-schema",
+        "/body/shape/object/$defs/object/AlertsConfig",
+        ALERTS,
+    ),
+    (
+        "config-schema",
+        "/body/shape/object/$defs/object/KeepFramesConfig",
+        ALERTS,
+    ),
 ];
 
 const RESULTS: &str = "issue 20: the config's outputs.mqtt (the password write-only: never shown) and the status's outputs (results log, MQTT, per-frame stream, drops by reason)";
+const ALERTS: &str = "issue 20: alert rules (outputs.alerts.rules, keyed by name) and keeping the frames that match them (outputs.alerts.keep_frames)";
 const GEN: &str = "issue 19: the pipeline generation these facts belong to and the pipeline's own uptime (a page re-reads the status when a snapshot names another generation)";
 const FORM: &str = "issue 19: the config form's words, order, per-source fields and file lists come from the schema (title, x-order, x-applies-when, x-offer)";
 const JETSON: &str = "issue 19: what Jetson users look at first (per-core CPU, fans, nvpmodel power mode, jetson_clocks, EMC clock, GPU memory)";

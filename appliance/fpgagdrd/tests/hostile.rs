@@ -131,10 +131,22 @@ impl RawReply {
 }
 
 /// Reads one HTTP/1.1 reply (head, and a body of `Content-Length` bytes) within
-/// `within`; `Err` says what came instead (EOF, a timeout, garbage).
+/// `within`; `Err` says what came instead (EOF, a timeout, garbage). Bytes read past
+/// that reply are dropped: use [`read_pipelined`] when more replies follow.
 fn read_reply(s: &mut TcpStream, within: Duration) -> Result<RawReply, String> {
+    read_pipelined(s, &mut Vec::new(), within)
+}
+
+/// Reads one reply like [`read_reply`], starting with the bytes in `pending` (left by
+/// the previous call) and leaving there whatever came after this reply's body: the
+/// server may write two pipelined replies in one segment.
+fn read_pipelined(
+    s: &mut TcpStream,
+    pending: &mut Vec<u8>,
+    within: Duration,
+) -> Result<RawReply, String> {
     let deadline = Instant::now() + within;
-    let mut buf = Vec::new();
+    let mut buf = std::mem::take(pending);
     let mut chunk = [0u8; 8192];
     let head_end = loop {
         if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -168,11 +180,11 @@ fn read_reply(s: &mut TcpStream, within: Duration) -> Result<RawReply, String> {
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
         .collect();
-    let len: usize = headers
+    let declared: Option<usize> = headers
         .iter()
         .find(|(k, _)| k == "content-length")
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
+        .and_then(|(_, v)| v.parse().ok());
+    let len = declared.unwrap_or(0);
     let mut body = buf[head_end..].to_vec();
     while body.len() < len {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -187,6 +199,9 @@ fn read_reply(s: &mut TcpStream, within: Duration) -> Result<RawReply, String> {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(format!("reading the body: {e}")),
         }
+    }
+    if declared.is_some() && body.len() > len {
+        *pending = body.split_off(len);
     }
     Ok(RawReply {
         status,
@@ -338,6 +353,153 @@ fn a_request_head_trickled_byte_by_byte_is_cut_off() {
         cut,
         "a head trickled for {PATIENCE:?} still held its connection"
     );
+}
+
+/// An answer hyper or the accept loop gives before any handler runs (a request that
+/// does not parse, a head too large or too slow), on a fresh connection from `from`:
+/// the problem it must be, `Connection: close`, and the close after it.
+#[track_caller]
+fn protocol_problem(
+    svc: &Service,
+    from: Ipv4Addr,
+    request: &[u8],
+    status: u16,
+    rule: &str,
+) -> Value {
+    let mut s = connect_from(from, svc.addr());
+    s.write_all(request).unwrap();
+    let r = read_reply(&mut s, PATIENCE)
+        .unwrap_or_else(|e| panic!("{:?}: {e}", String::from_utf8_lossy(request)));
+    let p = r.problem(status, rule);
+    assert_eq!(p["status"], status, "{p}");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains(&format!("rule {rule}")),
+        "the detail names the rule: {p}"
+    );
+    assert_eq!(r.header("connection"), Some("close"), "{r:?}");
+    assert_eq!(r.header("x-content-type-options"), Some("nosniff"), "{r:?}");
+    assert!(closed_within(&mut s, PATIENCE), "still open after {r:?}");
+    p
+}
+
+/// Defect: a request line or header field that does not parse got hyper's bodiless
+/// `400`, not a problem naming the rule.
+#[test]
+fn a_malformed_request_line_or_header_is_answered_with_a_problem() {
+    let svc = Service::start_with_file(Some(r#"{"autostart": false}"#));
+    let from = Ipv4Addr::new(127, 0, 0, 20);
+    let p = protocol_problem(
+        &svc,
+        from,
+        b"G(T /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        400,
+        "request-syntax",
+    );
+    assert!(p["detail"].as_str().unwrap().contains("token"), "{p}");
+    let p = protocol_problem(
+        &svc,
+        from,
+        b"GET /api/v1/status HTTP/1.1\r\nHost 127.0.0.1\r\n\r\n",
+        400,
+        "request-syntax",
+    );
+    assert!(p["detail"].as_str().unwrap().contains("header"), "{p}");
+    // On a connection after a good request, too (pipelined in one write).
+    let mut s = connect_from(from, svc.addr());
+    s.write_all(
+        b"GET /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /\x01 HTTP/1.1\r\n\r\n",
+    )
+    .unwrap();
+    let mut pending = Vec::new();
+    let first = read_pipelined(&mut s, &mut pending, PATIENCE).unwrap();
+    assert_eq!(first.status, 200, "{first:?}");
+    let r =
+        read_pipelined(&mut s, &mut pending, PATIENCE).expect("an answer to the second request");
+    r.problem(400, "request-syntax");
+    assert_eq!(r.header("connection"), Some("close"), "{r:?}");
+}
+
+/// Defect: a head over the header limits got hyper's bodiless `431`.
+#[test]
+fn an_oversized_header_block_is_answered_431_with_a_problem() {
+    let svc = Service::start_with_file(Some(r#"{"autostart": false}"#));
+    let mut head = String::from("GET /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+    for i in 0..150 {
+        head.push_str(&format!("X-Filler-{i}: {i}\r\n"));
+    }
+    head.push_str("\r\n");
+    protocol_problem(
+        &svc,
+        Ipv4Addr::new(127, 0, 0, 21),
+        head.as_bytes(),
+        431,
+        "header-size",
+    );
+}
+
+/// Defect: an HTTP version other than 1.0 and 1.1 got hyper's bodiless `400`; it is
+/// `505` (RFC 9110 §15.6.6) with a problem saying which versions are served.
+#[test]
+fn an_unsupported_http_version_is_answered_505_with_a_problem() {
+    let svc = Service::start_with_file(Some(r#"{"autostart": false}"#));
+    let p = protocol_problem(
+        &svc,
+        Ipv4Addr::new(127, 0, 0, 22),
+        b"GET /api/v1/status HTTP/2.0\r\nHost: 127.0.0.1\r\n\r\n",
+        505,
+        "http-version",
+    );
+    assert!(p["detail"].as_str().unwrap().contains("HTTP/2.0"), "{p}");
+    // A version that is not even shaped like one is a syntax error.
+    protocol_problem(
+        &svc,
+        Ipv4Addr::new(127, 0, 0, 22),
+        b"GET /api/v1/status HTTX/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        400,
+        "request-syntax",
+    );
+}
+
+/// Defect: a request head not finished within the header timeout was closed without a
+/// word; it is answered `408` problem `header-timeout` before the close.
+#[test]
+fn a_head_trickled_past_the_header_timeout_is_answered_408() {
+    let svc = Service::start_with_args(
+        Some(r#"{"autostart": false}"#),
+        &["--header-timeout-s", "1"],
+    );
+    let mut s = connect_from(Ipv4Addr::new(127, 0, 0, 23), svc.addr());
+    s.write_all(b"GET /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        .unwrap();
+    // A byte every 0.2 s: never idle, never done.
+    let started = Instant::now();
+    let mut reply = None;
+    while started.elapsed() < PATIENCE {
+        if s.write_all(b"a").is_err() {
+            break;
+        }
+        s.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        if s.peek(&mut [0u8; 1]).is_ok_and(|n| n > 0) {
+            reply = Some(read_reply(&mut s, PATIENCE).expect("a whole answer"));
+            break;
+        }
+    }
+    let r =
+        reply.unwrap_or_else(|| panic!("no answer to a head trickled for {:?}", started.elapsed()));
+    let p = r.problem(408, "header-timeout");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("rule header-timeout"),
+        "{p}"
+    );
+    assert_eq!(r.header("connection"), Some("close"), "{r:?}");
+    assert!(closed_within(&mut s, PATIENCE), "still open after {r:?}");
 }
 
 /// Defect: a body announced by `Content-Length` and then not sent held the request (and

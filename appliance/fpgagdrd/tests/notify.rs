@@ -54,6 +54,25 @@ impl Manager {
     }
 }
 
+/// One datagram into `buf` (its length), or `None` once the socket's receive timeout
+/// (200 ms) passes with none. A receive interrupted by a signal is retried: with a
+/// receive timeout set, Linux does not restart it (signal(7)), and the tests of this
+/// binary start and reap processes; taking that `EINTR` for "nothing came" would end a
+/// drain early or pass a "nothing arrives" check without waiting.
+fn recv_or_quiet(socket: &UnixDatagram, buf: &mut [u8]) -> Option<usize> {
+    use std::io::ErrorKind;
+    loop {
+        match socket.recv(buf) {
+            Ok(n) => return Some(n),
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return None;
+            }
+            Err(e) => panic!("receiving on the notify socket: {e}"),
+        }
+    }
+}
+
 fn has(msg: &str, line: &str) -> bool {
     msg.lines().any(|l| l == line)
 }
@@ -128,7 +147,7 @@ fn ready_watchdog_withheld_while_a_model_run_stalls_and_stopping() {
     manager.until("STOPPING=1", |m| has(m, "STOPPING=1"));
     // Nothing after STOPPING: no ping, no "running" status for systemctl to show.
     let mut buf = [0u8; 512];
-    while let Ok(n) = manager.socket.recv(&mut buf) {
+    while let Some(n) = recv_or_quiet(&manager.socket, &mut buf) {
         let m = String::from_utf8_lossy(&buf[..n]).into_owned();
         assert!(!has(&m, "WATCHDOG=1"), "a ping after STOPPING: {m:?}");
     }
@@ -164,7 +183,7 @@ fn without_a_watchdog_it_never_pings_and_without_a_socket_it_sends_nothing() {
         manager.seen
     );
     drop(svc);
-    while manager.socket.recv(&mut [0u8; 512]).is_ok() {}
+    while recv_or_quiet(&manager.socket, &mut [0u8; 512]).is_some() {}
 
     // No $NOTIFY_SOCKET: not run by systemd, so not a word, and it serves as ever.
     let svc = Service::start_env(
@@ -176,7 +195,7 @@ fn without_a_watchdog_it_never_pings_and_without_a_socket_it_sends_nothing() {
     svc.wait_frames_above(0);
     let mut buf = [0u8; 512];
     assert!(
-        manager.socket.recv(&mut buf).is_err(),
+        recv_or_quiet(&manager.socket, &mut buf).is_none(),
         "a datagram arrived with no NOTIFY_SOCKET set"
     );
 }

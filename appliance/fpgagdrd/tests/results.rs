@@ -2,7 +2,8 @@
 //! results log and `GET /api/v1/results`, the per-frame stream, and MQTT against
 //! Debian's real `mosquitto` (started by each test on a free loopback port; `./test.sh`
 //! installs it): every result in order with the content the log holds, the broker
-//! restarted mid-run, the broker down at start, a wrong password.
+//! restarted mid-run, the broker down at start, a wrong password; alerts on their own
+//! topic (the rest of alerts: `alerts.rs`).
 
 mod common;
 
@@ -143,6 +144,16 @@ impl Subscriber {
 
     fn lines(&self) -> Vec<String> {
         self.lines.lock().unwrap().clone()
+    }
+
+    /// The first message received, as JSON (waits for it).
+    fn first_json(&self, what: &str) -> Value {
+        wait_for(what, || {
+            self.lines()
+                .first()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .ok_or("none yet".to_string())
+        })
     }
 }
 
@@ -637,4 +648,152 @@ fn the_frame_view_scales_a_large_frame_down() {
     let png = resp.into_body().read_to_vec().unwrap();
     let shown = image::load_from_memory(&png).unwrap();
     assert_eq!((shown.width(), shown.height()), (480, 240));
+}
+
+#[test]
+fn mqtt_publishes_each_alert_on_the_alert_topic() {
+    let port = free_port();
+    let mut broker = Broker::new(port, &[]);
+    broker.start();
+    let alerts = Subscriber::start(port, "test/alerts", "fpgagdr-test-alerts");
+    let results = Subscriber::start(port, "test/results", "fpgagdr-test-results");
+    std::thread::sleep(Duration::from_millis(300));
+    let mut c = mqtt_config(port, 1);
+    c["outputs"]["mqtt"]["alert_topic"] = json!("test/alerts");
+    let svc = Service::start(&c);
+    let latest = svc.wait_result("a result", |r| !r["top5"].as_array().unwrap().is_empty());
+    let best = latest["top5"][0]["label"].as_str().unwrap().to_string();
+    let patch = json!({"outputs": {"alerts": {"rules": {
+        "cat": {"kind": "class", "classes": [best], "min_score": 0.0},
+    }}}});
+    let r = svc.request(
+        "PATCH",
+        "/api/v1/config",
+        Some(patch.to_string().as_bytes()),
+        &[("content-type", "application/merge-patch+json")],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let got: Vec<Value> = wait_for("alerts on MQTT", || {
+        let l = alerts.lines();
+        (l.len() >= 5)
+            .then(|| l.iter().map(|m| serde_json::from_str(m).unwrap()).collect())
+            .ok_or(format!("{} so far", l.len()))
+    });
+    for a in &got {
+        assert_eq!(a["rule"], "cat", "{a}");
+        assert_eq!(a["kind"], "class", "{a}");
+        assert_eq!(a["classes"][0]["label"], best.as_str(), "{a}");
+    }
+    // Each alert's result went out on the results topic, marked.
+    let want = key(&got[0]);
+    let marked = wait_for("the alert's result on the results topic", || {
+        results
+            .lines()
+            .iter()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|r| key(r) == want)
+            .ok_or("not yet".to_string())
+    });
+    assert_eq!(marked["alerts"], json!(["cat"]), "{marked}");
+    let m = mqtt_status(&svc);
+    assert!(m["alerts_queued"].as_u64().unwrap() >= 5, "{m}");
+    assert_eq!(m["alerts_dropped"], 0, "{m}");
+}
+
+#[test]
+fn mqtt_carries_a_condition_alert_once_per_episode() {
+    let port = free_port();
+    let mut broker = Broker::new(port, &[]);
+    broker.start();
+    let alerts = Subscriber::start(port, "test/alerts", "fpgagdr-test-cond-alerts");
+    std::thread::sleep(Duration::from_millis(300));
+    // The thermal zone is a fake sysfs tree: a test double for hardware not here.
+    let fake = common::FakeSysfs::orin_nx();
+    let mut c = mqtt_config(port, 1);
+    c["outputs"]["mqtt"]["alert_topic"] = json!("test/alerts");
+    c["outputs"]["alerts"] = json!({"rules": {
+        "hot": {"kind": "temperature", "zone": "cpu-thermal", "max_c": 60.0},
+    }});
+    let config = serde_json::to_string(&c).unwrap();
+    let svc = Service::start_with_args(
+        Some(&config),
+        &["--sysfs-root", fake.root(), "--telemetry-hz", "20"],
+    );
+    svc.wait_frames_above(0);
+    let parsed = || -> Vec<Value> {
+        alerts
+            .lines()
+            .iter()
+            .map(|m| serde_json::from_str(m).unwrap())
+            .collect()
+    };
+    let states = |want: &[&str]| {
+        wait_for(&format!("alerts {want:?} on MQTT"), || {
+            let got: Vec<String> = parsed()
+                .iter()
+                .map(|a| a["state"].as_str().unwrap().to_string())
+                .collect();
+            (got == want).then_some(()).ok_or(format!("{got:?}"))
+        })
+    };
+    // Hot for three seconds (60 samples at 20 Hz): one message.
+    fake.set_celsius(72.5);
+    states(&["firing"]);
+    std::thread::sleep(Duration::from_secs(3));
+    states(&["firing"]);
+    let a = &parsed()[0];
+    assert_eq!(a["rule"], "hot", "{a}");
+    assert_eq!(a["kind"], "temperature", "{a}");
+    assert_eq!(a["value"], 72.5, "{a}");
+    assert_eq!(a["threshold"], 60.0, "{a}");
+    // Cool: one clear; hot again: a second firing.
+    fake.set_celsius(40.0);
+    states(&["firing", "cleared"]);
+    fake.set_celsius(65.0);
+    states(&["firing", "cleared", "firing"]);
+    let m = mqtt_status(&svc);
+    assert_eq!(m["alerts_queued"], 3, "{m}");
+    assert_eq!(m["alerts_dropped"], 0, "{m}");
+    assert_eq!(svc.status()["outputs"]["alerts"]["fired"]["hot"], 2);
+}
+
+#[test]
+fn a_change_to_outputs_mqtt_alone_keeps_the_pipeline_running() {
+    let port = free_port();
+    let mut broker = Broker::new(port, &[]);
+    broker.start();
+    let results = Subscriber::start(port, "test/results", "fpgagdr-test-results");
+    let moved = Subscriber::start(port, "test/moved", "fpgagdr-test-moved");
+    std::thread::sleep(Duration::from_millis(300));
+    let svc = Service::start(&mqtt_config(port, 0));
+    let first = results.first_json("a result on the first topic");
+    let generation = svc.status()["pipeline"]["generation"].clone();
+    let patch = |body: Value| {
+        svc.request(
+            "PATCH",
+            "/api/v1/config",
+            Some(body.to_string().as_bytes()),
+            &[("content-type", "application/merge-patch+json")],
+        )
+    };
+    // Another topic: the new client takes over, the run goes on (same generation, same
+    // run, sequence numbers going on), and results arrive on the new topic.
+    let r = patch(json!({"outputs": {"mqtt": {"topic": "test/moved", "qos": 1}}}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let on_moved = moved.first_json("a result on the new topic");
+    assert_eq!(on_moved["run"], first["run"], "the same run: {on_moved}");
+    assert!(
+        on_moved["seq"].as_u64() > first["seq"].as_u64(),
+        "{on_moved}"
+    );
+    let s = svc.status();
+    assert_eq!(s["pipeline"]["generation"], generation, "no new pipeline");
+    assert_eq!(s["pipeline"]["state"], "running");
+    assert_eq!(s["outputs"]["mqtt"]["topic"], "test/moved");
+    assert_eq!(s["outputs"]["mqtt"]["qos"], 1);
+    // Any other field is a new pipeline, as before.
+    let r = patch(json!({"source": {"fps": 25}}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let later = svc.status()["pipeline"]["generation"].clone();
+    assert_ne!(later, generation, "a source change starts a new pipeline");
 }

@@ -202,6 +202,87 @@ fn test_pattern_checksums_survive_the_path() {
     assert_eq!(c["checksum_errors"], 0, "{c}");
 }
 
+/// The one run of `memory.pins` that covers every ring entry: (method, reason).
+fn one_pin_run(s: &Value) -> (String, String) {
+    let pins = s["memory"]["pins"].as_array().expect("memory.pins");
+    assert_eq!(pins.len(), 1, "every entry pinned alike: {s}");
+    assert_eq!(pins[0]["first_entry"], 0, "{s}");
+    assert_eq!(pins[0]["entries"], s["memory"]["ring_entries"], "{s}");
+    (
+        pins[0]["method"].as_str().unwrap_or("").to_string(),
+        pins[0]["reason"].as_str().unwrap_or("").to_string(),
+    )
+}
+
+#[test]
+fn status_says_how_the_ring_is_pinned_and_why_for_each_pin_method() {
+    // The default (auto): host pages without CUDA and on an integrated GPU, nvidia_p2p
+    // on a discrete one.
+    let svc = Service::start(&replay("chelsea.png"));
+    let s = svc.status();
+    let (method, reason) = one_pin_run(&s);
+    let want = match s["memory"]["kind"].as_str() {
+        Some("cuda_device") => "nvidia_p2p",
+        Some("host" | "cuda_host") => "host",
+        _ => panic!("unexpected frame memory: {s}"),
+    };
+    assert_eq!(method, want, "{s}");
+    assert!(!reason.is_empty(), "{s}");
+
+    // dma_buf: taken where CUDA says CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED=1, otherwise
+    // the fallback and why.
+    let r = svc.request(
+        "PATCH",
+        "/api/v1/config",
+        Some(br#"{"card": {"pin_method": "dma_buf"}}"#),
+        &[],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let s = svc.status();
+    assert_eq!(s["pipeline"]["state"], "running", "{s}");
+    let (method, reason) = one_pin_run(&s);
+    match s["memory"]["kind"].as_str() {
+        Some("host") => {
+            assert_eq!(method, "host", "{s}");
+            assert!(
+                reason.starts_with("dma_buf: no CUDA (") && reason.ends_with("fell back to host"),
+                "{s}"
+            );
+        }
+        Some("cuda_device") if method == "dma_buf" => {
+            assert_eq!(
+                reason, "dma_buf: CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED=1",
+                "{s}"
+            );
+        }
+        Some("cuda_device") => {
+            assert_eq!(method, "nvidia_p2p", "{s}");
+            assert!(reason.contains("fell back to nvidia_p2p"), "{s}");
+        }
+        Some("cuda_host") => {
+            assert_eq!(method, "host", "{s}");
+            assert!(reason.contains("fell back to host"), "{s}");
+        }
+        _ => panic!("unexpected frame memory: {s}"),
+    }
+    println!("card.pin_method dma_buf: {method} ({reason})");
+
+    // A pin method that contradicts ring.memory is refused, and nothing changes.
+    let before = svc.get("/api/v1/config").json();
+    let r = svc.request(
+        "PATCH",
+        "/api/v1/config",
+        Some(br#"{"card": {"pin_method": "nvidia_p2p"}, "ring": {"memory": "host"}}"#),
+        &[],
+    );
+    r.problem(422, "config-range");
+    assert_eq!(
+        r.field_errors(),
+        [("/card/pin_method".into(), "pin-method-memory".into())]
+    );
+    assert_eq!(svc.get("/api/v1/config").json(), before);
+}
+
 #[test]
 fn bad_requests_are_problems_and_change_nothing() {
     let text = "{\"autostart\": false}\n";
@@ -645,6 +726,19 @@ fn a_slow_sensor_is_not_an_error_and_stop_does_not_wait_for_it() {
         }
     });
     assert_eq!(svc.status()["counters"]["transfer_errors"], 0);
+    // The warning names the configured timeout, not the capture thread's wait slice.
+    let log = svc.log();
+    let warned: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("no frame arrived within"))
+        .collect();
+    assert!(
+        !warned.is_empty()
+            && warned
+                .iter()
+                .all(|l| l.contains("within 100ms (card.timeout_ms)")),
+        "the frame-wait warning must name card.timeout_ms (100ms): {warned:?}"
+    );
     // One frame every 50 s with a 60 s timeout: stop must not wait for the sensor (the
     // client's own 30 s timeout would fail this request if it did).
     let r = svc.request(
@@ -900,13 +994,15 @@ fn metrics_openapi_and_dashboard() {
         if r.status == 200 { Ok(()) } else { Err(r.body) }
     });
     // The SSE streams never end and the frame view is an image (tests/results.rs reads
-    // both); every other documented path answers here.
+    // both); a templated path needs a key that exists (tests/alerts.rs fetches a kept
+    // frame by its run and seq); every other documented path answers here.
     let skipped = [
         "/api/v1/stream",
         "/api/v1/results/stream",
         "/api/v1/frames/latest",
     ];
-    for path in paths.keys().filter(|p| !skipped.contains(&p.as_str())) {
+    let plain = |p: &&String| !skipped.contains(&p.as_str()) && !p.contains('{');
+    for path in paths.keys().filter(plain) {
         let r = svc.get(path);
         // POST-only routes answer 405 to GET; none is unknown.
         assert!(

@@ -3,7 +3,7 @@
  * fgtest: the guest tests of the fpgagdr module (issue 5).
  *
  *   fgtest SUITE          functional, host, nvp2p, faults, badioctl,
- *                         removal, stress, frames; exit status 0 when
+ *                         removal, stress, frames, dmabuf; exit status 0 when
  *                         every test passed
  *   fgtest badcard STATE  the card's user register block breaks the frame
  *                         protocol rule STATE (enum fpgagdr_frames_state)
@@ -202,6 +202,7 @@ int main(int argc, char **argv)
 		{ "removal", suite_removal },
 		{ "stress", suite_stress },
 		{ "frames", suite_frames },
+		{ "dmabuf", suite_dmabuf },
 		{ "pinhold", cmd_pinhold },
 		{ "hang", cmd_hang },
 	};
@@ -218,7 +219,8 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[1], suites[i].name))
 			return suites[i].fn();
 	fprintf(stderr, "usage: fgtest SUITE|pinhold|slabsites MOD|slabrange START LEN\n"
-		"  SUITE: functional, host, nvp2p, faults, badioctl, removal, stress, frames\n"
+		"  SUITE: functional, host, nvp2p, faults, badioctl, removal, stress, frames,\n"
+		"         dmabuf\n"
 		"  badcard STATE: the card breaks a frame protocol rule\n");
 	return 2;
 }

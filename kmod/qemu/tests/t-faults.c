@@ -139,6 +139,39 @@ static void test_late_completion_after_timeout(void)
 	free(before);
 }
 
+/*
+ * A run stopped before the card's worker picked it up, then the next run
+ * started while that worker was on its way: the worker finds the new run,
+ * and the work queued again for it must not find the same run a second
+ * time.  A second walk starts right after the first completes, racing the
+ * driver's stop and the chain's free: it may fetch freed descriptor memory
+ * or move the bytes again after the transfer returned (seen once in CI's
+ * stress race).  The card walks each run at most once.
+ */
+static void test_run_walked_once_after_a_late_pickup(void)
+{
+	long long r0, w0;
+	struct fx f;
+
+	fx_open(&f);
+	CHECK_OK(t_dbg_write(DBG_TE "pickup_ms", "300"));
+	r0 = t_dbg(DBG_TE "stats", "runs");
+	w0 = t_dbg(DBG_TE "stats", "walks");
+	CHECK_ERR(t_xfer(f.fd, FPGAGDR_DIR_C2H, 1, f.ha, 0, 0, BUF, 20),
+		  ETIMEDOUT);
+	/* the worker sleeps with 300 ms; the work queued next does not */
+	CHECK_OK(t_dbg_write(DBG_TE "pickup_ms", "0"));
+	CHECK_OK(t_xfer(f.fd, FPGAGDR_DIR_C2H, 1, f.hb, 0, 0, BUF, 5000));
+	usleep(300 * 1000);
+	CHECK(t_dbg(DBG_TE "stats", "runs") - r0 == 2, "runs started: %lld",
+	      t_dbg(DBG_TE "stats", "runs") - r0);
+	CHECK(t_dbg(DBG_TE "stats", "walks") - w0 == 1,
+	      "the second run walked %lld times (the first, stopped before pickup, none)",
+	      t_dbg(DBG_TE "stats", "walks") - w0);
+	fx_works(&f, 1, "after a late pickup");
+	fx_close(&f);
+}
+
 static void test_engine_error_then_next_succeeds(void)
 {
 	long long errs = t_dbg(DBG_COUNTERS, "errors");
@@ -527,6 +560,8 @@ int suite_faults(void)
 		  test_late_completion_within_timeout },
 		{ "late_completion_after_timeout",
 		  test_late_completion_after_timeout },
+		{ "run_walked_once_after_a_late_pickup",
+		  test_run_walked_once_after_a_late_pickup },
 		{ "engine_error_then_next_succeeds",
 		  test_engine_error_then_next_succeeds },
 		{ "signal_during_wait", test_signal_during_wait },

@@ -20,7 +20,7 @@ static struct fpgagdr_status st;
 
 static void test_status(void)
 {
-	int fd = t_open(), i;
+	int fd = t_open();
 	struct fpgagdr_status s;
 
 	CHECK_OK(t_status(fd, &s));
@@ -56,9 +56,8 @@ static void test_status(void)
 		      s.default_kind);
 		CHECK(s.gpu_page_size == 4096, "gpu page %u", s.gpu_page_size);
 	}
-	CHECK(!s.pad0 && !s.flags, "pad/flags not zero");
-	for (i = 0; i < (int)ARRAY_SIZE(s.reserved); i++)
-		CHECK(!s.reserved[i], "reserved[%d] not zero", i);
+	CHECK(!s.flags, "flags not zero");
+	/* link_path_* (were pad0, reserved[0]): checked by frames' link test */
 	close(fd);
 }
 
@@ -356,25 +355,31 @@ static void test_channel_nodes(void)
 
 /*
  * Segments a pin of @len bytes may have in this pass: with no IOMMU and no
- * bounce buffers, scattered pages are many short segments; through the
- * virtual IOMMU the buffer is one run of bus addresses, cut at the
- * device's maximum segment size (the descriptor length, 1 MiB); under
- * swiotlb=force each mapped piece is a bounce buffer of at most 256 KiB
- * (a pin of larger pieces is refused by the DMA API), and consecutive
- * ones may be adjacent, so segments are again at most 1 MiB.
+ * bounce buffers, scattered pages are many short segments.  Through the
+ * virtual IOMMU the buffer is one run of bus addresses, cut into segments
+ * of at most the device's maximum segment size (the descriptor length,
+ * 1 MiB): the module merges physically adjacent pages into pieces of up
+ * to that size, and the DMA API appends each piece to the segment before
+ * it only while it fits (next fit).  So any two neighbouring segments
+ * together are longer than the maximum, which bounds the count at
+ * 2 * ceil(len / max) - 1, one more for a crossing of the 4 GiB segment
+ * boundary.  Where it lands depends on how the guest's allocator laid the
+ * pages out in that boot (the same 8 MiB: 8 segments in one boot, 11 in
+ * another).  Under swiotlb=force each mapped piece is a bounce
+ * buffer of at most 256 KiB (a pin of larger pieces is refused by the DMA
+ * API), and consecutive ones may be adjacent, so segments are again at
+ * most 1 MiB.
  */
 static void check_segments(__u64 len, __u32 segs, bool scattered,
 			   const char *what)
 {
 	const __u64 maxseg = st.desc_max_bytes;
+	const __u64 least = (len + maxseg - 1) / maxseg;
 
 	if (t_pass_is("iommu"))
-		/* one run of IOVAs, cut at the maximum segment size */
-		CHECK(segs >= (len + maxseg - 1) / maxseg &&
-		      segs <= len / maxseg + 2,
+		CHECK(segs >= least && segs <= 2 * least,
 		      "%s: %u segments through the IOMMU, want %llu..%llu",
-		      what, segs, (len + maxseg - 1) / maxseg,
-		      len / maxseg + 2);
+		      what, segs, least, 2 * least);
 	else if (t_pass_is("swiotlb"))
 		/* bounce buffers taken one after the other are adjacent */
 		CHECK(segs >= len / maxseg,

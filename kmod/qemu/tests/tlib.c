@@ -68,20 +68,24 @@ double t_now(void)
 
 /*
  * After every test the software card must have seen no broken chain, no
- * access to memory not mapped for it, and no engine that missed the stop
- * budget unless a test caused it on purpose.
+ * access to memory not mapped for it, no run walked twice, and no engine
+ * that missed the stop budget unless a test caused it on purpose.
  */
 static void t_check_card(void)
 {
 	long long e = t_dbg(DBG_TE "stats", "desc_errors");
 	long long s = t_dbg(DBG_TE "stats", "stop_timeouts");
 	long long u = t_dbg(DBG_TE "stats", "refused_unmapped");
+	long long r = t_dbg(DBG_TE "stats", "runs");
+	long long w = t_dbg(DBG_TE "stats", "walks");
 
 	if (e < 0)
 		return;		/* not the software card */
 	CHECK(e == 0, "software card rejected %lld descriptor chains", e);
 	CHECK(u == 0, "software card refused %lld accesses to memory not mapped for it",
 	      u);
+	CHECK(w <= r, "software card walked %lld chains of %lld runs started",
+	      w, r);
 	CHECK(s - t_stop_timeouts_base == t_expected_stop_timeouts,
 	      "software card had %lld stop timeouts, %lld on purpose",
 	      s - t_stop_timeouts_base, t_expected_stop_timeouts);

@@ -137,6 +137,7 @@ int suite_badioctl(void);
 int suite_removal(void);
 int suite_stress(void);
 int suite_frames(void);
+int suite_dmabuf(void);
 int cmd_badcard(int argc, char **argv);
 int cmd_hang(void);
 int cmd_pinhold(void);

@@ -11,6 +11,7 @@ LICENSE = "Apache-2.0"
 LIC_FILES_CHKSUM = "file://${COMMON_LICENSE_DIR}/Apache-2.0;md5=89aea4e17d99a7cacdbeed46a0096b10"
 
 require recipes-appliance/include/fpgagdr-source.inc
+require recipes-appliance/include/fpgagdr-cudarc.inc
 # The same Cargo.lock as the service: the same crates (cbindgen among them, for the
 # header, built for the build host by cargo).
 require recipes-appliance/fpgagdrd/fpgagdrd-crates.inc

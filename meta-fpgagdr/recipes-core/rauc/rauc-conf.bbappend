@@ -24,6 +24,17 @@ do_install:prepend:fpgagdr() {
 }
 
 do_install:append:fpgagdr() {
+    # meta-rauc's master (for the Yocto release after scarthgap; the JetPack 7.2 target)
+    # installs system.conf and the keyring in /usr/lib/rauc, scarthgap in /etc/rauc.
+    # The appliance keeps both in /etc/rauc on every target: system.conf names the
+    # keyring there, docs/ota.md and the update's hooks expect it there, and RAUC
+    # (1.13 and later) reads /etc/rauc/system.conf before /usr/lib/rauc's.
+    if [ -f ${D}${nonarch_libdir}/rauc/system.conf ]; then
+        install -d ${D}${sysconfdir}/rauc
+        mv ${D}${nonarch_libdir}/rauc/system.conf ${D}${nonarch_libdir}/rauc/${RAUC_KEYRING_FILE} \
+            ${D}${sysconfdir}/rauc/
+        rmdir ${D}${nonarch_libdir}/rauc
+    fi
     sed -i -e 's,@COMPATIBLE@,${FPGAGDR_RAUC_COMPATIBLE},' \
         -e 's,@KEYRING@,${RAUC_KEYRING_FILE},' \
         -e 's,@STATUSFILE@,${FPGAGDR_RAUC_STATUSFILE},' \

@@ -17,6 +17,7 @@ import { ChartSet, LatencyColumns, STAGES, fpsChart, latencyChart } from '../cha
 import { TelemetryHistory, energyChart, loadChart, powerChart, tempChart } from '../power.js';
 import { SeriesWindow } from '../series.js';
 import { PowerView } from '../views/power.js';
+import { ResultsView } from '../views/results.js';
 import { StatusView } from '../views/status.js';
 
 /** Rows of chart history: 60 s at 10 snapshots/s, with room to spare. */
@@ -93,6 +94,18 @@ export function livePage(view) {
     if (lastState !== 'running' && !frameImg.hidden) return;
     frameImg.src = `/api/v1/frames/latest?t=${Date.now()}`;
   }, 1000);
+
+  // The live results list (issue 20): every frame's result and alert from
+  // GET /api/v1/results/stream (its own EventSource: the snapshot stream carries one
+  // result per 100 ms); EventSource reconnects by itself after an outage.
+  const results = new ResultsView(view.el('[data-testid="results-list"]'), view.el('[data-testid="alert-banner"]'));
+  const resultStream = new EventSource('/api/v1/results/stream');
+  resultStream.addEventListener('result', (e) => {
+    results.pushResult(JSON.parse(/** @type {MessageEvent} */ (e).data));
+  });
+  resultStream.addEventListener('alert', (e) => {
+    results.pushAlert(JSON.parse(/** @type {MessageEvent} */ (e).data));
+  });
 
   const power = new PowerView(view.el('[data-testid="power-panel"]'));
   const telemetry = new TelemetryHistory();

@@ -17,14 +17,17 @@
 // select; integer / number → number input (min/max from the schema, the API
 // still decides: the form has novalidate); string → text; string-or-null →
 // text whose empty value means null (the default). An emptied number is sent
-// as null too, which resets the field to its default.
+// as null too, which resets the field to its default. An object keyed by name
+// (`additionalProperties`, no fixed properties: outputs.alerts.rules) → a JSON
+// text box; its edit is sent as the new object with null for each key removed
+// (a merge patch), and an error naming a field inside it is shown beside it.
 
 /**
  * @typedef {object} Field
  * @property {string} pointer JSON pointer, e.g. "/ring/entries"
  * @property {string[]} path keys from the root
- * @property {'boolean' | 'enum' | 'integer' | 'number' | 'string' | 'nullable'} kind
- * @property {HTMLInputElement | HTMLSelectElement} input
+ * @property {'boolean' | 'enum' | 'integer' | 'number' | 'string' | 'nullable' | 'json'} kind
+ * @property {HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement} input
  * @property {HTMLElement} error the element beside the field that shows its error
  * @property {HTMLElement} row the field's block
  * @property {Record<string, string[]> | null} appliesWhen shown only while each named field holds one of its values
@@ -72,6 +75,7 @@ function choices(s) {
 function kindOf(s) {
   if (choices(s)) return 'enum';
   const t = s.type;
+  if (t === 'object' && !s.properties && s.additionalProperties) return 'json';
   if (t === 'object' || s.properties) return 'object';
   if (Array.isArray(t)) {
     if (t.includes('null') && t.includes('string')) return 'nullable';
@@ -166,10 +170,17 @@ export class ConfigView {
     const label = document.createElement('label');
     label.htmlFor = id;
     label.textContent = s.title ?? words(path[path.length - 1]);
-    /** @type {HTMLInputElement | HTMLSelectElement} */
+    /** @type {HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement} */
     let input;
     const opts = choices(s);
-    if (opts) {
+    if (kind === 'json') {
+      const area = document.createElement('textarea');
+      area.rows = 4;
+      area.spellcheck = false;
+      area.placeholder = '{}';
+      area.className = 'cfg-json';
+      input = area;
+    } else if (opts) {
       const sel = document.createElement('select');
       for (const o of opts) {
         const op = document.createElement('option');
@@ -265,6 +276,7 @@ export class ConfigView {
     for (const f of this.fields) {
       const v = getAt(config, f.path);
       if (f.input instanceof HTMLInputElement && f.kind === 'boolean') f.input.checked = v === true;
+      else if (f.kind === 'json') f.input.value = v == null || Object.keys(v).length === 0 ? '' : JSON.stringify(v, null, 1);
       else f.input.value = v == null ? '' : String(v);
     }
     this.applies();
@@ -288,7 +300,25 @@ export class ConfigView {
       let v;
       const input = f.input;
       if (input instanceof HTMLInputElement && f.kind === 'boolean') v = input.checked;
-      else if (f.kind === 'integer' || f.kind === 'number') {
+      else if (f.kind === 'json') {
+        /** @type {unknown} */
+        let obj;
+        try {
+          obj = input.value.trim() === '' ? {} : JSON.parse(input.value);
+        } catch {
+          obj = null;
+        }
+        if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) {
+          local.push({ field: f.pointer, message: 'not a JSON object' });
+          continue;
+        }
+        const old = /** @type {Record<string, unknown>} */ (before ?? {});
+        if (JSON.stringify(obj) === JSON.stringify(old)) continue;
+        /** @type {Record<string, unknown>} */
+        const sent = { ...obj };
+        for (const k of Object.keys(old)) if (!(k in sent)) sent[k] = null;
+        v = sent;
+      } else if (f.kind === 'integer' || f.kind === 'number') {
         if (input instanceof HTMLInputElement && input.validity.badInput) {
           local.push({ field: f.pointer, message: 'not a number' });
           continue;
@@ -320,13 +350,15 @@ export class ConfigView {
     }
     let first = /** @type {HTMLElement | null} */ (null);
     for (const e of errors) {
-      const f = this.fields.find((x) => x.pointer === e.field);
+      const f = this.fields.find((x) => x.pointer === e.field) ??
+        this.fields.find((x) => x.kind === 'json' && e.field.startsWith(`${x.pointer}/`));
       if (!f) {
         loose.push(e.field ? `${e.field}: ${e.message}` : e.message);
         continue;
       }
       f.error.hidden = false;
-      f.error.textContent = f.error.textContent ? `${f.error.textContent}; ${e.message}` : e.message;
+      const msg = f.pointer === e.field ? e.message : `${e.field.slice(f.pointer.length + 1)}: ${e.message}`;
+      f.error.textContent = f.error.textContent ? `${f.error.textContent}; ${msg}` : msg;
       f.input.setAttribute('aria-invalid', 'true');
       first ??= f.input;
     }

@@ -9,10 +9,11 @@ use std::time::Duration;
 
 use fpgagdr_uapi::{
     Errno, FPGAGDR_ABI_VERSION, FPGAGDR_CAP_IRQ, FPGAGDR_CAP_POLL, FPGAGDR_CAP_STREAM,
-    FPGAGDR_CAP_TEST_ENGINE, FPGAGDR_DIR_C2H, FPGAGDR_DIR_H2C, FPGAGDR_MAX_PINS_PER_FILE,
-    FPGAGDR_MEM_HOST, FPGAGDR_MEM_NV_P2P, FPGAGDR_PIN_MAX_BYTES, FPGAGDR_PLATFORM_NONE,
-    FPGAGDR_PLATFORM_ORIN, FPGAGDR_PLATFORM_X86_DGPU, FPGAGDR_TIMEOUT_MAX_MS, fpgagdr_pin,
-    fpgagdr_status, fpgagdr_transfer,
+    FPGAGDR_CAP_TEST_ENGINE, FPGAGDR_DIR_C2H, FPGAGDR_DIR_H2C, FPGAGDR_LINK_PATH_DEV_UNKNOWN,
+    FPGAGDR_MAX_PINS_PER_FILE, FPGAGDR_MEM_DMABUF, FPGAGDR_MEM_HOST, FPGAGDR_MEM_NV_P2P,
+    FPGAGDR_PIN_MAX_BYTES, FPGAGDR_PLATFORM_NONE, FPGAGDR_PLATFORM_ORIN, FPGAGDR_PLATFORM_THOR,
+    FPGAGDR_PLATFORM_X86_DGPU, FPGAGDR_TIMEOUT_MAX_MS, fpgagdr_pin, fpgagdr_status,
+    fpgagdr_transfer,
 };
 
 use crate::dma::{Direction, TransferRequest};
@@ -32,11 +33,12 @@ pub(crate) struct Limits {
     pub(crate) len_granularity: u64,
 }
 
-/// `"orin"`, `"x86-dgpu"`, `"none"`, as `docs/kernel-module.md` names them.
+/// `"orin"`, `"thor"`, `"x86-dgpu"`, `"none"`, as `docs/kernel-module.md` names them.
 pub(crate) fn platform_name(platform: u32) -> String {
     match platform {
         FPGAGDR_PLATFORM_NONE => "none".into(),
         FPGAGDR_PLATFORM_ORIN => "orin".into(),
+        FPGAGDR_PLATFORM_THOR => "thor".into(),
         FPGAGDR_PLATFORM_X86_DGPU => "x86-dgpu".into(),
         other => format!("unknown ({other})"),
     }
@@ -45,15 +47,16 @@ pub(crate) fn platform_name(platform: u32) -> String {
 /// The module's status as the library's [`CardStatus`], plus the [`Limits`] kept by the
 /// back-end.
 ///
-/// Mapping: platform `orin` → [`Platform::Tegra`], anything else (`x86-dgpu`, `none`:
-/// not a Tegra) → [`Platform::Desktop`]; `alignment` = `pin_align`; `card_size` 0
+/// Mapping: platform `orin` or `thor` → [`Platform::Tegra`], anything else (`x86-dgpu`,
+/// `none`, a value this library does not know: not a Tegra) → [`Platform::Desktop`]; `alignment` = `pin_align`; `card_size` 0
 /// ("unknown") → `u64::MAX`, so that only wrap-around is checked, as in the module;
-/// `gpu_direct` when GPU memory can be pinned (Orin's host path for `cuMemHostAlloc`
+/// `gpu_direct` when GPU memory can be pinned (a Tegra's host path for `cuMemHostAlloc`
 /// memory, or the `nvidia_p2p` back-end built in); `host_dma` when the card has a
 /// channel; `interrupts` from `FPGAGDR_CAP_IRQ`; `simulated` when the engines are the
 /// module's test-only software engine (no hardware).
 pub(crate) fn card_status(path: &Path, s: &fpgagdr_status) -> (CardStatus, Limits) {
-    let platform = if s.platform == FPGAGDR_PLATFORM_ORIN {
+    let tegra = matches!(s.platform, FPGAGDR_PLATFORM_ORIN | FPGAGDR_PLATFORM_THOR);
+    let platform = if tegra {
         Platform::Tegra
     } else {
         Platform::Desktop
@@ -96,7 +99,7 @@ pub(crate) fn card_status(path: &Path, s: &fpgagdr_status) -> (CardStatus, Limit
             s.card_size
         },
         capabilities: Capabilities {
-            gpu_direct: s.platform == FPGAGDR_PLATFORM_ORIN || nv_p2p,
+            gpu_direct: tegra || nv_p2p,
             host_dma: s.c2h_channels + s.h2c_channels > 0,
             interrupts: s.caps & FPGAGDR_CAP_IRQ != 0,
         },
@@ -110,10 +113,21 @@ pub(crate) fn card_status(path: &Path, s: &fpgagdr_status) -> (CardStatus, Limit
 }
 
 /// GET_STATUS's link fields as a [`crate::PcieLink`]; `None` when every one is 0 (the
-/// function has no PCIe capability). `simulated` when the engines are the module's
-/// test-only software engine: the link then is the QEMU guest's, not a card's.
+/// function has no PCIe capability and no link above it is known). `simulated` when the
+/// engines are the module's test-only software engine: the link then is the QEMU
+/// guest's, not a card's.
+///
+/// The path (`link_path_*`): generation and width as the module gives them, 0 when
+/// `link_path_gen` is 0 (unknown: `link_path_width` and `link_path_dev` then mean
+/// nothing, even if an odd module set them); the limiting device unpacked from
+/// `link_path_dev` unless it is [`FPGAGDR_LINK_PATH_DEV_UNKNOWN`].
 pub(crate) fn pcie_link(s: &fpgagdr_status) -> Option<crate::PcieLink> {
+    let path_known = s.link_path_gen != 0;
     let link = crate::PcieLink {
+        gen_path: s.link_path_gen,
+        width_path: if path_known { s.link_path_width } else { 0 },
+        path_limited_by: (path_known && s.link_path_dev != FPGAGDR_LINK_PATH_DEV_UNKNOWN)
+            .then(|| crate::PciAddress::from_packed(s.link_path_dev)),
         gen_current: s.link_gen,
         width_current: s.link_width,
         gen_capable: s.link_cap_gen,
@@ -129,6 +143,7 @@ pub(crate) fn pcie_link(s: &fpgagdr_status) -> Option<crate::PcieLink> {
         link.width_capable,
         link.max_payload,
         link.max_read_req,
+        link.gen_path,
     ];
     known.iter().any(|&v| v != 0).then_some(link)
 }
@@ -181,6 +196,35 @@ pub(crate) fn pin_request(region: &DmaRegion, limits: &Limits, card: &str) -> Re
         kind,
         addr: region.addr,
         length: region.len,
+        ..fpgagdr_pin::new()
+    })
+}
+
+/// The PIN request for `region` through the dma-buf `dmabuf_fd` exported for it
+/// (`FPGAGDR_MEM_DMABUF`: `addr` is the offset in the dma-buf, 0 here, `length` the
+/// region's). Errors: [`Error::ZeroLength`], [`Error::Unsupported`] when the module
+/// lacks its dma-buf back-end (GET_STATUS `mem_kinds`).
+pub(crate) fn pin_request_dmabuf(
+    region: &DmaRegion,
+    dmabuf_fd: i32,
+    limits: &Limits,
+    card: &str,
+) -> Result<fpgagdr_pin> {
+    if region.len == 0 {
+        return Err(Error::ZeroLength { what: "pin" });
+    }
+    if limits.mem_kinds & (1 << FPGAGDR_MEM_DMABUF) == 0 {
+        return Err(Error::Unsupported {
+            what: "pinning a CUDA dma-buf (the module's dma-buf back-end is not built in; \
+                   set card.pin_method to nvidia_p2p or auto)",
+            card: card.to_string(),
+        });
+    }
+    Ok(fpgagdr_pin {
+        kind: FPGAGDR_MEM_DMABUF,
+        addr: 0,
+        length: region.len,
+        dmabuf_fd,
         ..fpgagdr_pin::new()
     })
 }
@@ -855,6 +899,61 @@ mod tests {
             pcie_link(&te).unwrap().simulated,
             "test engine: no hardware"
         );
+        // No path from a module older than the path fields (they were zero).
+        assert_eq!((l.gen_path, l.width_path, l.path_limited_by), (0, 0, None));
+    }
+
+    /// The path fields against values packed as the module packs them (`(domain << 16)
+    /// | (bus << 8) | devfn`), every generation and the widths Link Status can hold.
+    #[test]
+    fn path_link_fields_decode() {
+        for link_path_gen in 1..=6u32 {
+            for link_path_width in [1u32, 2, 4, 8, 12, 16, 32] {
+                // 0000:00:01.0, the QEMU root port, limits a conventional-PCI card.
+                let s = fpgagdr_status {
+                    link_path_gen,
+                    link_path_width,
+                    link_path_dev: 0x0000_0008,
+                    ..x86_status()
+                };
+                let l = pcie_link(&s).expect("a known path is a link to report");
+                assert_eq!((l.gen_path, l.width_path), (link_path_gen, link_path_width));
+                assert_eq!(
+                    (l.gen_current, l.width_current),
+                    (0, 0),
+                    "the card's own: none"
+                );
+                assert_eq!(l.path_limited_by.unwrap().to_string(), "0000:00:01.0");
+            }
+        }
+        // A switch's downstream port in domain 5: 0005:0a:1f.7 (devfn 0xff).
+        let s = fpgagdr_status {
+            link_gen: 3,
+            link_width: 8,
+            link_path_gen: 3,
+            link_path_width: 4,
+            link_path_dev: 0x0005_0aff,
+            ..x86_status()
+        };
+        let l = pcie_link(&s).unwrap();
+        let a = l.path_limited_by.unwrap();
+        assert_eq!((a.domain, a.bus, a.device, a.function), (5, 0x0a, 31, 7));
+        assert_eq!(a.to_string(), "0005:0a:1f.7");
+        // A domain the module cannot pack: the link without its device.
+        let vmd = fpgagdr_status {
+            link_path_dev: FPGAGDR_LINK_PATH_DEV_UNKNOWN,
+            ..s
+        };
+        let l = pcie_link(&vmd).unwrap();
+        assert_eq!((l.gen_path, l.width_path, l.path_limited_by), (3, 4, None));
+        // Generation 0 is "unknown": width and device are not believed.
+        let unknown = fpgagdr_status {
+            link_path_gen: 0,
+            link_path_width: 4,
+            link_path_dev: 0x8,
+            ..x86_status()
+        };
+        assert_eq!(pcie_link(&unknown), None, "nothing known: no link");
     }
 
     #[test]
@@ -940,10 +1039,75 @@ mod tests {
     }
 
     #[test]
+    fn thor_is_a_tegra_whose_gpu_memory_is_pinned_by_host_pins() {
+        // Thor: no nvidia_p2p back-end, host pins of cuMemHostAlloc memory are the GPU
+        // path, as on Orin.
+        let thor = fpgagdr_status {
+            platform: FPGAGDR_PLATFORM_THOR,
+            mem_kinds: 1 << FPGAGDR_MEM_HOST | 1 << FPGAGDR_MEM_DMABUF,
+            default_kind: FPGAGDR_MEM_HOST,
+            gpu_page_size: 4096,
+            ..x86_status()
+        };
+        let (st, lim) = card_status(Path::new(PATH), &thor);
+        assert_eq!(st.platform, Platform::Tegra);
+        assert!(st.capabilities.gpu_direct, "{st:?}");
+        assert_eq!(lim.mem_kinds & (1 << FPGAGDR_MEM_NV_P2P), 0);
+        assert!(st.name.contains("platform thor"), "{}", st.name);
+        // A value this library does not know yet is a generic host, not an error.
+        let later = fpgagdr_status {
+            platform: 7,
+            mem_kinds: 1 << FPGAGDR_MEM_HOST,
+            ..x86_status()
+        };
+        let (st, _) = card_status(Path::new(PATH), &later);
+        assert_eq!(st.platform, Platform::Desktop);
+        assert!(!st.capabilities.gpu_direct);
+        assert!(st.name.contains("platform unknown (7)"), "{}", st.name);
+    }
+
+    #[test]
     fn memory_kinds_map_to_the_modules_kinds() {
         assert_eq!(mem_kind(MemoryKind::Host), FPGAGDR_MEM_HOST);
         assert_eq!(mem_kind(MemoryKind::CudaHost), FPGAGDR_MEM_HOST);
         assert_eq!(mem_kind(MemoryKind::CudaDevice), FPGAGDR_MEM_NV_P2P);
+    }
+
+    #[test]
+    fn dmabuf_pin_requests_name_the_fd_at_offset_zero() {
+        let region = DmaRegion {
+            addr: 0x7f00_0001_0000,
+            len: 3 << 20,
+            kind: MemoryKind::CudaDevice,
+        };
+        let p = pin_request_dmabuf(&region, 17, &limits(), "card").unwrap();
+        assert_eq!(
+            p,
+            fpgagdr_pin {
+                kind: FPGAGDR_MEM_DMABUF,
+                addr: 0,
+                length: 3 << 20,
+                dmabuf_fd: 17,
+                ..fpgagdr_pin::new()
+            }
+        );
+        let no_dmabuf = Limits {
+            mem_kinds: (1 << FPGAGDR_MEM_HOST) | (1 << FPGAGDR_MEM_NV_P2P),
+            ..limits()
+        };
+        let e = pin_request_dmabuf(&region, 17, &no_dmabuf, "the x86 card").unwrap_err();
+        assert_eq!(e.rule(), "capability");
+        assert!(
+            e.to_string().contains("dma-buf") && e.to_string().contains("the x86 card"),
+            "{e}"
+        );
+        let empty = DmaRegion { len: 0, ..region };
+        assert_eq!(
+            pin_request_dmabuf(&empty, 17, &limits(), "c")
+                .unwrap_err()
+                .rule(),
+            "length-nonzero"
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //! | library | module |
 //! |---|---|
 //! | [`Card::open_path`](crate::Card::open_path) | `open("/dev/fpgagdrN", O_RDWR)`, `FPGAGDR_IOC_GET_STATUS` |
-//! | [`Backend::pin`] | `FPGAGDR_IOC_PIN`: [`MemoryKind::Host`](crate::MemoryKind::Host) and [`MemoryKind::CudaHost`](crate::MemoryKind::CudaHost) as `FPGAGDR_MEM_HOST`, [`MemoryKind::CudaDevice`](crate::MemoryKind::CudaDevice) as `FPGAGDR_MEM_NV_P2P` |
+//! | [`Backend::pin`] | `FPGAGDR_IOC_PIN`: [`MemoryKind::Host`](crate::MemoryKind::Host) and [`MemoryKind::CudaHost`](crate::MemoryKind::CudaHost) as `FPGAGDR_MEM_HOST`, [`MemoryKind::CudaDevice`](crate::MemoryKind::CudaDevice) as `FPGAGDR_MEM_NV_P2P`, or as `FPGAGDR_MEM_DMABUF` (offset 0, the exported fd) when the memory exported a dma-buf ([`PinMethod::DmaBuf`](crate::PinMethod::DmaBuf)) |
 //! | [`Backend::unpin`] | `FPGAGDR_IOC_UNPIN` |
 //! | [`Backend::transfer`] | `FPGAGDR_IOC_TRANSFER`, timeout rounded up to whole ms (1..=60000) |
 //! | [`Backend::host_read`] / [`Backend::host_write`] | `pread` / `pwrite` on `/dev/fpgagdrN_c2h_K` / `_h2c_K`, file offset = card address |
@@ -62,7 +62,7 @@ pub use frames::{FrameInfo, KernelTrigger};
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -415,7 +415,15 @@ impl Backend for KernelCard {
         // From here on the card reads and writes the region during TRANSFER; the memory
         // stays allocated until `unpin` returns (`Backend::pin`).
         let region = pinned.region();
-        let mut req = convert::pin_request(&region, &self.limits, &self.status.name)?;
+        let mut req = match pinned.dmabuf_fd() {
+            Some(fd) => convert::pin_request_dmabuf(
+                &region,
+                fd.as_raw_fd(),
+                &self.limits,
+                &self.status.name,
+            )?,
+            None => convert::pin_request(&region, &self.limits, &self.status.name)?,
+        };
         #[allow(unsafe_code)]
         // SAFETY: `ctl` is this card's control node; `req` is a live, exclusively
         // borrowed request. The memory it names stays allocated until `unpin` returns,
@@ -424,10 +432,11 @@ impl Backend for KernelCard {
         let r = unsafe { uapi::ioctl::pin(self.ctl.as_fd(), &mut req) };
         r.map_err(|errno| self.error(&Call::Pin { region: &region }, errno))?;
         tracing::debug!(
-            "pinned {} bytes of {} memory at {:#x}: handle {}, {} segments, {} B pages",
+            "pinned {} bytes of {} memory at {:#x} by {}: handle {}, {} segments, {} B pages",
             region.len,
             region.kind,
             region.addr,
+            pinned.method(),
             req.handle,
             req.segments,
             req.page_size

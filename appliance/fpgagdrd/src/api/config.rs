@@ -17,7 +17,7 @@ use super::body::{body_bytes, check_content_type, parse_body};
 use super::error::{ApiError, PROBLEM, Problem};
 use super::state::{AppState, blocking};
 use crate::config::{Config, OfferedFiles, offered_files};
-use crate::pipeline::{State as PipelineState, prepare};
+use crate::pipeline::{PrepareError, State as PipelineState, prepare};
 
 fn with_etag(config: &Config) -> Response {
     // Write-only secrets (the MQTT password) never leave the service.
@@ -127,6 +127,37 @@ pub(super) async fn patch_config(
     .await
 }
 
+/// Writes `new` to the config file (atomically); a failure changes nothing.
+fn save(s: &AppState, new: &Config) -> Result<(), ApiError> {
+    s.config.write(new).map_err(|e| {
+        ApiError::Internal(format!(
+            "saving {}: {e}; nothing changed",
+            s.config.path().display()
+        ))
+    })
+}
+
+/// Applies a change to `outputs.mqtt` alone, without a new pipeline: the broker's CA
+/// file checked, the config saved, then the new client started in the results room.
+/// Any failure leaves everything as it was.
+fn apply_mqtt(s: &AppState, turn: impl Sized, new: Config) -> Result<Response, ApiError> {
+    crate::results::mqtt::check_tls(&new.outputs.mqtt, &s.files.roots).map_err(|message| {
+        ApiError::ConfigApply {
+            message,
+            field: Some("/outputs/mqtt/ca_file".into()),
+        }
+    })?;
+    save(s, &new)?;
+    s.results.configure_mqtt(&new.outputs.mqtt);
+    s.config.set_current(new.clone());
+    drop(turn);
+    tracing::info!(
+        "config changed (outputs.mqtt only: the pipeline goes on) and saved to {}",
+        s.config.path().display()
+    );
+    Ok(with_etag(&new))
+}
+
 /// Checks, builds the new pipeline, saves, then swaps — in that order, so any failure
 /// leaves everything as it was. Readers of the config see the old one until the swap.
 async fn apply_config(
@@ -140,6 +171,52 @@ async fn apply_config(
     let new = make(&current)?;
     if new == *current {
         return Ok(with_etag(&new));
+    }
+    // Alert rules name thermal zones and INA3221 rails: the telemetry's latest sample
+    // says which this board has. Only the rules this change adds or alters are checked
+    // (a sensor that went away does not block an unrelated change).
+    let touched = crate::config::AlertsConfig {
+        rules: new
+            .outputs
+            .alerts
+            .rules
+            .iter()
+            .filter(|(name, rule)| current.outputs.alerts.rules.get(*name) != Some(*rule))
+            .map(|(name, rule)| (name.clone(), rule.clone()))
+            .collect(),
+        ..Default::default()
+    };
+    let sample = s.board.telemetry();
+    let (zones, rails, power): (Vec<String>, Vec<String>, bool) = sample
+        .as_ref()
+        .map(|t| {
+            (
+                t.sample.zones.iter().map(|z| z.name.clone()).collect(),
+                t.sample.rails.iter().map(|r| r.name.clone()).collect(),
+                t.sample.power.is_some(),
+            )
+        })
+        .unwrap_or_default();
+    if let Some((field, why)) =
+        crate::config::alerts::unknown_sensors(&touched, &zones, &rails, power)
+            .into_iter()
+            .next()
+    {
+        return Err(ApiError::ConfigApply {
+            message: format!("rule alert-sensor: {why}; nothing changed"),
+            field: Some(field.into()),
+        });
+    }
+    // A change to `outputs.mqtt` alone is the results room's: the new client takes
+    // over from the pipeline that runs, so capture goes on and no frame is lost to it.
+    // (Alert rules are compiled into a run when it starts: a change to them restarts.)
+    let mqtt_only = {
+        let mut same = current.raw().clone();
+        same.outputs.mqtt = new.outputs.mqtt.clone();
+        same == *new.raw()
+    };
+    if mqtt_only {
+        return apply_mqtt(s, turn, new);
     }
     let (sup, card, cfg, files) = (
         s.supervisor.clone(),
@@ -155,7 +232,14 @@ async fn apply_config(
         .changes
         .build(
             move || {
-                let p = prepare(&cfg, &card, &files);
+                // The MQTT broker's CA file is read like the pipeline's files: a change
+                // naming one that cannot be used is refused, nothing applied.
+                let p = crate::results::mqtt::check_tls(&cfg.outputs.mqtt, &files.roots)
+                    .map_err(|message| PrepareError {
+                        field: Some("/outputs/mqtt/ca_file"),
+                        message,
+                    })
+                    .and_then(|()| prepare(&cfg, &card, &files));
                 if p.is_err() {
                     crate::heap::release_freed();
                 }
@@ -173,15 +257,28 @@ async fn apply_config(
         .await?
         .map_err(|e| ApiError::ConfigApply {
             message: e.message,
-            field: e.field,
+            field: e.field.map(Into::into),
         })?;
-    if let Err(e) = s.config.write(&new) {
+    // Alert rules name classes by label: only the model can say which exist.
+    if let Some((field, label)) =
+        crate::config::alerts::unknown_classes(&new.outputs.alerts, prepared.labels())
+            .into_iter()
+            .next()
+    {
         drop(prepared);
-        return Err(ApiError::Internal(format!(
-            "saving {}: {e}; nothing changed",
-            s.config.path().display()
-        )));
+        return Err(ApiError::ConfigApply {
+            message: format!(
+                "rule alert-classes: {label:?} is not one of the model's labels; nothing changed"
+            ),
+            field: Some(field.into()),
+        });
     }
+    if let Err(e) = save(s, &new) {
+        drop(prepared);
+        return Err(e);
+    }
+    // The run about to start takes the new rules.
+    s.results.configure_alerts(&new.outputs.alerts);
     // Either way a new generation: a page showing the pipeline's facts re-reads them.
     if restart {
         blocking(move || sup.lock().expect("supervisor poisoned").start(prepared)).await?;

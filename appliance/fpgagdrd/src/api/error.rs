@@ -34,6 +34,9 @@ pub enum ApiError {
     /// 404 `no-frame`: no frame has been captured for the frame view yet.
     #[error("no frame has been captured yet")]
     NoFrame,
+    /// 404 `no-kept-frame`: no kept frame has that key (never kept, or rotated out).
+    #[error("{0}")]
+    NoKeptFrame(String),
     /// 405 `method`: the resource does not take that method.
     #[error("this resource does not take that method")]
     MethodNotAllowed,
@@ -90,7 +93,7 @@ pub enum ApiError {
         /// The rule and what broke it.
         message: String,
         /// JSON pointer of the field at fault, if one is.
-        field: Option<&'static str>,
+        field: Option<std::borrow::Cow<'static, str>>,
     },
     /// 422 `pipeline-start`: the pipeline cannot start with the config in force.
     #[error("{0}")]
@@ -149,6 +152,24 @@ pub enum ApiError {
         /// `Retry-After`, s.
         retry_after_s: u64,
     },
+    /// 400 `request-syntax`: the request line or a header field does not parse as
+    /// HTTP/1.1 (RFC 9112), or its framing headers contradict each other; answered by
+    /// the accept loop (`wire.rs`) in place of hyper's bodiless `400`.
+    #[error("{0}")]
+    RequestSyntax(String),
+    /// 431 `header-size`: the request head is over the size or field-count limit.
+    #[error("{0}")]
+    HeaderSize(String),
+    /// 414 `uri-size`: the request target is longer than the server reads.
+    #[error("{0}")]
+    UriSize(String),
+    /// 505 `http-version`: a well-formed HTTP version other than 1.0 and 1.1.
+    #[error("{0}")]
+    HttpVersion(String),
+    /// 408 `header-timeout`: a request head begun and not finished in time
+    /// (`--header-timeout-s`); written by the accept loop before it closes.
+    #[error("{0}")]
+    HeaderTimeout(String),
     /// 421 `host`: the `Host` header names a host this service does not answer for
     /// (DNS rebinding).
     #[error("{0}")]
@@ -184,6 +205,7 @@ impl ApiError {
             ApiError::NoAsset(_) => (S::NOT_FOUND, "asset", "Not found"),
             ApiError::NoResult => (S::NOT_FOUND, "no-result", "Not found"),
             ApiError::NoFrame => (S::NOT_FOUND, "no-frame", "Not found"),
+            ApiError::NoKeptFrame(_) => (S::NOT_FOUND, "no-kept-frame", "Not found"),
             ApiError::MethodNotAllowed => (S::METHOD_NOT_ALLOWED, "method", "Method not allowed"),
             ApiError::AuthToken { .. } => (S::UNAUTHORIZED, "auth-token", "API token required"),
             ApiError::IfMatch { .. } => (
@@ -249,6 +271,23 @@ impl ApiError {
                 "change-busy",
                 "A change is still in progress",
             ),
+            ApiError::RequestSyntax(_) => (S::BAD_REQUEST, "request-syntax", "Malformed request"),
+            ApiError::HeaderSize(_) => (
+                S::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "header-size",
+                "Request head too large",
+            ),
+            ApiError::UriSize(_) => (S::URI_TOO_LONG, "uri-size", "Request target too long"),
+            ApiError::HttpVersion(_) => (
+                S::HTTP_VERSION_NOT_SUPPORTED,
+                "http-version",
+                "HTTP version not supported",
+            ),
+            ApiError::HeaderTimeout(_) => (
+                S::REQUEST_TIMEOUT,
+                "header-timeout",
+                "Request head too slow",
+            ),
             ApiError::Host(_) => (S::MISDIRECTED_REQUEST, "host", "Host not served here"),
             ApiError::Origin(_) => (S::FORBIDDEN, "origin", "Origin not allowed"),
             ApiError::Internal(_) => (S::INTERNAL_SERVER_ERROR, "internal", "Internal error"),
@@ -264,7 +303,7 @@ impl ApiError {
                 message,
                 field: Some(field),
             } => vec![FieldError {
-                field: (*field).into(),
+                field: field.to_string(),
                 rule: "apply",
                 message: message.clone(),
             }],
@@ -365,7 +404,13 @@ impl IntoResponse for ApiError {
                 // request, and a client must not reuse it.
                 h.insert(header::CONNECTION, HeaderValue::from_static("close"));
             }
-            ApiError::BodySize(_) | ApiError::BodyTimeout(_) => {
+            ApiError::BodySize(_)
+            | ApiError::BodyTimeout(_)
+            | ApiError::RequestSyntax(_)
+            | ApiError::HeaderSize(_)
+            | ApiError::UriSize(_)
+            | ApiError::HttpVersion(_)
+            | ApiError::HeaderTimeout(_) => {
                 h.insert(header::CONNECTION, HeaderValue::from_static("close"));
             }
             ApiError::ConnectionLimit { retry_after_s, .. }
@@ -413,7 +458,7 @@ mod tests {
         assert!(p.detail.contains("\"2\""), "{}", p.detail);
         let e = ApiError::ConfigApply {
             message: "rule model: no such file".into(),
-            field: Some("/model/path"),
+            field: Some("/model/path".into()),
         };
         assert_eq!(e.status(), StatusCode::UNPROCESSABLE_ENTITY);
         assert_eq!(e.errors()[0].field, "/model/path");

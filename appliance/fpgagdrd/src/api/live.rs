@@ -13,27 +13,41 @@
 //! client without an id gets the bounded replay of the last minute. Ids start at the
 //! service's start time in milliseconds and go up by one per live event, so an id from
 //! before a restart is below every id of the new run.
+//!
+//! Fan-out: every event goes out in the SSE bytes the board rendered once
+//! ([`crate::board::Event::sse`]; named events are rendered once in
+//! [`Live::publish_event`]); a stream clones a reference to them and writes them, so a
+//! thousand streams cost one rendering per event, not a thousand. A stream that falls
+//! more than the channel's 16 events behind skips what it missed (it is not waited
+//! for), and one whose client stops reading is closed by the accept loop's send
+//! timeout. A comment line (`:`) goes out after 10 s without an event, so proxies do
+//! not take a quiet stream for a dead one.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
 use tokio::sync::broadcast;
-use tokio_stream::Stream;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::BroadcastStream;
 
-use crate::board::Board;
+use crate::board::{self, Board};
+
+/// Time without an event after which a stream sends a comment line.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(10);
 
 /// The live feed: the frame board's events and other rooms' named events.
 #[derive(Debug, Clone)]
 pub struct Live {
     board: Board,
-    /// Named events other than snapshots (`ota`): sent live only, without an id, so
-    /// they neither take part in resume nor move a client's `Last-Event-ID`.
-    named: broadcast::Sender<(&'static str, Arc<str>)>,
+    /// Named events other than snapshots (`ota`), in their SSE bytes: sent live only,
+    /// without an id, so they neither take part in resume nor move a client's
+    /// `Last-Event-ID`.
+    named: broadcast::Sender<Bytes>,
     closing: tokio::sync::watch::Sender<bool>,
 }
 
@@ -60,7 +74,7 @@ impl Live {
 
     /// Sends a named event (`event: NAME`, `data: JSON`, no id) to every open stream.
     pub fn publish_event(&self, name: &'static str, json: Arc<str>) {
-        let _ = self.named.send((name, json));
+        let _ = self.named.send(board::sse(name, None, &json));
     }
 }
 
@@ -86,27 +100,36 @@ pub async fn stream(
     State(live): State<Live>,
     headers: axum::http::HeaderMap,
     query: Result<axum::extract::Query<StreamQuery>, axum::extract::rejection::QueryRejection>,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+) -> Response {
     let header_id = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
     let after = header_id.or(query.ok().and_then(|q| q.0.last_event_id));
     let (replay, rx) = live.board.subscribe(after);
-    let named = BroadcastStream::new(live.named.subscribe())
-        .filter_map(|e| e.ok())
-        .map(|(name, json)| Event::default().event(name).data(&*json));
+    let named = BroadcastStream::new(live.named.subscribe()).filter_map(|e| e.ok());
     let closing = live.closing.subscribe();
     let events = tokio_stream::iter(replay)
         .chain(BroadcastStream::new(rx).filter_map(|b| b.ok()))
-        .map(|b| {
-            Event::default()
-                .event("snapshot")
-                .id(b.id.to_string())
-                .data(&*b.json)
-        })
+        .map(|b| b.sse)
         .merge(named)
+        // A pause of KEEP_ALIVE yields an `Elapsed` (the stream goes on): a comment.
+        .timeout_repeating(tokio::time::interval_at(
+            tokio::time::Instant::now() + KEEP_ALIVE,
+            KEEP_ALIVE,
+        ))
+        .map(|e| e.unwrap_or_else(|_| Bytes::from_static(b":\n\n")))
         .take_while(move |_| !*closing.borrow())
-        .map(Ok);
-    Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(10)))
+        .map(Ok::<_, Infallible>);
+    (
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        ],
+        Body::from_stream(events),
+    )
+        .into_response()
 }

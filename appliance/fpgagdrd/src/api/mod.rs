@@ -21,6 +21,7 @@
 //! Neighbours: `auth.rs` (token), `error.rs` (problem+json), `live.rs` (SSE),
 //! `prometheus.rs`, `system.rs` (versions), `ota.rs` (updates), `crate::assets`.
 
+mod alerts;
 pub mod auth;
 mod body;
 mod config;
@@ -38,6 +39,7 @@ pub mod server;
 mod state;
 pub mod system;
 mod telemetry;
+pub mod wire;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -69,6 +71,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/results/latest", get(pipeline::latest))
         .route("/api/v1/results", get(results::results_page))
         .route("/api/v1/frames/latest", get(frames::latest_frame))
+        .route("/api/v1/alerts/frames", get(alerts::kept_frames))
+        .route("/api/v1/alerts/frames/{run}/{seq}", get(alerts::kept_frame))
         .route(
             "/api/v1/results/stream",
             get(results::results_stream).layer(from_fn_with_state(

@@ -17,7 +17,7 @@ use utoipa::openapi::{ObjectBuilder, RefOr, Schema};
 use utoipa::{Modify, OpenApi};
 
 use super::error::Problem;
-use super::{config, frames, live, ota, pipeline, prometheus, results, system, telemetry};
+use super::{alerts, config, frames, live, ota, pipeline, prometheus, results, system, telemetry};
 use crate::board::Snapshot;
 use crate::config::Config;
 
@@ -37,6 +37,7 @@ use crate::config::Config;
         ota::status, ota::upload, ota::install,
         live::stream,
         results::results_page, results::results_stream, frames::latest_frame,
+        alerts::kept_frames, alerts::kept_frame,
         prometheus::metrics,
         openapi, openapi_v1,
     ),
@@ -48,6 +49,7 @@ use crate::config::Config;
         (name = "telemetry", description = "Power, temperature and load"),
         (name = "live", description = "Server-Sent Events for the dashboard"),
         (name = "results", description = "Every frame's result: the results log and the per-frame stream"),
+        (name = "alerts", description = "Frames whose result matched an alert rule (outputs.alerts)"),
         (name = "system", description = "Versions and uptimes"),
         (name = "ota", description = "Over-the-air updates through RAUC"),
         (name = "metrics", description = "Prometheus"),

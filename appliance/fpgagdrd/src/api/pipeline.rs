@@ -11,7 +11,7 @@ use std::path::Path;
 
 use axum::Json;
 use axum::extract::State;
-use fpgagdr::{Capabilities, MemoryKind, Platform};
+use fpgagdr::{Capabilities, MemoryKind, PinMethod, Platform};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -98,6 +98,41 @@ pub struct MemoryInfo {
     /// Bytes per entry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub entry_bytes: Option<usize>,
+    /// How the ring's entries are pinned and why (`card.pin_method`), as runs of
+    /// consecutive entries pinned alike, entry 0 first; empty before a ring was
+    /// allocated.
+    pub pins: Vec<RingPins>,
+}
+
+/// Ring entries `first_entry .. first_entry + entries` pinned the same way.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct RingPins {
+    /// The first entry of the run (0-based).
+    pub first_entry: usize,
+    /// How many entries the run holds (≥ 1).
+    pub entries: usize,
+    /// `host` (host pages, `pin_user_pages`), `nvidia_p2p` or `dma_buf`.
+    pub method: PinMethod,
+    /// Why, e.g. `"dma_buf: CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED=0, fell back to
+    /// nvidia_p2p"`.
+    pub reason: String,
+}
+
+/// Per-entry pin methods and reasons, entry 0 first, as runs of equal ones.
+fn pin_runs(pins: &[(PinMethod, String)]) -> Vec<RingPins> {
+    let mut runs: Vec<RingPins> = Vec::new();
+    for (i, (method, reason)) in pins.iter().enumerate() {
+        match runs.last_mut() {
+            Some(r) if r.method == *method && r.reason == *reason => r.entries += 1,
+            _ => runs.push(RingPins {
+                first_entry: i,
+                entries: 1,
+                method: *method,
+                reason: reason.clone(),
+            }),
+        }
+    }
+    runs
 }
 
 /// The pipeline's state and what it runs (null before a pipeline was prepared).
@@ -187,6 +222,7 @@ pub(super) fn status_body(s: &AppState) -> StatusBody {
             card_slots: Some(i.slots),
             chain_cache_hit_rate: s.shared.counters.read().chain_cache_hit_rate(),
             entry_bytes: Some(i.ring.1),
+            pins: pin_runs(&i.pins),
         },
         None => MemoryInfo {
             kind: None,
@@ -196,6 +232,7 @@ pub(super) fn status_body(s: &AppState) -> StatusBody {
             card_slots: None,
             chain_cache_hit_rate: None,
             entry_bytes: None,
+            pins: Vec::new(),
         },
     };
     let shared = &s.shared;
@@ -322,4 +359,29 @@ pub(super) async fn latest(State(s): State<AppState>) -> Result<Json<FrameResult
     responses((status = 200, description = "The chart history", body = PipelineHistoryBody)))]
 pub(super) async fn pipeline_history(State(s): State<AppState>) -> Json<PipelineHistoryBody> {
     Json(s.board.pipeline_history())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pins_are_reported_as_runs_of_equal_entries() {
+        let p2p = (PinMethod::NvidiaP2p, "fell back".to_string());
+        let dmabuf = (PinMethod::DmaBuf, "attribute 1".to_string());
+        let pins = [dmabuf.clone(), dmabuf.clone(), p2p.clone(), dmabuf.clone()];
+        let runs: Vec<_> = pin_runs(&pins)
+            .into_iter()
+            .map(|r| (r.first_entry, r.entries, r.method))
+            .collect();
+        assert_eq!(
+            runs,
+            [
+                (0, 2, PinMethod::DmaBuf),
+                (2, 1, PinMethod::NvidiaP2p),
+                (3, 1, PinMethod::DmaBuf)
+            ]
+        );
+        assert!(pin_runs(&[]).is_empty());
+    }
 }

@@ -214,6 +214,20 @@ pub fn render(
             "# HELP fpgagdr_results_log_bytes Bytes the results log holds on disk.\n# TYPE fpgagdr_results_log_bytes gauge\nfpgagdr_results_log_bytes {}",
             o.log.bytes
         );
+        let _ = writeln!(
+            out,
+            "# HELP fpgagdr_alerts_total Alerts (results that matched a rule of outputs.alerts.rules), by rule.\n# TYPE fpgagdr_alerts_total counter"
+        );
+        for (rule, n) in &o.alerts.fired {
+            // Rule names are A-Z a-z 0-9 _ - (config rule alert-name): no escaping needed.
+            let _ = writeln!(out, "fpgagdr_alerts_total{{rule=\"{rule}\"}} {n}");
+        }
+        let f = &o.alerts.frames;
+        let _ = writeln!(
+            out,
+            "# HELP fpgagdr_alert_frames_kept Frames kept because their result matched an alert rule.\n# TYPE fpgagdr_alert_frames_kept gauge\nfpgagdr_alert_frames_kept {}\n# HELP fpgagdr_alert_frames_kept_bytes Bytes the kept frames take on disk.\n# TYPE fpgagdr_alert_frames_kept_bytes gauge\nfpgagdr_alert_frames_kept_bytes {}\n# HELP fpgagdr_alert_frames_skipped_total Matching frames not kept: the keeper was busy.\n# TYPE fpgagdr_alert_frames_skipped_total counter\nfpgagdr_alert_frames_skipped_total {}",
+            f.frames, f.bytes, f.skipped
+        );
     }
     if let Some(t) = telemetry {
         out.push_str(&telemetry_gauges(t));

@@ -96,13 +96,15 @@ pub(super) async fn results_page(
 }
 
 /// Every frame's result as it is made: Server-Sent Events `result` (data: the result,
-/// the same JSON as MQTT and the log). A client that falls more than 1024 results
+/// the same JSON as MQTT and the log, with `alerts` naming the rules it matched), and
+/// `alert` (data: an AlertRecord) after it for each rule it matched, and `alert` (data: a
+/// ConditionAlertRecord) when a condition rule fires or clears. A client that falls more than 1024 results
 /// behind loses the oldest; it gets a `dropped` event (data `{"count": N}`) and the
 /// loss is counted in status (`outputs.dropped.stream_slow_client`); other clients are
 /// not slowed. Clients count against the stream limit (`--max-streams`).
 #[utoipa::path(get, path = "/api/v1/results/stream", tag = "results",
     responses((status = 200,
-        description = "Server-Sent Events: `result` (data: a ResultRecord) for every result from now on, `dropped` (data `{\"count\": N}`) where this client missed N; never ends by itself",
+        description = "Server-Sent Events: `result` (data: a ResultRecord) for every result from now on, `alert` (data: an AlertRecord) for each rule a result matched, or a ConditionAlertRecord when a condition rule (drop_rate, e2e_p99, temperature, power) fires or clears, `dropped` (data `{\"count\": N}`) where this client missed N; never ends by itself",
         body = String, content_type = "text/event-stream")))]
 pub(super) async fn results_stream(
     State(s): State<AppState>,
@@ -111,7 +113,7 @@ pub(super) async fn results_stream(
     let closing = s.live.closing();
     let events = BroadcastStream::new(s.results.subscribe())
         .map(move |r| match r {
-            Ok(json) => Event::default().event("result").data(&*json),
+            Ok((event, json)) => Event::default().event(event).data(&*json),
             Err(BroadcastStreamRecvError::Lagged(n)) => {
                 results.stream_dropped(n);
                 Event::default()

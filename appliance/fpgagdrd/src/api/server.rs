@@ -21,13 +21,21 @@
 //! of one) longer than `--idle-timeout-s`; a request head begun and not finished within
 //! `--header-timeout-s`; an answer the client has not read for `--send-timeout-s`.
 //! Hyper's own header-read timeout (idle + header) backs them up.
+//!
+//! Protocol errors as problems: a head cut off by the header timeout is answered
+//! `408` problem `header-timeout` before the close (when nothing else is waiting to be
+//! written); hyper's own bodiless answer to a head that does not parse (`400`, `431`,
+//! `414`) is replaced on its way to the socket by the problem `wire.rs` names
+//! (`request-syntax`, `http-version` as `505`, `header-size`, `uri-size`), see
+//! `Tracked`. An idle connection closed by the sweeper gets no answer (it asked for
+//! nothing), nor does one whose client does not read.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -44,6 +52,7 @@ use tower_service::Service;
 
 use super::error::{ApiError, Full};
 use super::limits::{Client, Holding, Limits};
+use super::wire;
 
 /// How often the sweeper looks at every connection.
 pub const SWEEP_EVERY: Duration = Duration::from_millis(250);
@@ -72,6 +81,9 @@ struct ConnState {
     head_since: AtomicU64,
     /// Since when a write has waited for the client to read, ns; 0 when none waits.
     blocked_since: AtomicU64,
+    /// Set by the sweeper when it closes the connection for a head past the header
+    /// timeout (the connection then answers `408`).
+    head_timed_out: AtomicBool,
 }
 
 struct Entry {
@@ -190,7 +202,11 @@ impl Registry {
                 // Between requests: a head begun is held to the header timeout, no
                 // head at all to the idle timeout.
                 let waited_out = if head != 0 {
-                    over(head, l.header_timeout)
+                    let late = over(head, l.header_timeout);
+                    if idle && late {
+                        s.head_timed_out.store(true, Ordering::Relaxed);
+                    }
+                    late
                 } else {
                     over(s.idle_since.load(Ordering::Relaxed), l.idle_timeout)
                 };
@@ -234,25 +250,108 @@ impl Drop for InFlight {
 }
 
 /// The socket, noting for the sweeper when a request head starts and when a write
-/// waits for the client.
+/// waits for the client, and answering a head that does not parse with a problem.
+///
+/// Hyper answers such a head itself (`400`, `414`, `431`, no body) without calling the
+/// service and then closes; those bytes pass through here. A write made while no
+/// request is in flight whose bytes end with such a bare head ([`wire::hyper_answer`])
+/// is hyper's: what precedes the head (the end of an earlier answer) goes out as it
+/// is, then the problem [`wire::protocol_error`] names from the status and the first
+/// [`wire::HEAD_KEPT`] bytes of the head goes out instead of the head, and hyper is
+/// told its head was written.
 struct Tracked {
     inner: TcpStream,
     state: Arc<ConnState>,
+    /// The first bytes of the request head being read (cleared when one begins).
+    head: Vec<u8>,
+    /// The problem written in place of hyper's bare answer, and how much of it is out.
+    answer: Option<(Vec<u8>, usize)>,
+}
+
+impl Tracked {
+    fn new(inner: TcpStream, state: Arc<ConnState>) -> Tracked {
+        Tracked {
+            inner,
+            state,
+            head: Vec::new(),
+            answer: None,
+        }
+    }
+
+    /// Writes what is left of the problem answer; `Ready(Ok(()))` once all of it is out.
+    fn poll_answer(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let Some((bytes, done)) = self.answer.as_mut() else {
+            return Poll::Ready(Ok(()));
+        };
+        while *done < bytes.len() {
+            let r = Pin::new(&mut self.inner).poll_write(cx, &bytes[*done..]);
+            let b = &self.state.blocked_since;
+            match r {
+                Poll::Pending => {
+                    if b.load(Ordering::Relaxed) == 0 {
+                        b.store(now_ns(), Ordering::Relaxed);
+                    }
+                    return Poll::Pending;
+                }
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => *done += n,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            }
+            b.store(0, Ordering::Relaxed);
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// `Some` when `buf` is (or ends with) hyper's own bare answer: the poll result to
+    /// give hyper for `buf`. `None`: write `buf` as it is.
+    fn poll_replace(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Option<Poll<io::Result<usize>>> {
+        if self.answer.is_none() {
+            if self.state.in_flight.load(Ordering::Acquire) != 0 {
+                return None;
+            }
+            let (start, status) = wire::hyper_answer(buf)?;
+            if start > 0 {
+                // The end of an earlier answer first; hyper hands over the rest again.
+                let r = Pin::new(&mut self.inner).poll_write(cx, &buf[..start]);
+                self.note_write(&r);
+                return Some(r);
+            }
+            let problem = wire::protocol_error(status, &self.head);
+            tracing::debug!("a request head did not parse: {problem}");
+            self.answer = Some((wire::answer(&problem, None), 0));
+        }
+        Some(match self.poll_answer(cx) {
+            Poll::Ready(Ok(())) => Poll::Ready(Ok(buf.len())),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        })
+    }
 }
 
 impl AsyncRead for Tracked {
     fn poll_read(
-        mut self: Pin<&mut Self>,
+        self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
         let before = buf.filled().len();
-        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
+        let r = Pin::new(&mut this.inner).poll_read(cx, buf);
         if matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            let s = &self.state;
-            if s.in_flight.load(Ordering::Acquire) == 0 && s.head_since.load(Ordering::Relaxed) == 0
-            {
-                s.head_since.store(now_ns(), Ordering::Relaxed);
+            let s = &this.state;
+            if s.in_flight.load(Ordering::Acquire) == 0 {
+                if s.head_since.load(Ordering::Relaxed) == 0 {
+                    s.head_since.store(now_ns(), Ordering::Relaxed);
+                    this.head.clear();
+                }
+                // The first bytes of the head, to name what in it did not parse.
+                let room = wire::HEAD_KEPT.saturating_sub(this.head.len());
+                let new = &buf.filled()[before..];
+                this.head.extend_from_slice(&new[..new.len().min(room)]);
             }
         }
         r
@@ -279,6 +378,9 @@ impl AsyncWrite for Tracked {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
+        if let Some(r) = self.poll_replace(cx, buf) {
+            return r;
+        }
         let r = Pin::new(&mut self.inner).poll_write(cx, buf);
         self.note_write(&r);
         r
@@ -289,6 +391,18 @@ impl AsyncWrite for Tracked {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
+        // Hyper's bare answer comes while no request is in flight and ends with an
+        // empty line: only then is it worth flattening the slices to look.
+        let last = bufs.iter().rev().find(|b| !b.is_empty());
+        if self.answer.is_some()
+            || (self.state.in_flight.load(Ordering::Acquire) == 0
+                && last.is_some_and(|b| b.ends_with(b"\r\n\r\n")))
+        {
+            let flat: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
+            if let Some(r) = self.poll_replace(cx, &flat) {
+                return r;
+            }
+        }
         let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
         self.note_write(&r);
         r
@@ -360,42 +474,43 @@ pub fn fit_descriptors(limits: &mut Limits) -> Result<u64, String> {
     Ok(soft)
 }
 
-/// Answers a refused connection 503 `connection-limit` (without waiting on the client)
-/// and closes it; lingers a moment to read the request when a [`REFUSALS`] place is free.
-fn refuse(mut stream: TcpStream, full: Full, retry_after_s: u64, lingering: &Arc<Semaphore>) {
-    let problem = ApiError::ConnectionLimit {
-        full,
-        retry_after_s,
-    }
-    .problem();
-    let body = serde_json::to_string(&problem).expect("a problem serialises");
-    let answer = format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: {}\r\nretry-after: {retry_after_s}\r\n\
-         x-content-type-options: nosniff\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-        super::error::PROBLEM,
-        body.len()
-    );
-    let Ok(place) = lingering.clone().try_acquire_owned() else {
-        let _ = stream.try_write(answer.as_bytes());
+/// Writes `answer` and closes `stream`. With a [`REFUSALS`] place free it waits (at most
+/// 1 s) for the answer to go out and reads what the client still sends, so that the
+/// close does not reset the connection before the client read the answer; without one
+/// it writes what the socket takes at once and closes.
+async fn answer_and_close(mut stream: TcpStream, answer: Vec<u8>, lingering: &Arc<Semaphore>) {
+    let Ok(_place) = lingering.clone().try_acquire_owned() else {
+        let _ = stream.try_write(&answer);
         return;
     };
-    tokio::spawn(async move {
-        let _place = place;
-        let _ = tokio::time::timeout(Duration::from_secs(1), async {
-            if stream.write_all(answer.as_bytes()).await.is_ok() {
-                let _ = stream.shutdown().await;
-                let mut sink = [0u8; 4096];
-                let mut read = 0;
-                while read < 64 * 1024 {
-                    match stream.read(&mut sink).await {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => read += n,
-                    }
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        if stream.write_all(&answer).await.is_ok() {
+            let _ = stream.shutdown().await;
+            let mut sink = [0u8; 4096];
+            let mut read = 0;
+            while read < 64 * 1024 {
+                match stream.read(&mut sink).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => read += n,
                 }
             }
-        })
-        .await;
-    });
+        }
+    })
+    .await;
+}
+
+/// Answers a refused connection 503 `connection-limit` (without waiting on the client)
+/// and closes it ([`answer_and_close`], on a task of its own).
+fn refuse(stream: TcpStream, full: Full, retry_after_s: u64, lingering: &Arc<Semaphore>) {
+    let answer = wire::answer(
+        &ApiError::ConnectionLimit {
+            full,
+            retry_after_s,
+        },
+        Some(retry_after_s),
+    );
+    let lingering = lingering.clone();
+    tokio::spawn(async move { answer_and_close(stream, answer, &lingering).await });
 }
 
 /// Serves `app` on `listener` under `limits` until `stop` turns true, then waits for
@@ -466,8 +581,8 @@ async fn accept_loop(
                     client,
                     place,
                     app.clone(),
-                    registry.limits.clone(),
                     stop.clone(),
+                    lingering.clone(),
                 ));
             }
             Err(full) => {
@@ -500,14 +615,12 @@ async fn connection(
     client: Client,
     place: Admitted,
     app: Router,
-    limits: Arc<Limits>,
     mut stop: watch::Receiver<bool>,
+    lingering: Arc<Semaphore>,
 ) {
+    let limits = place.registry.limits.clone();
     let state = place.state.clone();
-    let io = TokioIo::new(Tracked {
-        inner: stream,
-        state: state.clone(),
-    });
+    let io = TokioIo::new(Tracked::new(stream, state.clone()));
     let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
         let busy = InFlight::begin(&state);
         req.extensions_mut().insert(client);
@@ -525,22 +638,47 @@ async fn connection(
     builder
         .timer(TokioTimer::new())
         .keep_alive(true)
-        .header_read_timeout(limits.idle_timeout + limits.header_timeout);
-    let conn = builder.serve_connection(io, service);
-    tokio::pin!(conn);
+        .header_read_timeout(limits.idle_timeout + limits.header_timeout)
+        .max_headers(wire::MAX_HEAD_FIELDS)
+        .max_header_size(wire::MAX_HEAD_BYTES);
+    let mut conn = builder.serve_connection(io, service);
+    let mut head_late = false;
     tokio::select! {
-        r = conn.as_mut() => {
+        r = &mut conn => {
             if let Err(e) = r {
                 tracing::debug!("connection from {peer}: {e}");
+                // Hyper's own header-read timeout, when it comes before the sweeper's.
+                head_late = e.is_timeout();
             }
         }
         () = place.close.notified() => {}
         () = stopped(&mut stop) => {
-            conn.as_mut().graceful_shutdown();
+            Pin::new(&mut conn).graceful_shutdown();
             tokio::select! {
-                _ = conn.as_mut() => {}
+                _ = &mut conn => {}
                 () = place.close.notified() => {}
             }
         }
+    }
+    let state = place.state.clone();
+    head_late |= state.head_timed_out.load(Ordering::Relaxed);
+    // A head begun and cut off by the header timeout is told why, unless an earlier
+    // answer is still waiting for the client to read it (the 408 would land inside it).
+    if head_late
+        && state.head_since.load(Ordering::Relaxed) != 0
+        && state.in_flight.load(Ordering::Acquire) == 0
+        && state.blocked_since.load(Ordering::Relaxed) == 0
+    {
+        let stream = conn.into_parts().io.into_inner().inner;
+        let answer = wire::answer(
+            &ApiError::HeaderTimeout(format!(
+                "rule header-timeout: the request head did not arrive whole within {} s \
+                 (--header-timeout-s)",
+                limits.header_timeout.as_secs_f64()
+            )),
+            None,
+        );
+        drop(place);
+        answer_and_close(stream, answer, &lingering).await;
     }
 }

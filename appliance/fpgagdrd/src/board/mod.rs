@@ -11,7 +11,8 @@
 //! `api/live.rs` sends.
 //!
 //! Owns: [`Board`] (the last 60 s of snapshots, the live events, the latest telemetry
-//! body), [`spawn`] (the sampler task); below it `snapshot.rs` ([`Snapshot`],
+//! body), [`spawn`] (the sampler task, which also hands each tick's reading to the
+//! results room's condition alert rules: `results/conditions.rs`); below it `snapshot.rs` ([`Snapshot`],
 //! [`TelemetryPoint`], [`TelemetryBody`] and their rounding), `history.rs` (the
 //! scripts' views: `GET /pipeline/history` and `GET /telemetry/history`), `replay.rs`
 //! (events and the bounded replay).
@@ -28,15 +29,16 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::broadcast;
 
-use crate::metrics::CounterValues;
+use crate::metrics::{CounterValues, Stage};
 use crate::pipeline::Shared;
+use crate::results::{Reading, Results};
 use fpgagdr_telemetry::sampler::Telemetry;
 use snapshot::point;
 
 pub use history::{
     COARSE_POINTS, PipelineHistoryBody, StageColumns, TelemetryHistory, TelemetryHistoryPoint,
 };
-pub use replay::{Event, REPLAY_GROUP, REPLAY_MAX_BYTES, REPLAY_SPAN};
+pub use replay::{Event, REPLAY_GROUP, REPLAY_MAX_BYTES, REPLAY_SPAN, sse};
 pub use snapshot::{Snapshot, TelemetryBody, TelemetryPoint};
 
 /// Time between two snapshots.
@@ -77,6 +79,10 @@ struct Inner {
     telemetry: Option<Arc<TelemetryBody>>,
     /// Per-second means of the telemetry, for `GET /telemetry/history?span=1h`.
     coarse: history::Coarse,
+    /// The replay of a stream that opens without an id, made for the event `last_id`
+    /// was then: the same for every stream that opens before the next event, so a page
+    /// load of many streams makes it once.
+    fresh_replay: Option<(u64, Vec<Event>)>,
 }
 
 /// The frame board, shared by the sampler task and the HTTP side (cheap to clone).
@@ -143,15 +149,29 @@ impl Board {
     /// The bounded replay of the snapshots sent after event `after` (all kept ones when
     /// `None`: a page that opens the stream), and a subscription to the live events from
     /// then on, taken at one instant (see `replay.rs`).
+    ///
+    /// Streams that open without an id before the next event share one replay (its
+    /// events are reference-counted).
     pub fn subscribe(&self, after: Option<u64>) -> (Vec<Event>, broadcast::Receiver<Event>) {
-        let inner = self.lock();
+        let mut inner = self.lock();
         let rx = self.tx.subscribe();
+        let last_id = inner.last_id;
+        if after.is_none()
+            && let Some((id, events)) = &inner.fresh_replay
+            && *id == last_id
+        {
+            return (events.clone(), rx);
+        }
         let kept: Vec<(u64, &Snapshot, &str)> = inner
             .kept
             .iter()
             .map(|k| (k.id, &*k.snapshot, &*k.row))
             .collect();
-        (replay::bounded(&kept, after), rx)
+        let events = replay::bounded(&kept, after);
+        if after.is_none() {
+            inner.fresh_replay = Some((last_id, events.clone()));
+        }
+        (events, rx)
     }
 
     /// The newest snapshot sent, if any.
@@ -261,9 +281,43 @@ fn take(
     (snapshot, body)
 }
 
+/// Hands this tick's reading to the results room's condition rules (`drop_rate`,
+/// `e2e_p99`, `temperature`, `power`): the counters, the cumulative end-to-end
+/// histogram, the telemetry sample. The room decides; the board only reads.
+fn watch(results: &Results, shared: &Shared, s: &Snapshot) {
+    let c = &s.counters;
+    // Every drop the pipeline counts: back-pressure and failed checks (frames_dropped),
+    // overruns and sequence errors at capture, and the frames the card completed that
+    // no event reported (missed, event-queue overflow: produced but never captured).
+    let dropped = c.frames_dropped
+        + c.frames_overrun
+        + c.sequence_errors
+        + c.frames_missed
+        + c.event_queue_overflows;
+    let produced = c.frames_captured + c.frames_missed + c.event_queue_overflows;
+    let e2e = Stage::ALL
+        .iter()
+        .position(|st| *st == Stage::EndToEnd)
+        .expect("end_to_end is a stage");
+    let totals = shared.totals.lock().expect("totals poisoned");
+    results.observe(&Reading {
+        at: Instant::now(),
+        dropped,
+        produced,
+        e2e: Some(&totals.stages[e2e]),
+        sample: s.sample.as_deref(),
+    });
+}
+
 /// Starts the board's sampler task (on the async runtime: it only reads what the
-/// threads published, never a device).
-pub fn spawn(shared: Arc<Shared>, telemetry: Arc<Telemetry>, board: Board) {
+/// threads published, never a device). With `results`, each tick's reading also goes to
+/// its condition alert rules.
+pub fn spawn(
+    shared: Arc<Shared>,
+    telemetry: Arc<Telemetry>,
+    board: Board,
+    results: Option<Results>,
+) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(SAMPLE_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -271,6 +325,9 @@ pub fn spawn(shared: Arc<Shared>, telemetry: Arc<Telemetry>, board: Board) {
         loop {
             tick.tick().await;
             let (snapshot, body) = take(&shared, &telemetry, &mut rates);
+            if let Some(r) = &results {
+                watch(r, &shared, &snapshot);
+            }
             board.set_telemetry(body.map(Arc::new));
             board.push(snapshot);
         }

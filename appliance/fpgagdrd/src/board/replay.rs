@@ -16,11 +16,17 @@
 //! a client that drops mid-replay resumes where it was. Without thinning a resume
 //! gets the very events it missed, byte for byte.
 //!
-//! Owns: [`Event`], [`event`], [`bounded`]. Next hop of a frame: `api/live.rs` sends
-//! the events.
+//! Wire form: each event is rendered as SSE bytes once, when it is made ([`sse`]), and
+//! every stream sends those same bytes ([`Event::sse`], shared, not copied): with a
+//! thousand streams open, the per-stream work of an event is a reference count.
+//!
+//! Owns: [`Event`], [`event`], [`bounded`], [`sse`]. Next hop of a frame: `api/live.rs`
+//! sends the events.
 
 use std::sync::Arc;
 use std::time::Duration;
+
+use axum::body::Bytes;
 
 use super::snapshot::Snapshot;
 
@@ -31,13 +37,50 @@ pub const REPLAY_MAX_BYTES: usize = 192 * 1024;
 /// Snapshots per replay event, at most about (whole live events are not split).
 pub const REPLAY_GROUP: usize = 100;
 
-/// One `snapshot` event: its id and its data.
+/// One `snapshot` event: its id, its data, and both as SSE bytes.
 #[derive(Debug, Clone)]
 pub struct Event {
     /// Increasing event id.
     pub id: u64,
     /// `{"batch": [...]}`.
     pub json: Arc<str>,
+    /// `event: snapshot`, `id: <id>`, `data: <json>` and the blank line that ends it:
+    /// what a stream sends, rendered once for every stream.
+    pub sse: Bytes,
+}
+
+impl Event {
+    /// The `snapshot` event `id` with data `json`.
+    pub fn new(id: u64, json: Arc<str>) -> Event {
+        let sse = sse("snapshot", Some(id), &json);
+        Event { id, json, sse }
+    }
+}
+
+/// One Server-Sent Event in its wire form (WHATWG HTML, "Server-sent events"):
+/// `event: <name>`, `id: <id>` when given, one `data:` line per line of `data`, then a
+/// blank line. `name` must not hold a line break (it is a constant of the caller's).
+pub fn sse(name: &str, id: Option<u64>, data: &str) -> Bytes {
+    debug_assert!(
+        !name.contains(['\r', '\n']),
+        "an SSE event name is one line"
+    );
+    let mut out = String::with_capacity(data.len() + name.len() + 40);
+    out.push_str("event: ");
+    out.push_str(name);
+    out.push('\n');
+    if let Some(id) = id {
+        out.push_str("id: ");
+        out.push_str(&id.to_string());
+        out.push('\n');
+    }
+    for line in data.split('\n') {
+        out.push_str("data: ");
+        out.push_str(line.strip_suffix('\r').unwrap_or(line));
+        out.push('\n');
+    }
+    out.push('\n');
+    Bytes::from(out)
 }
 
 /// `row` (a snapshot's JSON object) with the newest-only parts of `s` added.
@@ -75,10 +118,7 @@ pub(super) fn event<'a>(
         }
     }
     json.push_str("]}");
-    Event {
-        id,
-        json: json.into(),
-    }
+    Event::new(id, json.into())
 }
 
 /// Groups `picked` (id, snapshot, row; oldest first) into replay events of about

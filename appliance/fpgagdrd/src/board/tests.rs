@@ -149,6 +149,40 @@ fn a_short_resume_gets_the_missed_events_as_they_were_sent() {
 }
 
 #[test]
+fn every_stream_sends_the_bytes_rendered_once_per_event() {
+    let b = Board::new(Duration::from_millis(100));
+    let (_, mut rx1) = b.subscribe(None);
+    let (_, mut rx2) = b.subscribe(None);
+    for i in 0..3 {
+        b.push(snap(1000.0 + i as f64 * 0.1, i));
+    }
+    let (e1, e2) = (rx1.try_recv().unwrap(), rx2.try_recv().unwrap());
+    // One rendering, shared: the same bytes, not a copy.
+    assert_eq!(e1.sse.as_ptr(), e2.sse.as_ptr());
+    let wire = String::from_utf8(e1.sse.to_vec()).unwrap();
+    assert_eq!(
+        wire,
+        format!("event: snapshot\nid: {}\ndata: {}\n\n", e1.id, e1.json)
+    );
+    // Streams opening before the next event share one replay; after it, a new one
+    // that includes it.
+    let (r1, _) = b.subscribe(None);
+    let (r2, _) = b.subscribe(None);
+    assert_eq!(r1.len(), 1);
+    assert!(Arc::ptr_eq(&r1[0].json, &r2[0].json));
+    for i in 3..6 {
+        b.push(snap(1000.0 + i as f64 * 0.1, i));
+    }
+    let (r3, _) = b.subscribe(None);
+    assert_eq!(r3.len(), 2, "the new event is in the replay");
+    assert!(!Arc::ptr_eq(&r3[0].json, &r1[0].json));
+    // A resume is its own.
+    let (after, _) = b.subscribe(Some(e1.id));
+    assert_eq!(after.len(), 1);
+    assert_eq!(after[0].json, r3[1].json);
+}
+
+#[test]
 fn an_open_or_an_old_id_gets_at_most_a_minute_in_bounded_bytes() {
     // 2 minutes of snapshots: the board keeps one.
     let b = board(1200);

@@ -73,8 +73,12 @@ pub(crate) fn run(
             Err(fpgagdr::Error::NoFrame { .. }) if wait_started.elapsed() < params.timeout => {
                 continue;
             }
-            Err(e @ fpgagdr::Error::NoFrame { .. }) => {
+            Err(fpgagdr::Error::NoFrame { .. }) => {
                 Counters::bump(&c.frame_wait_timeouts);
+                // The trigger's error names the last slice; the user set card.timeout_ms.
+                let e = fpgagdr::Error::NoFrame {
+                    timeout: params.timeout,
+                };
                 log_error("waiting for a frame", &format!("{e} (card.timeout_ms)"));
                 wait_started = Instant::now();
                 continue;

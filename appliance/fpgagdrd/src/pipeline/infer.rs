@@ -78,6 +78,10 @@ pub(crate) fn run(
     let mut next_publish = Instant::now() + PUBLISH_EVERY;
     let mut next_copy = Instant::now();
     let max_batch = prep.max_batch();
+    // Keeping the frames that match an alert rule: every entry stays taken until its
+    // result is known (as a GPU-read one always does), so a matching frame can be
+    // copied before it is let go.
+    let keep_frames = tap.as_ref().is_some_and(Tap::keeps_frames);
     let mut batch: Vec<Taken> = Vec::with_capacity(max_batch);
     // Frames and model runs since the last publish (the batch size in use).
     let (mut window_frames, mut window_batches) = (0u64, 0u64);
@@ -112,7 +116,8 @@ pub(crate) fn run(
             // SAFETY: entry `index` is InUse: capture claims only Free entries, or under
             // drop-oldest a Ready one, never an InUse one. It is released below only
             // after `push` returned `Read` (the CPU read it and built the tensor in its
-            // own buffer), or, when `push` returned `Pending`, after `finish` returned.
+            // own buffer), or, when `push` returned `Pending` or frames are kept, after
+            // `finish` returned.
             #[allow(unsafe_code)]
             let pushed = unsafe {
                 prep.push(
@@ -123,14 +128,15 @@ pub(crate) fn run(
             };
             match pushed {
                 Ok(p) => {
-                    if p == Pushed::Read {
+                    let hold = p == Pushed::Pending || keep_frames;
+                    if !hold {
                         queue.release(index);
                     }
                     batch.push(Taken {
                         index,
                         meta,
                         t_take,
-                        pending: p == Pushed::Pending,
+                        pending: hold,
                     });
                 }
                 Err(PrepError::Frame(e)) => {
@@ -156,7 +162,9 @@ pub(crate) fn run(
         }
         let finished = prep.finish(&mut model, params.verify_checksum);
         let t_inf = now_ns();
-        release_pending(&ring, &mut batch);
+        if !keep_frames || finished.is_err() {
+            release_pending(&ring, &mut batch);
+        }
         let (outcomes, times) = match finished {
             Ok(v) => v,
             Err(e) => {
@@ -201,7 +209,7 @@ pub(crate) fn run(
                 }
             }
             if let Some(tap) = &tap {
-                tap.send(RawResult {
+                let r = RawResult {
                     seq: header.seq,
                     arrived_unix_ns: wall_ns.saturating_sub(t_inf.saturating_sub(meta.t_arrived)),
                     result_unix_ns: wall_ns,
@@ -213,7 +221,18 @@ pub(crate) fn run(
                     top: out.top,
                     stages,
                     d2h: out.d2h_ns.is_some(),
-                });
+                    alerts: tap.matches(&out.top),
+                };
+                if r.alerts != 0 && taken.pending {
+                    tap.keep_frame(&r, |copy| {
+                        #[allow(unsafe_code)]
+                        // SAFETY: the entry is still InUse (kept taken for this, released
+                        // below by `release_pending`): no C2H into it runs meanwhile.
+                        let read = unsafe { ring.buffers[taken.index].copy_to_host(0, copy) };
+                        read.is_ok()
+                    });
+                }
+                tap.send(r);
             }
             latest = Some(Latest {
                 header,
@@ -223,6 +242,7 @@ pub(crate) fn run(
                 stages,
             });
         }
+        release_pending(&ring, &mut batch);
         batch.clear();
     }
     publish(&shared, &model, &mut recorder, latest);

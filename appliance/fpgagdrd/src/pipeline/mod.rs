@@ -19,7 +19,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use fpgagdr::{Card, CardStatus, DmaMemory, FrameTrigger, MemoryKind, frame_ring_kind};
+use fpgagdr::{
+    Card, CardStatus, DmaMemory, FrameTrigger, GpuFacts, MemoryKind, PinChoice, PinMethod, PinPlan,
+    frame_ring_kind, plan_pin,
+};
 use fpgagdr_infer::{FramePrep, Model, ModelError, ModelOptions, TensorRtOptions};
 use fpgagdr_sim::{Replay, SimCard, SimConfig, SimSensor, TestPattern};
 
@@ -144,6 +147,8 @@ pub struct PipelineInfo {
     pub memory: MemoryKind,
     /// Why that memory (e.g. "no CUDA driver found").
     pub memory_detail: String,
+    /// How each ring entry is pinned and why, entry 0 first.
+    pub pins: Vec<(PinMethod, String)>,
     /// Which of the seed report's data paths the frames take (A, B or C) and how.
     pub data_path: &'static str,
     /// Model file name.
@@ -191,6 +196,13 @@ impl std::fmt::Debug for Prepared {
     }
 }
 
+impl Prepared {
+    /// The model's display labels, class 0 first (what alert rules name).
+    pub fn labels(&self) -> &[String] {
+        self.model.labels()
+    }
+}
+
 /// Why a pipeline could not be prepared; `field` names the config field at fault.
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
@@ -211,13 +223,20 @@ fn fail(field: Option<&'static str>, e: impl std::fmt::Display) -> PrepareError 
 /// Where the frame ring goes for `wanted`, why, and which of the seed report's data paths
 /// frames take (A: card → host → GPU by the CPU; B: card → pinned host → GPU copy; C:
 /// card → GPU memory).
+///
+/// The pin plan comes with it: `card.pin_method` (`pin`) decides the memory when
+/// `ring.memory` is `auto`; an explicit `ring.memory` keeps its memory, pinned by that
+/// memory's own method where the pin method would have wanted another (the reason says
+/// so; the config's rule `pin-method-memory` refuses the plain contradictions).
 fn ring_memory(
     wanted: RingMemory,
+    pin: PinChoice,
     simulated: bool,
-) -> Result<(MemoryKind, String, &'static str), PrepareError> {
+) -> Result<(PinPlan, String, &'static str), PrepareError> {
     let (platform, why) = frame_ring_kind();
+    let plan = plan_pin(pin, &GpuFacts::probe());
     let kind = match wanted {
-        RingMemory::Auto => platform,
+        RingMemory::Auto => plan.memory,
         RingMemory::Host => MemoryKind::Host,
         RingMemory::CudaDevice | RingMemory::CudaHost if platform == MemoryKind::Host => {
             return Err(fail(
@@ -228,38 +247,57 @@ fn ring_memory(
         RingMemory::CudaDevice => MemoryKind::CudaDevice,
         RingMemory::CudaHost => MemoryKind::CudaHost,
     };
-    let why = if wanted == RingMemory::Auto {
+    let plan = if plan.memory == kind {
+        plan
+    } else {
+        let method = match kind {
+            MemoryKind::CudaDevice => PinMethod::NvidiaP2p,
+            MemoryKind::CudaHost | MemoryKind::Host => PinMethod::Host,
+        };
+        PinPlan {
+            memory: kind,
+            method,
+            reason: format!(
+                "ring.memory {kind} is pinned by {method} (card.pin_method {pin} would give \
+                 {}: {})",
+                plan.memory, plan.reason
+            ),
+        }
+    };
+    let why = if wanted == RingMemory::Auto && pin != PinChoice::Auto {
+        plan.reason.clone()
+    } else if wanted == RingMemory::Auto {
         why
     } else {
         "configured in ring.memory".to_string()
     };
     Ok(match (kind, simulated) {
         (MemoryKind::CudaDevice, true) => (
-            kind,
+            plan,
             format!(
                 "CUDA device memory ({why}); the simulated card fills it through pinned host staging (path B), not GPUDirect"
             ),
             "B: simulated card -> pinned host staging -> GPU copy",
         ),
         (MemoryKind::CudaDevice, false) => (
-            kind,
+            plan,
             format!("CUDA device memory ({why})"),
             "C: card -> GPU memory (GPUDirect)",
         ),
         (MemoryKind::CudaHost, true) => (
-            kind,
+            plan,
             format!(
                 "page-locked GPU-mapped host memory from cuMemHostAlloc ({why}); the simulated card writes it, the GPU reads it in place"
             ),
             "C on Orin: simulated card -> cuMemHostAlloc memory the GPU reads in place",
         ),
         (MemoryKind::CudaHost, false) => (
-            kind,
+            plan,
             format!("page-locked GPU-mapped host memory from cuMemHostAlloc ({why})"),
             "C: card -> cuMemHostAlloc memory (Orin unified memory, GPUDirect)",
         ),
         (MemoryKind::Host, sim) => (
-            kind,
+            plan,
             format!("page-aligned host memory ({why})"),
             if sim {
                 "simulated card -> pinned host memory (no GPU)"
@@ -284,7 +322,12 @@ pub fn prepare(
     // The ring's memory decides where preprocessing runs; a CUDA ring gets one stream
     // that the kernels and the model share (the model reads the tensors where the
     // kernels left them, in order, with no synchronisation in between).
-    let (kind, _, _) = ring_memory(config.ring.memory, matches!(card_choice, CardChoice::Sim))?;
+    let (plan, _, _) = ring_memory(
+        config.ring.memory,
+        config.card.pin_method,
+        matches!(card_choice, CardChoice::Sim),
+    )?;
+    let kind = plan.memory;
     let stream = match kind {
         MemoryKind::CudaDevice | MemoryKind::CudaHost => fpgagdr::cuda_context()
             .map(|ctx| ctx.new_stream())
@@ -400,19 +443,25 @@ pub fn prepare(
     let (entry_len, ring) = ring_bytes(entries, trigger.max_frame_len(), align);
     memory_rule(entries, entry_len, ring, decoded)?;
     // The description follows the card as opened (a module's card may be simulated too).
-    let (_, detail, data_path) = ring_memory(config.ring.memory, status.simulated)?;
+    let (plan, detail, data_path) =
+        ring_memory(config.ring.memory, config.card.pin_method, status.simulated)?;
     let mut buffers = Vec::with_capacity(entries);
     for _ in 0..entries {
-        let mem = DmaMemory::for_frames(entry_len, align, kind)
+        let mem = DmaMemory::for_pin(entry_len, align, &plan)
             .map_err(|e| fail(Some("/ring/entries"), e))?;
         buffers.push(card.pin(mem).map_err(|e| fail(Some("/ring/entries"), e))?);
     }
     let memory = buffers[0].kind();
+    let pins = buffers
+        .iter()
+        .map(|b| (b.pin_method(), b.pin_reason()))
+        .collect();
     let (prep, preprocess) = FramePrep::new(memory, entry_len, &model);
     let info = PipelineInfo {
         card: status,
         memory,
         memory_detail: detail,
+        pins,
         data_path,
         model: model.name(),
         preprocess,

@@ -245,6 +245,7 @@ mod tests {
             checksum: "ok".into(),
             top: vec![],
             latency_us: Default::default(),
+            alerts: vec![],
         })
         .unwrap()
     }

@@ -24,6 +24,7 @@ use rumqttc::{
 use serde::Serialize;
 
 use crate::config::MqttConfig;
+use crate::files::{self, Kind, Roots};
 
 /// First wait before reconnecting after a failure.
 pub const BACKOFF_MIN: Duration = Duration::from_millis(250);
@@ -55,10 +56,15 @@ pub struct MqttStatus {
     pub queued: u64,
     /// Results written to the broker (QoS 0) or acknowledged by it (QoS 1).
     pub delivered: u64,
-    /// Results dropped because the broker was away (QoS 0).
+    /// Results dropped because the broker was away (QoS 0), or because these settings
+    /// cannot connect at all (the CA file cannot be used: `last_error` says why).
     pub dropped_offline: u64,
     /// Results dropped because the queue was full.
     pub dropped_queue_full: u64,
+    /// Alerts queued on `outputs.mqtt.alert_topic`.
+    pub alerts_queued: u64,
+    /// Alerts dropped (broker away at QoS 0, or the queue full).
+    pub alerts_dropped: u64,
 }
 
 #[derive(Debug, Default)]
@@ -72,8 +78,20 @@ struct Shared {
     /// Status messages (`online`, QoS 1) queued: their acknowledgements and writes are
     /// not results, and are taken out of `delivered`.
     status_sent: AtomicU64,
+    /// Alerts queued (on `alert_topic`): taken out of `delivered` like the status.
+    alerts_queued: AtomicU64,
+    alerts_dropped: AtomicU64,
     error: Mutex<Option<String>>,
     stop: AtomicBool,
+    /// The settings cannot connect at all (the CA file): results are dropped at once.
+    unusable: AtomicBool,
+}
+
+/// What became of a message handed to the client.
+enum Queued {
+    Yes,
+    Offline,
+    Full,
 }
 
 /// One configured MQTT client.
@@ -81,7 +99,7 @@ struct Shared {
 pub struct Publisher {
     config: MqttConfig,
     qos: QoS,
-    client: Option<AsyncClient>,
+    client: AsyncClient,
     shared: Arc<Shared>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
@@ -98,40 +116,12 @@ fn client_id(c: &MqttConfig) -> String {
     format!("fpgagdr-{host}")
 }
 
-/// rustls with ring, trusting `ca_file`'s certificates or the system's store.
-fn tls(c: &MqttConfig) -> Result<TlsConfiguration, String> {
-    use rustls::pki_types::CertificateDer;
-    use rustls::pki_types::pem::PemObject;
-    let mut roots = rustls::RootCertStore::empty();
-    match &c.ca_file {
-        Some(path) => {
-            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
-                .and_then(|it| it.collect())
-                .map_err(|e| {
-                    format!(
-                        "rule mqtt-tls: outputs.mqtt.ca_file {}: {e}",
-                        path.display()
-                    )
-                })?;
-            let (added, _) = roots.add_parsable_certificates(certs);
-            if added == 0 {
-                return Err(format!(
-                    "rule mqtt-tls: outputs.mqtt.ca_file {} holds no usable certificate",
-                    path.display()
-                ));
-            }
-        }
-        None => {
-            let found = rustls_native_certs::load_native_certs();
-            roots.add_parsable_certificates(found.certs);
-            if roots.is_empty() {
-                return Err(
-                    "rule mqtt-tls: the system's CA store is empty; set outputs.mqtt.ca_file"
-                        .into(),
-                );
-            }
-        }
-    }
+/// rustls with ring, trusting `ca_file`'s certificates or the system's store. The CA
+/// file is confined to `roots` (the data directory or a `--cert-root`) and read as a
+/// regular file of at most [`files::MAX_CA_BYTES`]. Errors name their rule
+/// (`path-confined`, `file-missing`, `file-type`, `file-size`, `mqtt-tls`).
+fn tls(c: &MqttConfig, roots: &Roots) -> Result<TlsConfiguration, String> {
+    let roots = trusted(c, roots)?;
     let config = rustls::ClientConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
@@ -140,6 +130,60 @@ fn tls(c: &MqttConfig) -> Result<TlsConfiguration, String> {
     .with_root_certificates(roots)
     .with_no_client_auth();
     Ok(TlsConfiguration::Rustls(Arc::new(config)))
+}
+
+/// The certificates `outputs.mqtt.ca_file` holds (confined, read, parsed), or the
+/// system's store when it is null.
+fn trusted(c: &MqttConfig, roots: &Roots) -> Result<rustls::RootCertStore, String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let mut store = rustls::RootCertStore::empty();
+    match &c.ca_file {
+        Some(given) => {
+            let file = roots
+                .confine(given, Kind::Cert)
+                .map_err(|e| format!("outputs.mqtt.ca_file: {e}"))?;
+            let pem = files::read_regular(&file, files::MAX_CA_BYTES, "a CA file")
+                .map_err(|e| format!("outputs.mqtt.ca_file: {e}"))?;
+            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&pem)
+                .collect::<Result<_, _>>()
+                .map_err(|e| {
+                    format!(
+                        "rule mqtt-tls: outputs.mqtt.ca_file {} is not PEM: {e}",
+                        file.shown
+                    )
+                })?;
+            let (added, _) = store.add_parsable_certificates(certs);
+            if added == 0 {
+                return Err(format!(
+                    "rule mqtt-tls: outputs.mqtt.ca_file {} holds no usable certificate",
+                    file.shown
+                ));
+            }
+        }
+        None => {
+            let found = rustls_native_certs::load_native_certs();
+            store.add_parsable_certificates(found.certs);
+            if store.is_empty() {
+                return Err(
+                    "rule mqtt-tls: the system's CA store is empty; set outputs.mqtt.ca_file"
+                        .into(),
+                );
+            }
+        }
+    }
+    Ok(store)
+}
+
+/// Checks what only reading can check of `config` before it is applied: with TLS on,
+/// its CA file lies where CA files may (`roots`), is a regular PEM file within
+/// [`files::MAX_CA_BYTES`] and holds at least one certificate. Blocks on the file
+/// system: call it off the async threads. Errors: the rule broken, in words.
+pub fn check_tls(config: &MqttConfig, roots: &Roots) -> Result<(), String> {
+    if config.enabled && config.tls && config.ca_file.is_some() {
+        trusted(config, roots)?;
+    }
+    Ok(())
 }
 
 /// A connection error in words, naming the rule where the broker refused us.
@@ -165,8 +209,10 @@ fn explain(c: &MqttConfig, e: &ConnectionError) -> String {
 
 impl Publisher {
     /// Starts a client for `config` (enabled) on its own thread; it connects, and
-    /// reconnects with back-off, until [`Publisher::shut_down`].
-    pub fn start(config: MqttConfig) -> Publisher {
+    /// reconnects with back-off, until [`Publisher::shut_down`]. With TLS, the thread
+    /// first reads the CA file (confined to `roots`); when that fails, the status says
+    /// why and every result is counted dropped (`mqtt_offline`).
+    pub fn start(config: MqttConfig, roots: &Roots) -> Publisher {
         let shared = Arc::new(Shared::default());
         let qos = if config.qos == 0 {
             QoS::AtMostOnce
@@ -188,32 +234,36 @@ impl Publisher {
         if let Some(user) = &config.username {
             options.set_credentials(user.clone(), config.password.clone().unwrap_or_default());
         }
-        if config.tls {
-            match tls(&config) {
-                Ok(t) => {
-                    options.set_transport(Transport::tls_with_config(t));
-                }
-                Err(e) => {
-                    // Nothing to connect with: say why, publish nothing.
-                    tracing::warn!("MQTT: {e}");
-                    *shared.error.lock().expect("mqtt error poisoned") = Some(e);
-                    return Publisher {
-                        config,
-                        qos,
-                        client: None,
-                        shared,
-                        stop: None,
-                    };
-                }
-            }
-        }
         // The queue: rumqttc's request channel (its `cap`), plus the status message.
         let (client, eventloop) = AsyncClient::new(options, config.queue + 1);
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
-        let (c, s, cl) = (config.clone(), shared.clone(), client.clone());
+        let (c, s, cl, roots) = (
+            config.clone(),
+            shared.clone(),
+            client.clone(),
+            roots.clone(),
+        );
         let spawned = std::thread::Builder::new()
             .name("fpgagdr-mqtt".into())
             .spawn(move || {
+                let mut eventloop = eventloop;
+                if c.tls {
+                    // Read here, not on the caller's thread: the file system may be slow.
+                    match tls(&c, &roots) {
+                        Ok(t) => {
+                            eventloop
+                                .mqtt_options
+                                .set_transport(Transport::tls_with_config(t));
+                        }
+                        Err(e) => {
+                            // Nothing to connect with: say why, publish nothing.
+                            tracing::warn!("MQTT: {e}");
+                            *s.error.lock().expect("mqtt error poisoned") = Some(e);
+                            s.unusable.store(true, Ordering::Release);
+                            return;
+                        }
+                    }
+                }
                 match tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
@@ -237,7 +287,7 @@ impl Publisher {
         Publisher {
             config,
             qos,
-            client: Some(client),
+            client,
             shared,
             stop: Some(stop_tx),
         }
@@ -246,23 +296,37 @@ impl Publisher {
     /// Queues one result's JSON, or counts it dropped: broker away at QoS 0, queue full.
     pub fn publish(&self, json: Arc<str>) {
         let s = &self.shared;
-        let Some(client) = &self.client else {
-            s.dropped_offline.fetch_add(1, Ordering::Relaxed);
-            return;
+        match self.try_queue(&self.config.topic, &json) {
+            Queued::Yes => s.queued.fetch_add(1, Ordering::Relaxed),
+            Queued::Offline => s.dropped_offline.fetch_add(1, Ordering::Relaxed),
+            Queued::Full => s.dropped_queue_full.fetch_add(1, Ordering::Relaxed),
         };
-        if self.qos == QoS::AtMostOnce && !s.connected.load(Ordering::Acquire) {
-            s.dropped_offline.fetch_add(1, Ordering::Relaxed);
-            return;
+    }
+
+    /// Queues one alert's JSON on `outputs.mqtt.alert_topic` (the results' QoS), or
+    /// counts it dropped (`alerts_dropped`): broker away at QoS 0, queue full.
+    pub fn publish_alert(&self, json: &str) {
+        let s = &self.shared;
+        match self.try_queue(&self.config.alert_topic, json) {
+            Queued::Yes => s.alerts_queued.fetch_add(1, Ordering::Relaxed),
+            Queued::Offline | Queued::Full => s.alerts_dropped.fetch_add(1, Ordering::Relaxed),
+        };
+    }
+
+    fn try_queue(&self, topic: &str, json: &str) -> Queued {
+        let s = &self.shared;
+        if s.unusable.load(Ordering::Acquire)
+            || (self.qos == QoS::AtMostOnce && !s.connected.load(Ordering::Acquire))
+        {
+            return Queued::Offline;
         }
-        match client.try_publish(
-            self.config.topic.as_str(),
-            self.qos,
-            false,
-            json.as_bytes().to_vec(),
-        ) {
-            Ok(()) => s.queued.fetch_add(1, Ordering::Relaxed),
-            Err(_) => s.dropped_queue_full.fetch_add(1, Ordering::Relaxed),
-        };
+        match self
+            .client
+            .try_publish(topic, self.qos, false, json.as_bytes().to_vec())
+        {
+            Ok(()) => Queued::Yes,
+            Err(_) => Queued::Full,
+        }
     }
 
     /// Says `offline` on the status topic, disconnects and ends the client's thread
@@ -298,9 +362,12 @@ impl Publisher {
             delivered: s
                 .delivered
                 .load(Ordering::Relaxed)
-                .saturating_sub(s.status_sent.load(Ordering::Relaxed)),
+                .saturating_sub(s.status_sent.load(Ordering::Relaxed))
+                .saturating_sub(s.alerts_queued.load(Ordering::Relaxed)),
             dropped_offline: s.dropped_offline.load(Ordering::Relaxed),
             dropped_queue_full: s.dropped_queue_full.load(Ordering::Relaxed),
+            alerts_queued: s.alerts_queued.load(Ordering::Relaxed),
+            alerts_dropped: s.alerts_dropped.load(Ordering::Relaxed),
         }
     }
 }

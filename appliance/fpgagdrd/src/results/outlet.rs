@@ -2,8 +2,9 @@
 //! hands every frame's result into without ever waiting.
 //!
 //! Owns: [`Outlet`] (lives in the pipeline's `Shared`; the room connects to it once),
-//! [`Tap`] (one per pipeline run: the run's facts and the sender), [`RunInfo`],
-//! [`RawResult`] (a `Copy` record: no allocation per frame on the frame path).
+//! [`Tap`] (one per pipeline run: the run's facts, its alert rules compiled against its
+//! labels, the sender, and the frame keeper's sender), [`RunInfo`], [`RawResult`] (a
+//! `Copy` record: no allocation per frame on the frame path).
 //! Must not: block, allocate per frame, or know what happens to a result after it.
 //! Next hop: `results/mod.rs` (the room's thread receives, labels and fans out).
 
@@ -11,58 +12,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Mutex};
 
-use fpgagdr_infer::TOP_K;
-
-use crate::metrics::{STAGES, Stage};
+use super::alerts::Matcher;
+use super::keep::KeepSender;
+use super::raw::{RawResult, RunInfo};
+use crate::config::AlertsConfig;
 
 /// Results the channel between the inference thread and the room holds. At the
 /// simulated card's top rate (~6 600 frames/s) this is ~0.6 s of results: the room only
 /// falls that far behind when its disk stalls.
 pub const CHANNEL_CAPACITY: usize = 4096;
-
-/// The facts of one pipeline run that every result of it shares.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunInfo {
-    /// The run's key: Unix time of its start in ms, raised to one above the previous
-    /// run's when the clock did not move on (so (run, seq) orders every result of the
-    /// service's life, and of later lives too: the log's key).
-    pub run: u64,
-    /// The model's display labels, class 0 first.
-    pub labels: Vec<String>,
-    /// The card's name (`CardStatus::name`).
-    pub card: String,
-    /// The C2H channel the frames arrive on.
-    pub channel: u32,
-}
-
-/// One frame's result as the inference thread hands it over (labels, JSON and times in
-/// words are made by the room).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RawResult {
-    /// The frame's sequence number (restarts with each run).
-    pub seq: u64,
-    /// When the frame arrived (the frame-done interrupt, else the capture), Unix ns.
-    pub arrived_unix_ns: u64,
-    /// When its result was ready, Unix ns.
-    pub result_unix_ns: u64,
-    /// Width, pixels.
-    pub width: u32,
-    /// Height, pixels.
-    pub height: u32,
-    /// `"mono8"` or `"rgb8"`.
-    pub format: &'static str,
-    /// Bytes moved by C2H (header included).
-    pub bytes: u64,
-    /// Whether the payload CRC was checked (and matched: a frame that fails is dropped
-    /// before it has a result).
-    pub checksum_checked: bool,
-    /// Best classes: (index, probability 0..=1); a NaN score marks an unfilled slot.
-    pub top: [(u32, f32); TOP_K],
-    /// Per-stage latency, ns; [`Stage::D2h`] only where `d2h` is true.
-    pub stages: [(Stage, u64); STAGES],
-    /// Whether the frame took the device-to-host hop.
-    pub d2h: bool,
-}
 
 /// What travels on the channel: the run's facts (shared) and one result.
 pub type Message = (Arc<RunInfo>, RawResult);
@@ -79,6 +37,12 @@ pub struct OutletDrops {
 pub struct Outlet {
     sender: Mutex<Option<SyncSender<Message>>>,
     last_run: AtomicU64,
+    /// The card of the latest run's tap (condition alerts name it).
+    card: Mutex<String>,
+    /// `outputs.alerts` as a run starting now takes it.
+    alerts: Mutex<AlertsConfig>,
+    /// The frame keeper, while `outputs.alerts.keep_frames` is on.
+    keeper: Mutex<Option<KeepSender>>,
     /// Results the channel refused.
     pub drops: OutletDrops,
     /// Results handed over.
@@ -92,6 +56,18 @@ impl Outlet {
         let (tx, rx) = sync_channel(CHANNEL_CAPACITY);
         *self.sender.lock().expect("outlet poisoned") = Some(tx);
         rx
+    }
+
+    /// Sets the alert rules and the frame keeper later runs take (a running pipeline
+    /// keeps its own until it is restarted: a config change restarts it).
+    pub fn set_alerts(&self, alerts: &AlertsConfig, keeper: Option<KeepSender>) {
+        *self.alerts.lock().expect("outlet poisoned") = alerts.clone();
+        *self.keeper.lock().expect("outlet poisoned") = keeper;
+    }
+
+    /// The card of the latest run (empty before the first).
+    pub fn card(&self) -> String {
+        self.card.lock().expect("outlet poisoned").clone()
     }
 
     /// The tap of a run that starts now, or `None` when no room is connected (a
@@ -113,6 +89,19 @@ impl Outlet {
                 Err(p) => prev = p,
             }
         };
+        let rules = Matcher::new(&self.alerts.lock().expect("outlet poisoned"), &labels);
+        if !rules.unknown.is_empty() {
+            tracing::warn!(
+                "alert rules name classes the model does not have (they never match): {:?}",
+                rules.unknown
+            );
+        }
+        card.clone_into(&mut self.card.lock().expect("outlet poisoned"));
+        let keep = if rules.is_empty() {
+            None
+        } else {
+            self.keeper.lock().expect("outlet poisoned").clone()
+        };
         Some(Tap {
             tx,
             run: Arc::new(RunInfo {
@@ -120,7 +109,9 @@ impl Outlet {
                 labels,
                 card,
                 channel,
+                rules,
             }),
+            keep,
             outlet: self.clone(),
         })
     }
@@ -131,6 +122,7 @@ impl Outlet {
 pub struct Tap {
     tx: SyncSender<Message>,
     run: Arc<RunInfo>,
+    keep: Option<KeepSender>,
     outlet: Arc<Outlet>,
 }
 
@@ -138,6 +130,33 @@ impl Tap {
     /// The run this tap belongs to.
     pub fn run(&self) -> &RunInfo {
         &self.run
+    }
+
+    /// The alert rules `top` (a result's best classes) matches, as a mask for
+    /// [`RawResult::alerts`]; 0 without rules. No allocation.
+    pub fn matches(&self, top: &[(u32, f32)]) -> u32 {
+        if self.run.rules.is_empty() {
+            0
+        } else {
+            self.run.rules.matches(top)
+        }
+    }
+
+    /// Whether this run keeps the frames that match a rule: the inference thread then
+    /// holds each frame's entry until its result is known, and offers the matching
+    /// ones to [`Tap::keep_frame`].
+    pub fn keeps_frames(&self) -> bool {
+        self.keep.is_some()
+    }
+
+    /// Offers the frame of `r` (which matched a rule) to the frame keeper: when the
+    /// keeper has room, a buffer of `r.bytes` is filled by `fill` (a copy out of the
+    /// entry the caller still holds; `false` = the copy failed) and handed over; when it
+    /// has none, nothing is copied and the frame is counted as skipped. Never blocks.
+    pub fn keep_frame(&self, r: &RawResult, fill: impl FnOnce(&mut [u8]) -> bool) {
+        if let Some(k) = &self.keep {
+            k.keep(&self.run, r, fill);
+        }
     }
 
     /// Hands `r` to the room, or counts it as dropped (`room_full`) when the channel is

@@ -8,12 +8,17 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::outlet::{RawResult, RunInfo};
+use super::alerts::Matcher;
+use super::raw::{RawResult, RunInfo};
 use crate::metrics::Stage;
 
 /// Version of the result payload (`v` in every record, on MQTT, the stream and the
 /// log). A change that removes or retypes a field raises it; added fields do not.
 pub const SCHEMA_VERSION: u32 = 1;
+
+/// Version of the alert payload (`v` of [`AlertRecord`]); raised like the result
+/// payload's.
+pub const ALERT_SCHEMA_VERSION: u32 = 1;
 
 /// One class of a result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -67,6 +72,10 @@ pub struct ResultRecord {
     pub top: Vec<TopClass>,
     /// Per-stage latency of this frame, µs (`d2h` only where the frame took that hop).
     pub latency_us: BTreeMap<String, f64>,
+    /// The alert rules (`outputs.alerts.rules`) this result matched, by name; absent
+    /// when none (added in version 1: no version change).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alerts: Vec<String>,
 }
 
 impl ResultRecord {
@@ -112,6 +121,116 @@ impl ResultRecord {
                 .filter(|(s, _)| *s != Stage::D2h || r.d2h)
                 .map(|(s, ns)| (s.as_str().to_string(), *ns as f64 / 1000.0))
                 .collect(),
+            alerts: run
+                .rules
+                .names()
+                .iter()
+                .enumerate()
+                .filter(|(bit, _)| r.alerts & (1 << bit) != 0)
+                .map(|(_, name)| name.clone())
+                .collect(),
+        }
+    }
+}
+
+/// One alert: a result matched a rule. On MQTT's `outputs.mqtt.alert_topic` and as the
+/// results stream's `alert` event (`docs/api.md`, "Alerts").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AlertRecord {
+    /// Alert payload schema version.
+    pub v: u32,
+    /// The rule's name.
+    pub rule: String,
+    /// The rule's kind (`class`).
+    pub kind: String,
+    /// The result's run.
+    pub run: u64,
+    /// The result's sequence number.
+    pub seq: u64,
+    /// When the result was ready, Unix ns.
+    pub result_unix_ns: u64,
+    /// The card's name.
+    pub card: String,
+    /// The classes that matched (index, label, score), best first.
+    pub classes: Vec<TopClass>,
+}
+
+impl AlertRecord {
+    /// The alerts of `record` for the rules in `mask`, one per rule.
+    pub fn of(matcher: &Matcher, mask: u32, record: &ResultRecord) -> Vec<AlertRecord> {
+        (0..matcher.names().len())
+            .filter(|bit| mask & (1 << bit) != 0)
+            .map(|bit| AlertRecord {
+                v: ALERT_SCHEMA_VERSION,
+                rule: matcher.names()[bit].clone(),
+                kind: "class".into(),
+                run: record.run,
+                seq: record.seq,
+                result_unix_ns: record.result_unix_ns,
+                card: record.card.clone(),
+                classes: record
+                    .top
+                    .iter()
+                    .filter(|c| matcher.rule_matches(bit, c.index, c.score))
+                    .cloned()
+                    .collect(),
+            })
+            .collect()
+    }
+}
+
+/// One alert of a condition rule (`drop_rate`, `e2e_p99`, `temperature`, `power`): the
+/// rule fired or cleared. On the same topic and stream event as [`AlertRecord`]
+/// (`kind` tells them apart; `docs/api.md`, "Alerts"); version [`ALERT_SCHEMA_VERSION`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ConditionAlertRecord {
+    /// Alert payload schema version.
+    pub v: u32,
+    /// The rule's name.
+    pub rule: String,
+    /// The rule's kind: `drop_rate`, `e2e_p99`, `temperature` or `power`.
+    pub kind: String,
+    /// `firing` (the value went above the threshold) or `cleared` (it fell to
+    /// `clear_at`). A rule fires once per episode.
+    pub state: String,
+    /// When it was measured (wall clock), Unix ns.
+    pub t_unix_ns: u64,
+    /// The card's name (of the latest pipeline run; empty before the first).
+    pub card: String,
+    /// The measured value, in `unit`.
+    pub value: f64,
+    /// The rule's threshold, in `unit`: it fires above it.
+    pub threshold: f64,
+    /// It clears at or below this, in `unit` (5 % below the threshold; 2 °C for
+    /// temperature).
+    pub clear_at: f64,
+    /// `ratio` (dropped ÷ produced), `ms`, `C` or `W`.
+    pub unit: String,
+    /// The window the value is over, s (`drop_rate`, `e2e_p99`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_s: Option<u32>,
+    /// The thermal zone or INA3221 rail measured (the hottest zone's name; `total` for
+    /// the total power).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+impl ConditionAlertRecord {
+    /// The payload of `change`, measured at `t_unix_ns` on `card`.
+    pub fn of(change: &super::conditions::Change, t_unix_ns: u64, card: &str) -> Self {
+        ConditionAlertRecord {
+            v: ALERT_SCHEMA_VERSION,
+            rule: change.rule.clone(),
+            kind: change.kind.to_string(),
+            state: if change.firing { "firing" } else { "cleared" }.to_string(),
+            t_unix_ns,
+            card: card.to_string(),
+            value: change.value,
+            threshold: change.threshold,
+            clear_at: change.clear_at,
+            unit: change.unit.to_string(),
+            window_s: change.window_s,
+            source: change.source.clone(),
         }
     }
 }

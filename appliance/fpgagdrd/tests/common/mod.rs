@@ -25,6 +25,37 @@ pub(crate) const PATIENCE: Duration = Duration::from_secs(30);
 const STARTUP_PATIENCE: Duration = Duration::from_secs(120);
 /// Pause between two polls.
 const POLL: Duration = Duration::from_millis(50);
+
+/// The multiplier for this module's bounded waits ([`PATIENCE`] in [`wait_for`],
+/// [`run_to_exit`] and the HTTP client's timeout, and the startup bound), from
+/// `$FPGAGDR_TEST_TIME_SCALE` (a number ≥ 1; default 1). Emulated runs set it: under
+/// `qemu-user` one inferred frame takes seconds (appliance/scripts/arm64-tests.sh).
+/// Panics, naming the variable, on a value that is not a finite number ≥ 1.
+pub(crate) fn time_scale() -> f64 {
+    match std::env::var("FPGAGDR_TEST_TIME_SCALE") {
+        Err(_) => 1.0,
+        Ok(v) => match v.parse::<f64>() {
+            Ok(x) if x.is_finite() && x >= 1.0 => x,
+            _ => panic!("FPGAGDR_TEST_TIME_SCALE={v:?}: must be a number ≥ 1"),
+        },
+    }
+}
+
+/// [`PATIENCE`] times [`time_scale`].
+pub(crate) fn patience() -> Duration {
+    PATIENCE.mul_f64(time_scale())
+}
+
+/// The program (and its arguments, split on whitespace) that runs the binaries these
+/// tests spawn, from `$FPGAGDR_TEST_RUNNER`; empty when unset. Cargo's target runner
+/// runs the test itself under emulation (e.g. `qemu-aarch64 -L /usr/aarch64-linux-gnu`)
+/// but the kernel cannot exec a foreign `fpgagdrd` the test starts without `binfmt_misc`;
+/// this runner goes in front of it instead (appliance/scripts/arm64-tests.sh).
+fn runner() -> Vec<String> {
+    std::env::var("FPGAGDR_TEST_RUNNER")
+        .map(|v| v.split_whitespace().map(String::from).collect())
+        .unwrap_or_default()
+}
 /// The API token every test service is started with (through `FPGAGDR_TOKEN`), unless
 /// the test asks for none; [`Service::request`] sends it with every mutating request.
 pub(crate) const TOKEN: &str = "test-token-0123456789abcdef";
@@ -83,24 +114,33 @@ pub(crate) fn frame(name: &str) -> PathBuf {
 }
 
 /// A config that replays one image at 50 frames/s on the simulated card with no link
-/// model, the model on one thread (tests run side by side on small machines).
+/// model, the model on one thread (tests run side by side on small machines). Under a
+/// [`time_scale`] above 1 the rate is divided by it: emulated, capturing 50 frames/s
+/// takes the CPU the inference of the first frame needs.
 pub(crate) fn replay(image: &str) -> Value {
+    let scale = time_scale();
+    let fps = if scale > 1.0 {
+        json!(50.0 / scale)
+    } else {
+        json!(50)
+    };
     json!({
-        "source": {"kind": "replay", "path": frame(image), "fps": 50},
+        "source": {"kind": "replay", "path": frame(image), "fps": fps},
         "card": {"sim_link": "off"},
         "inference": {"threads": 1},
     })
 }
 
-/// Polls `probe` every 50 ms until it gives `Ok`, for at most [`PATIENCE`]; the panic
+/// Polls `probe` every 50 ms until it gives `Ok`, for at most [`patience`]; the panic
 /// message carries `what` and the last `Err` (what was seen instead).
 pub(crate) fn wait_for<T>(what: &str, mut probe: impl FnMut() -> Result<T, String>) -> T {
-    let deadline = Instant::now() + PATIENCE;
+    let patience = patience();
+    let deadline = Instant::now() + patience;
     loop {
         match probe() {
             Ok(v) => return v,
             Err(seen) if Instant::now() >= deadline => {
-                panic!("waited {PATIENCE:?} for {what}; last seen: {seen}")
+                panic!("waited {patience:?} for {what}; last seen: {seen}")
             }
             Err(_) => thread::sleep(POLL),
         }
@@ -189,16 +229,14 @@ fn command(config: &Path, log: &Path, token: Option<&str>) -> Command {
 }
 
 /// As [`command`], run through `wrapper` (a program and its arguments, e.g. `prlimit
-/// --nofile=256:256`) when it is not empty.
+/// --nofile=256:256`) when it is not empty, then through [`runner`] when one is set.
 fn command_wrapped(wrapper: &[&str], config: &Path, log: &Path, token: Option<&str>) -> Command {
-    let mut cmd = match wrapper.split_first() {
-        Some((program, args)) => {
-            let mut c = Command::new(program);
-            c.args(args).arg(env!("CARGO_BIN_EXE_fpgagdrd"));
-            c
-        }
-        None => Command::new(env!("CARGO_BIN_EXE_fpgagdrd")),
-    };
+    let runner = runner();
+    let mut line: Vec<&std::ffi::OsStr> = wrapper.iter().map(std::ffi::OsStr::new).collect();
+    line.extend(runner.iter().map(std::ffi::OsStr::new));
+    line.push(std::ffi::OsStr::new(env!("CARGO_BIN_EXE_fpgagdrd")));
+    let mut cmd = Command::new(line[0]);
+    cmd.args(&line[1..]);
     match token {
         Some(t) => cmd.env("FPGAGDR_TOKEN", t),
         None => cmd.env_remove("FPGAGDR_TOKEN"),
@@ -230,7 +268,8 @@ pub(crate) fn run_to_exit(text: &str) -> (ExitStatus, String, String) {
     let mut child = command(&config, &log, Some(TOKEN))
         .spawn()
         .expect("spawn fpgagdrd");
-    let deadline = Instant::now() + PATIENCE;
+    let patience = patience();
+    let deadline = Instant::now() + patience;
     let status = loop {
         match child.try_wait().expect("wait for fpgagdrd") {
             Some(status) => break status,
@@ -238,7 +277,7 @@ pub(crate) fn run_to_exit(text: &str) -> (ExitStatus, String, String) {
                 let _ = child.kill();
                 let _ = child.wait();
                 panic!(
-                    "fpgagdrd with config {text:?} still ran after {PATIENCE:?}; its log:\n{}",
+                    "fpgagdrd with config {text:?} still ran after {patience:?}; its log:\n{}",
                     std::fs::read_to_string(&log).unwrap_or_default()
                 );
             }
@@ -338,7 +377,7 @@ impl Service {
                 }
             }
         });
-        let (base, stdout_head) = match rx.recv_timeout(STARTUP_PATIENCE) {
+        let (base, stdout_head) = match rx.recv_timeout(STARTUP_PATIENCE.mul_f64(time_scale())) {
             Ok(got) => got,
             Err(e) => {
                 let _ = child.kill();
@@ -351,7 +390,7 @@ impl Service {
         };
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
-            .timeout_global(Some(PATIENCE))
+            .timeout_global(Some(patience()))
             .build()
             .into();
         let printed = stdout_head.iter().find_map(|l| {
@@ -378,7 +417,7 @@ impl Service {
     }
 
     /// The HTTP client (errors are not turned into `Err`; timeouts are bounded).
-    /// Sends SIGTERM and waits (bounded by [`PATIENCE`]) for the process to exit.
+    /// Sends SIGTERM and waits (bounded by [`patience`]) for the process to exit.
     /// Returns its exit status, or `None` if it was still running at the deadline.
     pub(crate) fn terminate(&mut self) -> Option<ExitStatus> {
         let pid = self.child.id().to_string();
@@ -387,7 +426,7 @@ impl Service {
             .status()
             .expect("run kill");
         assert!(sent.success(), "kill -TERM {pid} failed");
-        let deadline = Instant::now() + PATIENCE;
+        let deadline = Instant::now() + patience();
         while Instant::now() < deadline {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
                 return Some(status);
@@ -659,4 +698,103 @@ pub(crate) fn parse_prometheus(text: &str) -> Vec<Sample> {
         });
     }
     samples
+}
+
+/// A fake sysfs tree for `--sysfs-root`: a test double for the hardware this machine
+/// lacks (an Orin NX's INA3221 with its input rail, and a thermal zone), whose readings
+/// a test changes while the service samples them.
+pub(crate) struct FakeSysfs {
+    pub(crate) dir: tempfile::TempDir,
+}
+
+impl FakeSysfs {
+    /// The INA3221's hwmon directory in the tree.
+    const HWMON: &'static str = "sys/bus/i2c/drivers/ina3221/1-0040/hwmon/hwmon2";
+
+    /// An Orin NX: rails VDD_IN (4992 mV × 1480 mA = 7.388 W, the board's total),
+    /// VDD_CPU_GPU_CV and VDD_SOC; thermal zone `cpu-thermal` at 51.25 °C.
+    pub(crate) fn orin_nx() -> FakeSysfs {
+        let f = FakeSysfs {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        for (n, (label, mv, ma)) in [
+            ("VDD_IN", 4992, 1480),
+            ("VDD_CPU_GPU_CV", 4992, 384),
+            ("VDD_SOC", 4992, 400),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let n = n + 1;
+            f.put(&format!("{}/in{n}_label", Self::HWMON), label);
+            f.put(&format!("{}/in{n}_input", Self::HWMON), &mv.to_string());
+            f.put(&format!("{}/curr{n}_input", Self::HWMON), &ma.to_string());
+        }
+        f.put("sys/class/thermal/thermal_zone0/type", "cpu-thermal");
+        f.set_celsius(51.25);
+        f
+    }
+
+    /// Writes `value` to the file `rel` under the root (a reading the sampler sees).
+    pub(crate) fn put(&self, rel: &str, value: &str) {
+        let p = self.dir.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        // Written aside and renamed: the sampler never reads half a number.
+        let tmp = p.with_extension("tmp");
+        std::fs::write(&tmp, format!("{value}\n")).unwrap();
+        std::fs::rename(tmp, p).unwrap();
+    }
+
+    /// `cpu-thermal`'s temperature.
+    pub(crate) fn set_celsius(&self, c: f64) {
+        self.put(
+            "sys/class/thermal/thermal_zone0/temp",
+            &((c * 1000.0).round() as i64).to_string(),
+        );
+    }
+
+    /// VDD_IN's current, mA (at 4992 mV: W = 4.992 × A).
+    pub(crate) fn set_vdd_in_ma(&self, ma: u32) {
+        self.put(&format!("{}/curr1_input", Self::HWMON), &ma.to_string());
+    }
+
+    /// `--sysfs-root` for this tree.
+    pub(crate) fn root(&self) -> &str {
+        self.dir.path().to_str().unwrap()
+    }
+}
+
+/// Every `alert` event of `GET /api/v1/results/stream` from now on, collected by a
+/// thread as they come (the stream stays open while the returned list lives).
+pub(crate) fn alert_events(svc: &Service) -> std::sync::Arc<std::sync::Mutex<Vec<Value>>> {
+    let resp = svc
+        .agent()
+        .get(&svc.url("/api/v1/results/stream"))
+        .call()
+        .unwrap();
+    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let out = got.clone();
+    thread::spawn(move || {
+        let mut body = BufReader::new(resp.into_body().into_reader());
+        let (mut event, mut line) = (String::new(), String::new());
+        loop {
+            line.clear();
+            if body.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            if let Some(e) = line.strip_prefix("event:") {
+                event = e.trim().to_string();
+            } else if let Some(data) = line.strip_prefix("data:")
+                && event == "alert"
+            {
+                let v: Value = serde_json::from_str(data.trim()).unwrap();
+                out.lock().unwrap().push(v);
+                // The stream outlives the test otherwise: stop once nobody reads.
+                if std::sync::Arc::strong_count(&out) == 1 {
+                    return;
+                }
+            }
+        }
+    });
+    got
 }

@@ -44,7 +44,8 @@
  *                               memory; DMABUF: the exporter refuses the
  *                               card)
  *   E2BIG       PIN             length > FPGAGDR_PIN_MAX_BYTES
- *   EOVERFLOW   PIN             addr + length wraps
+ *   EOVERFLOW   PIN             addr + length wraps (DMABUF: or passes
+ *                               the end of the dma-buf)
  *               TRANSFER        offset + length wraps or passes the end of
  *                               the pinned buffer
  *   ERANGE      TRANSFER        card_addr + length wraps or passes card_size
@@ -124,6 +125,12 @@
  * that does not know them still sees zero-or-more in a field it ignores;
  * a newer binary reads 0 (unknown) from an older module.  No rule changed,
  * so the version stays 3.
+ *
+ * Within ABI version 3, the same way: GET_STATUS's link_path_gen and
+ * link_path_width (were reserved[0]) and link_path_dev (was pad0), the
+ * narrowest link between the card and the root complex and the device
+ * whose link it is.  Output only, zero from an older module (link_path_gen
+ * 0: unknown, the other two then mean nothing), so the version stays 3.
  */
 #ifndef _UAPI_LINUX_FPGAGDR_H
 #define _UAPI_LINUX_FPGAGDR_H
@@ -155,11 +162,17 @@
  * @FPGAGDR_PLATFORM_NONE: generic Linux host; only host memory back-ends
  * @FPGAGDR_PLATFORM_ORIN: NVIDIA Jetson Orin (Tegra, unified memory)
  * @FPGAGDR_PLATFORM_X86_DGPU: x86 host with a discrete GPU (nvidia_p2p)
+ * @FPGAGDR_PLATFORM_THOR: NVIDIA Jetson Thor (Tegra264, unified memory; no
+ *	nvidia_p2p: host pins only)
+ *
+ * Values are only ever added: a reader that does not know one treats it as
+ * a generic host.
  */
 enum fpgagdr_platform {
 	FPGAGDR_PLATFORM_NONE = 0,
 	FPGAGDR_PLATFORM_ORIN = 1,
 	FPGAGDR_PLATFORM_X86_DGPU = 2,
+	FPGAGDR_PLATFORM_THOR = 3,
 };
 
 /**
@@ -185,6 +198,13 @@ enum fpgagdr_dir {
 	FPGAGDR_DIR_C2H = 0,
 	FPGAGDR_DIR_H2C = 1,
 };
+
+/*
+ * fpgagdr_status.link_path_dev when the limiting device's PCI domain does
+ * not fit in 16 bits (Linux numbers synthetic domains, e.g. Intel VMD's,
+ * from 0x10000) or is 0xffff.
+ */
+#define FPGAGDR_LINK_PATH_DEV_UNKNOWN	0xffffffffU
 
 /* Capability bits of fpgagdr_status.caps */
 #define FPGAGDR_CAP_IRQ			(1U << 0) /* completion by interrupt */
@@ -212,7 +232,12 @@ enum fpgagdr_dir {
  * @desc_max_bytes: [out] bytes one descriptor moves at most (1 MiB: what
  *	the slowest PCIe link drains within the engine stop budget); longer
  *	contiguous runs are split
- * @pad0: [out] zero
+ * @link_path_dev: [out] the device whose link is @link_path_gen x
+ *	@link_path_width: (PCI domain << 16) | (bus << 8) | devfn, in the
+ *	card's domain (the card itself, or a bridge above it: the kernel's
+ *	pci_dev_id() with the domain above it); FPGAGDR_LINK_PATH_DEV_UNKNOWN
+ *	when the domain does not fit; meaningless when @link_path_gen is 0
+ *	(was pad0, output zero)
  * @card_size: [out] bytes of card address space checked by TRANSFER;
  *	0 means unknown (only wrap-around is checked)
  * @pins: [out] pins live on this card (all files)
@@ -236,7 +261,15 @@ enum fpgagdr_dir {
  *	(no PCIe capability, or a module older than this field)
  * @link_cap_width: [out] widest link the card supports in lanes (Link
  *	Capabilities' Maximum Link Width); 0 unknown
- * @reserved: [out] zero
+ * @link_path_gen: [out] generation of the narrowest link between the card
+ *	and the root complex (same numbering as @link_gen): the PCI core's
+ *	pcie_bandwidth_available(), which reads Link Status of the card and
+ *	of every bridge above it and keeps the link with the least bandwidth
+ *	(a tie goes to the device further up).  The card's own link is on the
+ *	path, so this link never carries more than @link_gen x @link_width;
+ *	it carries less when a switch or root port above the card trained
+ *	narrower or slower.  0 when no link on the path is known
+ * @link_path_width: [out] that link's width in lanes; 0 unknown
  */
 struct fpgagdr_status {
 	__u32 abi_version;
@@ -252,7 +285,7 @@ struct fpgagdr_status {
 	__u32 h2c_channels;
 	__u32 c2h_channels;
 	__u32 desc_max_bytes;
-	__u32 pad0;
+	__u32 link_path_dev;
 	__u64 card_size;
 	__u64 pins;
 	__u64 pins_total;
@@ -269,7 +302,8 @@ struct fpgagdr_status {
 	__u32 link_max_read_req;
 	__u32 link_cap_gen;
 	__u32 link_cap_width;
-	__u64 reserved[1];
+	__u32 link_path_gen;
+	__u32 link_path_width;
 };
 
 /**
