@@ -29,8 +29,10 @@
  * debugfs fpgagdr/testeng/: sensor_fps, sensor_width, sensor_height,
  * sensor_format (1 mono8, 2 rgb8); faults: sensor_stall (1: no frames
  * until 0), sensor_burst (N: the next tick produces N frames back to back),
- * sensor_overrun (1: the next tick produces SLOT_COUNT + 1 frames, so the
- * first one's slot is overwritten), sensor_bad_crc (N: the next N frames
+ * sensor_overrun (1: the next tick produces a frame, waits up to a second
+ * for the host to latch its record, then produces SLOT_COUNT more, so the
+ * first one's slot is overwritten after the host was told of it),
+ * sensor_bad_crc (N: the next N frames
  * carry a wrong payload CRC), sensor_bad_event (1: the next record the
  * host latches has its sequence back at 0, 2: a wrong slot, 3: a length
  * past the slot); sensor_raise (K: raise user interrupt K once); sensor_frames
@@ -41,6 +43,7 @@
  */
 #include <linux/crc32.h>
 #include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/fs.h>
 #include <linux/gfp.h>
 #include <linux/jiffies.h>
@@ -116,7 +119,8 @@ struct fpgagdr_ts_frame {
  * @format: 1 mono8, 2 rgb8
  * @stall: no frames while set
  * @burst: frames the next tick produces
- * @overrun: the next tick produces SLOT_COUNT + 1 frames
+ * @overrun: the next tick produces a frame, waits for its record to be
+ *	latched, then produces SLOT_COUNT more
  * @bad_crc: frames left that carry a wrong payload CRC
  * @bad_event: FPGAGDR_TS_BAD_* for the next record
  * @push_lock: protects @push and @npush
@@ -170,6 +174,8 @@ static DEFINE_MUTEX(fpgagdr_ts_list_lock);
  * @live_seq: the latest completed frame's record, as reported
  * @live_slot: its slot
  * @live_len: its length
+ * @latched_seq: the live sequence when the host last latched the record
+ *	(before any sensor_bad_event fault), U64_MAX before the first latch
  * @buf: the frame being rendered, one slot long
  * @push_next: the pushed frame to use next
  * @raised: interrupts raised
@@ -192,6 +198,7 @@ struct fpgagdr_te_sensor {
 	u64 live_seq;
 	u32 live_slot;
 	u32 live_len;
+	u64 latched_seq;
 	u8 *buf;
 	u32 push_next;
 	u64 raised;
@@ -238,6 +245,7 @@ static void fpgagdr_ts_latch(struct fpgagdr_te_sensor *s)
 	u64 seq = s->live_seq;
 	u32 slot = s->live_slot, len = s->live_len;
 
+	s->latched_seq = seq;
 	switch (atomic_xchg(&fpgagdr_ts.bad_event, FPGAGDR_TS_BAD_NONE)) {
 	case FPGAGDR_TS_BAD_SEQUENCE:
 		seq = 0;	/* back to the start: never above */
@@ -487,6 +495,28 @@ static void fpgagdr_ts_produce(struct fpgagdr_te_sensor *s)
 	spin_unlock_irqrestore(&s->lock, flags);
 }
 
+/*
+ * Wait (at most a second) until the host latched the record of frame @seq
+ * or a later one.  Without it the overrun fault would depend on how soon
+ * the host takes the interrupt: one taken after the whole burst latches
+ * only the last frame (the rest coalesced, counted missed), and nothing is
+ * overwritten under the host's feet.
+ */
+static void fpgagdr_ts_await_latch(struct fpgagdr_te_sensor *s, u64 seq)
+{
+	unsigned long end = jiffies + HZ, flags;
+	bool done;
+
+	for (;;) {
+		spin_lock_irqsave(&s->lock, flags);
+		done = s->latched_seq != U64_MAX && s->latched_seq >= seq;
+		spin_unlock_irqrestore(&s->lock, flags);
+		if (done || READ_ONCE(s->stop) || time_after(jiffies, end))
+			return;
+		usleep_range(200, 500);
+	}
+}
+
 static void fpgagdr_ts_tick(struct work_struct *work)
 {
 	struct fpgagdr_te_sensor *s = container_of(to_delayed_work(work),
@@ -505,8 +535,11 @@ static void fpgagdr_ts_tick(struct work_struct *work)
 		burst = atomic_xchg(&fpgagdr_ts.burst, 0);
 		if (burst)
 			n = burst;
-		if (atomic_xchg(&fpgagdr_ts.overrun, 0))
-			n = fpgagdr_ts_reg(s, FPROTO_REG_SLOT_COUNT) + 1;
+		if (atomic_xchg(&fpgagdr_ts.overrun, 0)) {
+			fpgagdr_ts_produce(s);
+			fpgagdr_ts_await_latch(s, s->seq - 1);
+			n = fpgagdr_ts_reg(s, FPROTO_REG_SLOT_COUNT);
+		}
 		while (n-- && !READ_ONCE(s->stop))
 			fpgagdr_ts_produce(s);
 	}
@@ -552,6 +585,7 @@ fpgagdr_te_sensor_new(const struct fpgagdr_te_card_ops *ops, void *card,
 	s->card = card;
 	strscpy(s->name, name, sizeof(s->name));
 	spin_lock_init(&s->lock);
+	s->latched_seq = U64_MAX;
 	INIT_DELAYED_WORK(&s->work, fpgagdr_ts_tick);
 	s->regs[FPROTO_REG_MAGIC / 4] = fpgagdr_ts_magic;
 	s->regs[FPROTO_REG_VERSION / 4] = fpgagdr_ts_version;

@@ -512,6 +512,46 @@ static void test_overrun(void)
 	cap_close(&c);
 }
 
+/*
+ * The sensor's overrun fault: a frame, then, once the module latched its
+ * record, SLOT_COUNT more.  The module queued the first frame's event (not
+ * only the burst's last one, coalesced), and its slot, read after the
+ * burst, holds a later frame: the overrun the service's test counts.
+ */
+static void test_overrun_fault(void)
+{
+	struct fpgagdr_wait_frame w;
+	long long produced;
+	struct cap c;
+	double end;
+
+	sensor_defaults();
+	sensor("fps", 2);
+	cap_open(&c);
+	CHECK_OK(wait_frame(c.fd, 2000, 0, &w));	/* subscribed */
+	sensor("stall", 1);
+	while (!wait_frame(c.fd, 700, 0, &w))
+		;			/* drain what came before the stall */
+	produced = sensor_stat("produced");
+	sensor("overrun", 1);
+	sensor("stall", 0);		/* the next tick is the fault's */
+	end = t_now() + 3;
+	while (sensor_stat("produced") < produced + SLOTS + 1 && t_now() < end)
+		usleep(10000);
+	CHECK(sensor_stat("produced") >= produced + SLOTS + 1,
+	      "overrun fault produced %lld frames",
+	      sensor_stat("produced") - produced);
+	CHECK_OK(wait_frame(c.fd, 2000, 0, &w));
+	CHECK(w.sequence == (__u64)produced,
+	      "first event after the fault: frame %llu, want %lld (the fault's first, announced before the burst)",
+	      (unsigned long long)w.sequence, produced);
+	CHECK(cap_check(&c, &w) == FRAME_OVERRUN,
+	      "slot %u of frame %llu read after the burst: no overrun",
+	      w.slot, (unsigned long long)w.sequence);
+	cap_close(&c);
+	sensor_defaults();
+}
+
 /* Each file's queue holds 64 events; more are dropped and counted. */
 static void test_queue_overflow(void)
 {
@@ -970,6 +1010,7 @@ int suite_frames(void)
 		{ "link_path", test_link_path },
 		{ "frames_flow", test_frames_flow },
 		{ "overrun", test_overrun },
+		{ "overrun_fault", test_overrun_fault },
 		{ "queue_overflow", test_queue_overflow },
 		{ "stall_timeout_abort", test_stall_timeout_abort },
 		{ "bad_crc", test_bad_crc },
