@@ -618,21 +618,55 @@ impl Measured {
     }
 }
 
-/// Measures one cell with `runner` when the path is available (`Ok`), else records why
-/// not.
-pub(crate) fn measure_cell(
-    runner: &mut std::result::Result<Runner<'_>, String>,
+/// Measures one size and direction on several paths at once, interleaved: each available
+/// path's `warmup` untimed transfers, then `iterations` rounds in which every available
+/// path makes one timed transfer, in the order A B C, then C B A, and so on. Whatever
+/// else the machine does meanwhile falls on every path alike, and the i-th samples of
+/// two paths form a pair ([`crate::stats::PairedRatio`]). Returns each runner's samples,
+/// µs, in order: empty for a path that is not available, and fewer than `iterations`
+/// after a Ctrl-C (the rounds measured so far).
+pub(crate) fn measure_interleaved(
+    runners: &mut [std::result::Result<Runner<'_>, String>],
     dir: Dir,
     card_addr: u64,
     len: u64,
     warmup: usize,
     iterations: usize,
-) -> Result<Measured> {
+) -> Result<Vec<Vec<f64>>> {
+    let mut samples = vec![Vec::with_capacity(iterations); runners.len()];
+    for r in runners.iter_mut().flatten() {
+        r.measure(dir, card_addr, len, warmup, 0)?;
+    }
+    for round in 0..iterations {
+        if crate::progress::interrupted() {
+            break;
+        }
+        for k in 0..runners.len() {
+            let i = if round % 2 == 0 {
+                k
+            } else {
+                runners.len() - 1 - k
+            };
+            if let Ok(r) = &mut runners[i] {
+                samples[i].push(r.once(dir, card_addr, len)?);
+            }
+        }
+    }
+    Ok(samples)
+}
+
+/// The cell of one runner's samples from [`measure_interleaved`]: why not when the path
+/// is not available, or when a Ctrl-C came before its first sample.
+pub(crate) fn cell_of(
+    runner: &std::result::Result<Runner<'_>, String>,
+    len: u64,
+    samples: Vec<f64>,
+) -> Measured {
     match runner {
-        Ok(r) => Ok(Measured::from_samples(
-            len,
-            r.measure(dir, card_addr, len, warmup, iterations)?,
-        )),
-        Err(reason) => Ok(Measured::unavailable(reason.as_str())),
+        Err(reason) => Measured::unavailable(reason.as_str()),
+        Ok(_) if samples.is_empty() => {
+            Measured::unavailable("interrupted (Ctrl-C) before this cell")
+        }
+        Ok(_) => Measured::from_samples(len, samples),
     }
 }

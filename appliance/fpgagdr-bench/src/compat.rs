@@ -10,13 +10,14 @@
 //! their CPU mode) and this tool holds no `unsafe`, so it times the routes they take;
 //! the registry lookup they add is about 15 ns (docs/benchmarks.md §1).
 
-use crate::bench::{Bench, Dir, Measured, PathKind, measure_cell};
+use crate::bench::{Bench, Dir, Measured, PathKind, cell_of, measure_interleaved};
 use crate::error::Result;
 use crate::plot::{Plot, Series};
 use crate::report::{Outcome, Section, Table};
 use crate::seed::{Compare, SeedData};
 use crate::sizes::fig;
-use crate::units::{SizeList, fmt_size, ratio, size_list, us};
+use crate::stats::{PairedRatio, paired_cell};
+use crate::units::{SizeList, fmt_size, size_list, us};
 
 /// Arguments of `compat`.
 #[derive(Debug, clap::Args)]
@@ -72,8 +73,11 @@ pub(crate) struct CompatSpeedup {
     pub(crate) size_bytes: u64,
     /// Direction.
     pub(crate) dir: Dir,
-    /// mean(CPU) / mean(GPU_PINNED); `None` when GPU_PINNED is not available.
+    /// mean(CPU) / mean(GPU_PINNED), the seed's rule; `None` when GPU_PINNED is not
+    /// available.
     pub(crate) speedup: Option<f64>,
+    /// CPU_i / GPU_PINNED_i over the interleaved rounds: median, 95 % interval, verdict.
+    pub(crate) paired: Option<PairedRatio>,
 }
 
 /// The result of `compat`.
@@ -93,56 +97,57 @@ pub(crate) struct CompatOutcome {
 pub(crate) fn run(b: &Bench, a: &CompatArgs) -> Result<CompatOutcome> {
     let sizes = a.sizes.0.clone();
     let max = sizes.iter().copied().max().unwrap_or(4096);
+    const MODES: [(Mode, PathKind); 2] = [(Mode::Cpu, PathKind::A), (Mode::GpuPinned, PathKind::C)];
     let mut runners = Vec::new();
-    for (mode, p) in [(Mode::Cpu, PathKind::A), (Mode::GpuPinned, PathKind::C)] {
-        runners.push((
-            mode,
-            match b.availability(p) {
-                Ok(()) => Ok(b.runner(p, max)?),
-                Err(why) => Err(why),
-            },
-        ));
+    for (_, p) in MODES {
+        runners.push(match b.availability(p) {
+            Ok(()) => Ok(b.runner(p, max)?),
+            Err(why) => Err(why),
+        });
     }
     let mut cells = Vec::new();
-    let mut progress =
-        crate::progress::Progress::new("compat", (sizes.len() * runners.len() * 2) as u64);
+    let mut speedups = Vec::new();
+    let mut progress = crate::progress::Progress::new("compat", (sizes.len() * 2) as u64);
     for &size in &sizes {
-        for (mode, r) in runners.iter_mut() {
-            // The seed's tables put Write before Read.
-            for dir in [Dir::Write, Dir::Read] {
-                progress.inc(1);
-                let measured = if crate::progress::interrupted() {
-                    Measured::unavailable("interrupted (Ctrl-C) before this cell")
-                } else {
-                    measure_cell(r, dir, 0, size, a.warmup as usize, a.iterations as usize)?
-                };
+        // The seed's tables put Write before Read.
+        let mut by_dir = Vec::new();
+        for dir in [Dir::Write, Dir::Read] {
+            progress.inc(1);
+            let samples = if crate::progress::interrupted() {
+                vec![Vec::new(); runners.len()]
+            } else {
+                let (w, n) = (a.warmup as usize, a.iterations as usize);
+                measure_interleaved(&mut runners, dir, 0, size, w, n)?
+            };
+            let (cpu, gpu) = (&samples[0], &samples[1]);
+            let mean = |v: &[f64]| crate::stats::mean(v);
+            speedups.push(CompatSpeedup {
+                size_bytes: size,
+                dir,
+                speedup: mean(cpu).zip(mean(gpu)).map(|(c, g)| c / g),
+                paired: (!gpu.is_empty())
+                    .then(|| PairedRatio::of(cpu, gpu))
+                    .flatten(),
+            });
+            by_dir.push((dir, samples));
+        }
+        for (i, (mode, _)) in MODES.into_iter().enumerate() {
+            for (dir, samples) in by_dir.iter_mut() {
                 cells.push(CompatCell {
                     size_bytes: size,
-                    mode: *mode,
-                    dir,
-                    measured,
+                    mode,
+                    dir: *dir,
+                    measured: cell_of(&runners[i], size, std::mem::take(&mut samples[i])),
                 });
             }
         }
     }
-    let mut out = CompatOutcome {
+    Ok(CompatOutcome {
         iterations: a.iterations,
         sizes,
         cells,
-        speedups: Vec::new(),
-    };
-    for &size in &out.sizes {
-        for dir in [Dir::Write, Dir::Read] {
-            let cpu = out.mean(size, Mode::Cpu, dir);
-            let gpu = out.mean(size, Mode::GpuPinned, dir);
-            out.speedups.push(CompatSpeedup {
-                size_bytes: size,
-                dir,
-                speedup: cpu.zip(gpu).map(|(c, g)| c / g),
-            });
-        }
-    }
-    Ok(out)
+        speedups,
+    })
 }
 
 impl CompatOutcome {
@@ -153,11 +158,11 @@ impl CompatOutcome {
             .and_then(|c| c.measured.mean())
     }
 
-    fn speedup(&self, size: u64, dir: Dir) -> Option<f64> {
+    fn paired(&self, size: u64, dir: Dir) -> Option<&PairedRatio> {
         self.speedups
             .iter()
             .find(|s| s.size_bytes == size && s.dir == dir)
-            .and_then(|s| s.speedup)
+            .and_then(|s| s.paired.as_ref())
     }
 }
 
@@ -183,13 +188,13 @@ impl Outcome for CompatOutcome {
                 fig(self.mean(s, Mode::Cpu, Dir::Read), us),
                 fig(self.mean(s, Mode::GpuPinned, Dir::Write), us),
                 fig(self.mean(s, Mode::GpuPinned, Dir::Read), us),
-                fig(self.speedup(s, Dir::Write), ratio),
-                fig(self.speedup(s, Dir::Read), ratio),
+                paired_cell(self.paired(s, Dir::Write)),
+                paired_cell(self.paired(s, Dir::Read)),
             ]);
         }
         let mut sec = Section::new("TransferMode: CPU mode vs GPU_PINNED mode (mean latency)", t)
             .note(format!(
-                "{} timed transfers per cell; speed-up = mean(CPU) / mean(GPU_PINNED)",
+                "{} rounds of one timed transfer per mode, interleaved (CPU, GPU_PINNED, then the other way round); speed-up = median over the rounds of CPU_i / GPU_PINNED_i with its 95 % interval, or the noisy verdict; the ratio of the means (the seed's rule) is in the JSON",
                 self.iterations
             ))
             .note("CPU = the route of mm_* in TransferMode::Cpu (read_c2h_to_host / write_h2c_from_host, path A); GPU_PINNED = the route in TransferMode::GpuPinned (read_c2h_at / write_h2c_at on a pinned GPU buffer, path C)");

@@ -1,17 +1,21 @@
 //! `sizes`: latency and bandwidth of paths A, B and C at several transfer sizes, read and
 //! write, and the speed-up of C over A and over B (seed §4.1, §4.5.2).
 //!
-//! Each (size, path, direction) cell is `--warmup` untimed transfers then
-//! `--iterations` timed ones at the same card address. GB/s = bytes / mean latency;
-//! speed-up C over A = mean(A) / mean(C), over B = mean(B) / mean(C), from the same
-//! cells.
+//! For each size and direction the three paths are measured interleaved
+//! ([`measure_interleaved`]): `--warmup` untimed transfers each, then `--iterations`
+//! rounds of one timed transfer per path (A B C, C B A, …) at the same card address.
+//! GB/s = bytes / mean latency (the seed's rule). The speed-up of C is the median of the
+//! per-round ratios A_i / C_i (and B_i / C_i) with its 95 % interval, or the noisy
+//! verdict ([`PairedRatio`]); the ratio of the cells' means, the seed's rule, is kept
+//! beside it.
 
-use crate::bench::{Bench, Dir, Measured, PathKind, measure_cell};
+use crate::bench::{Bench, Dir, Measured, PathKind, cell_of, measure_interleaved};
 use crate::error::Result;
 use crate::plot::{Plot, Series};
 use crate::report::{Outcome, Section, Table};
 use crate::seed::{Compare, SeedData};
-use crate::units::{SizeList, fmt_addr, fmt_size, parse_addr, ratio, size_list, us};
+use crate::stats::{PairedRatio, paired_cell};
+use crate::units::{SizeList, fmt_addr, fmt_size, parse_addr, size_list, us};
 
 /// Arguments of `sizes`.
 #[derive(Debug, clap::Args)]
@@ -68,10 +72,37 @@ pub(crate) struct Speedup {
     pub(crate) size_bytes: u64,
     /// Direction.
     pub(crate) dir: Dir,
-    /// mean(A) / mean(C).
+    /// mean(A) / mean(C), the seed's rule.
     pub(crate) c_over_a: Option<f64>,
-    /// mean(B) / mean(C).
+    /// mean(B) / mean(C), the seed's rule.
     pub(crate) c_over_b: Option<f64>,
+    /// A_i / C_i over the interleaved rounds: median, 95 % interval, verdict.
+    pub(crate) c_over_a_paired: Option<PairedRatio>,
+    /// B_i / C_i over the interleaved rounds.
+    pub(crate) c_over_b_paired: Option<PairedRatio>,
+}
+
+impl Speedup {
+    /// From the samples of paths A, B and C (in [`PathKind::ALL`]'s order) of one size
+    /// and direction.
+    fn of(size_bytes: u64, dir: Dir, samples: &[Vec<f64>]) -> Speedup {
+        let (a, b, c) = (&samples[0], &samples[1], &samples[2]);
+        let mean = |v: &[f64]| crate::stats::mean(v);
+        let of_means = |x: &[f64]| mean(c).zip(mean(x)).map(|(c, x)| x / c);
+        let paired = |x: &[f64]| {
+            (!c.is_empty() && !x.is_empty())
+                .then(|| PairedRatio::of(x, c))
+                .flatten()
+        };
+        Speedup {
+            size_bytes,
+            dir,
+            c_over_a: of_means(a),
+            c_over_b: of_means(b),
+            c_over_a_paired: paired(a),
+            c_over_b_paired: paired(b),
+        }
+    }
 }
 
 /// The result of `sizes`.
@@ -114,58 +145,52 @@ pub(crate) fn run(b: &Bench, a: &SizesArgs) -> Result<SizesOutcome> {
         });
     }
     let mut cells = Vec::new();
-    let total = (sizes.len() * PathKind::ALL.len() * Dir::BOTH.len()) as u64;
+    let mut speedups = Vec::new();
+    let total = (sizes.len() * Dir::BOTH.len()) as u64;
     let mut progress = crate::progress::Progress::new("sizes", total);
     for &size in &sizes {
+        let mut by_dir = Vec::new();
+        for dir in Dir::BOTH {
+            progress.message(format!(
+                "{} {}, paths A B C interleaved",
+                fmt_size(size),
+                dir.as_str()
+            ));
+            let samples = if crate::progress::interrupted() {
+                vec![Vec::new(); runners.len()]
+            } else {
+                measure_interleaved(&mut runners, dir, a.card_addr, size, warmup, iterations)?
+            };
+            progress.inc(1);
+            speedups.push(Speedup::of(size, dir, &samples));
+            by_dir.push((dir, samples));
+        }
+        // Cells size-major, then path, then direction.
         for (i, p) in PathKind::ALL.into_iter().enumerate() {
-            for dir in Dir::BOTH {
-                progress.message(format!(
-                    "{} {} {}",
-                    fmt_size(size),
-                    p.letter(),
-                    dir.as_str()
-                ));
-                let measured = if crate::progress::interrupted() {
-                    Measured::unavailable("interrupted (Ctrl-C) before this cell")
-                } else {
-                    measure_cell(&mut runners[i], dir, a.card_addr, size, warmup, iterations)?
-                };
-                progress.inc(1);
+            for (dir, samples) in by_dir.iter_mut() {
+                let measured = cell_of(&runners[i], size, std::mem::take(&mut samples[i]));
                 let link_share_pct = measured
                     .gbps
-                    .and_then(|g| b.target.pcie.share_pct(tlp_of(dir), g));
+                    .and_then(|g| b.target.pcie.share_pct(tlp_of(*dir), g));
                 cells.push(Cell {
                     size_bytes: size,
                     path: p,
-                    dir,
+                    dir: *dir,
                     measured,
                     link_share_pct,
                 });
             }
         }
     }
-    let mut out = SizesOutcome {
+    Ok(SizesOutcome {
         iterations: a.iterations,
         warmup: a.warmup,
         card_addr: a.card_addr,
         sizes,
         paths,
         cells,
-        speedups: Vec::new(),
-    };
-    for &size in &out.sizes {
-        for dir in Dir::BOTH {
-            let m = |p| out.mean(size, p, dir);
-            let c = m(PathKind::C);
-            out.speedups.push(Speedup {
-                size_bytes: size,
-                dir,
-                c_over_a: c.zip(m(PathKind::A)).map(|(c, a)| a / c),
-                c_over_b: c.zip(m(PathKind::B)).map(|(c, b)| b / c),
-            });
-        }
-    }
-    Ok(out)
+        speedups,
+    })
 }
 
 impl SizesOutcome {
@@ -173,10 +198,6 @@ impl SizesOutcome {
         self.cells
             .iter()
             .find(|c| c.size_bytes == size && c.path == p && c.dir == dir)
-    }
-
-    fn mean(&self, size: u64, p: PathKind, dir: Dir) -> Option<f64> {
-        self.cell(size, p, dir).and_then(|c| c.measured.mean())
     }
 }
 
@@ -273,14 +294,15 @@ impl Outcome for SizesOutcome {
             let (r, w) = (get(Dir::Read), get(Dir::Write));
             sp.row(vec![
                 fmt_size(size),
-                fig(r.and_then(|x| x.c_over_a), ratio),
-                fig(w.and_then(|x| x.c_over_a), ratio),
-                fig(r.and_then(|x| x.c_over_b), ratio),
-                fig(w.and_then(|x| x.c_over_b), ratio),
+                paired_cell(r.and_then(|x| x.c_over_a_paired.as_ref())),
+                paired_cell(w.and_then(|x| x.c_over_a_paired.as_ref())),
+                paired_cell(r.and_then(|x| x.c_over_b_paired.as_ref())),
+                paired_cell(w.and_then(|x| x.c_over_b_paired.as_ref())),
             ]);
         }
-        let sp = Section::new("speed-up of C (mean latency ratio, same runs)", sp)
-            .note("C/A = mean(A) / mean(C), C/B = mean(B) / mean(C); above 1 means C is faster; n/a where a path is not available");
+        let sp = Section::new("speed-up of C (paired, interleaved transfers)", sp)
+            .note("C/A = median over the rounds of A_i / C_i with its 95 % interval, C/B likewise; above 1 means C is faster; noisy — rerun on an idle machine instead of a figure when the pairs spread too wide; n/a where a path is not available")
+            .note("the ratio of the cells' means (the seed's rule) is in the JSON: c_over_a, c_over_b");
         vec![s, sp]
     }
 
@@ -374,5 +396,45 @@ impl Outcome for SizesOutcome {
         if self.sizes.iter().all(|&s| seed.latency_at(s).is_none()) {
             cmp.note("none of these sizes is in the seed's tables (4K, 64K, 512K, 1M, 4M, 8M)");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::Verdict;
+
+    #[test]
+    fn speedups_pair_the_rounds_so_a_spike_on_one_path_does_not_move_them() {
+        // C twice as fast as A in every round; round 3 of A slowed 10x by the machine.
+        let a: Vec<f64> = (0..20)
+            .map(|i| if i == 3 { 2000.0 } else { 200.0 })
+            .collect();
+        let c = vec![100.0; 20];
+        let s = Speedup::of(1 << 20, Dir::Read, &[a, Vec::new(), c]);
+        let p = s.c_over_a_paired.expect("pairs");
+        assert_eq!((p.median, p.pairs, p.verdict), (2.0, 20, Verdict::Steady));
+        // The seed's ratio of means takes the spike in: (19·200 + 2000) / 2000.
+        assert!((s.c_over_a.unwrap() - 2.9).abs() < 1e-9, "{s:?}");
+        assert!(
+            s.c_over_b.is_none() && s.c_over_b_paired.is_none(),
+            "no B samples"
+        );
+    }
+
+    #[test]
+    fn pairs_that_disagree_give_the_noisy_verdict_not_a_ratio() {
+        // Every other round C is 3x faster, else as fast: no ratio can be quoted.
+        let a: Vec<f64> = (0..20)
+            .map(|i| if i % 2 == 0 { 300.0 } else { 100.0 })
+            .collect();
+        let s = Speedup::of(4096, Dir::Write, &[a, Vec::new(), vec![100.0; 20]]);
+        let p = s.c_over_a_paired.expect("pairs");
+        assert_eq!(p.verdict, Verdict::Noisy);
+        assert!(
+            crate::stats::paired_cell(Some(&p)).starts_with("noisy — rerun on an idle machine"),
+            "{}",
+            crate::stats::paired_cell(Some(&p))
+        );
     }
 }

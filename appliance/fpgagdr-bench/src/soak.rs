@@ -42,7 +42,7 @@ use crate::plot::{Plot, Series};
 use crate::report::{Outcome, OutputOptions, Section, Table, create_dir};
 use crate::seed::{Compare, SeedData};
 use crate::sizes::{PathInfo, fig, gb};
-use crate::stats::{Summary, gbps, mean};
+use crate::stats::{Robust, Summary, gbps, mean};
 use crate::sweep::addresses;
 use crate::units::{MIB, fmt_addr, fmt_duration, fmt_size, parse_duration, parse_size, ratio, us};
 
@@ -125,6 +125,10 @@ pub(crate) struct Trend {
     pub(crate) dir: Dir,
     /// Samples that measured it.
     pub(crate) samples: usize,
+    /// Median of the sample means with p10/p90, their spread, the median's 95 %
+    /// interval and the verdict (steady, noisy, too few): the figures to read, which a
+    /// few samples taken while the machine was busy do not move.
+    pub(crate) robust: Robust,
     /// Mean of the sample means, µs.
     pub(crate) mean_us: f64,
     /// Lowest sample mean, µs.
@@ -512,12 +516,15 @@ fn summarise(
                 .filter_map(|s| s.cells.iter().find(|c| c.path == p && c.dir == d))
                 .map(|c| c.mean_us)
                 .collect();
-            let Some(s) = Summary::of(&v) else { continue };
+            let (Some(s), Some(robust)) = (Summary::of(&v), Robust::of(&v)) else {
+                continue;
+            };
             let th = thirds(&v);
             trends.push(Trend {
                 path: p,
                 dir: d,
                 samples: v.len(),
+                robust,
                 mean_us: s.mean_us,
                 min_us: s.min_us,
                 max_us: s.max_us,
@@ -607,6 +614,9 @@ impl Outcome for SoakOutcome {
             "path",
             "dir",
             "samples",
+            "median µs",
+            "p10–p90 µs",
+            "spread",
             "mean µs",
             "min µs",
             "max µs",
@@ -623,6 +633,9 @@ impl Outcome for SoakOutcome {
                 tr.path.letter().into(),
                 tr.dir.as_str().into(),
                 tr.samples.to_string(),
+                us(tr.robust.p50),
+                format!("{}–{}", us(tr.robust.p10), us(tr.robust.p90)),
+                format!("{:.2} {}", tr.robust.spread, tr.robust.verdict.as_str()),
                 us(tr.mean_us),
                 us(tr.min_us),
                 us(tr.max_us),
@@ -652,7 +665,7 @@ impl Outcome for SoakOutcome {
             fmt_size(self.step_bytes),
             fmt_addr(self.step_bytes * (self.sweep_points as u64 - 1))
         ))
-        .note("statistics of the per-sample means; jitter = max − min; ± % = jitter / (2 · mean); drift = median of the last third vs the first, only from ≥ 30 samples per third and when their 95 % intervals do not overlap (else n/a, see the JSON's drift_note)")
+        .note("statistics of the per-sample means; median, p10–p90 and spread = (p90 − p10) / p50 with the verdict of docs/bench.md (Statistics): the figures to read; jitter = max − min (the seed's, which one busy sample sets); ± % = jitter / (2 · mean); drift = median of the last third vs the first, only from ≥ 30 samples per third and when their 95 % intervals do not overlap (else n/a, see the JSON's drift_note)")
         .note(format!(
             "{} transfer errors, {} samples started over 1 s late",
             self.errors, self.late_samples

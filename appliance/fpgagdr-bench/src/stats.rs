@@ -244,6 +244,18 @@ impl PairedRatio {
     }
 }
 
+/// The ratio of paired samples as a table cell: `1.234x [1.200–1.250]` when steady, the
+/// verdict with the median in brackets otherwise; `n/a` without a pair.
+pub(crate) fn paired_cell(r: Option<&PairedRatio>) -> String {
+    match r {
+        None => "n/a".into(),
+        Some(r) if r.verdict == Verdict::Steady => {
+            format!("{:.3}x [{:.3}–{:.3}]", r.median, r.ci_low, r.ci_high)
+        }
+        Some(r) => format!("{} ({:.3}x)", r.verdict.as_str(), r.median),
+    }
+}
+
 /// Fewest samples in each window before a soak's drift is computed.
 pub(crate) const DRIFT_MIN_PER_WINDOW: usize = 30;
 

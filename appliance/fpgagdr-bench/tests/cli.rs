@@ -451,7 +451,7 @@ fn multibuf_ratio_and_rates_come_from_the_same_runs() {
 }
 
 #[test]
-fn sweep_covers_the_card_and_its_spread_is_of_the_per_address_means() {
+fn sweep_covers_the_card_and_judges_it_on_the_per_address_medians() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
     let doc = json(&[
@@ -479,16 +479,38 @@ fn sweep_covers_the_card_and_its_spread_is_of_the_per_address_means() {
         close(f(&s["mean_us"]), m, "mean of means");
         close(f(&s["std_us"]), sd, "std dev of means");
         close(f(&s["gbps"]), (1 << 20) as f64 / m / 1e3, "GB/s");
+        let key = format!("{dir_name}_robust");
+        let medians: Vec<f64> = points.iter().map(|p| f(&p[&key]["p50"])).collect();
         close(
             f(&s["max_us"]),
-            means.iter().copied().fold(0.0, f64::max),
-            "highest",
+            medians.iter().copied().fold(0.0, f64::max),
+            "highest median",
         );
+        let mm = medians.iter().sum::<f64>() / 8.0;
+        let msd = (medians.iter().map(|x| (x - mm).powi(2)).sum::<f64>() / 8.0).sqrt();
+        close(f(&s["median_std_us"]), msd, "std dev of medians");
+        close(
+            f(&s["min_us"]),
+            medians.iter().copied().fold(f64::INFINITY, f64::min),
+            "lowest median",
+        );
+        // The noise pools every transfer of every address: 8 x 2.
+        assert_eq!(s["noise"]["n"], 16, "{s}");
+        let verdict = s["noise"]["verdict"].as_str().unwrap();
+        assert!(["steady", "noisy"].contains(&verdict), "{verdict}");
+        if verdict == "noisy" {
+            assert!(s["hot_spot"].is_null(), "a hot spot named from noise: {s}");
+        }
     }
+    let md = std::fs::read_to_string(dir.path().join("sweep.md")).unwrap();
+    assert!(
+        md.contains("hot spot") && md.contains("noise p10–p90"),
+        "{md}"
+    );
     report_matches(dir.path(), "sweep", &doc);
     svg_series(
         &dir.path().join("sweep-latency.svg"),
-        &["read mean", "write mean"],
+        &["read median", "write median"],
         &[],
     );
 }
@@ -648,6 +670,14 @@ fn soak_writes_one_csv_row_per_sample_with_power_and_a_consistent_summary() {
         means.iter().copied().fold(0.0, f64::max),
     );
     close(f(&t["jitter_us"]), hi - lo, "jitter = max - min");
+    let mut sorted = means.clone();
+    sorted.sort_by(f64::total_cmp);
+    close(
+        f(&t["robust"]["p50"]),
+        sorted[2],
+        "median (nearest rank) of 6",
+    );
+    assert_eq!(t["robust"]["verdict"], "too_few", "6 samples: {t}");
     close(f(&t["relative_pct"]), (hi - lo) / (2.0 * m) * 100.0, "± %");
     assert!(
         r["trends"]
