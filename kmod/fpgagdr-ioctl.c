@@ -4,7 +4,6 @@
  * copies arguments in and out and checks the rules every ioctl shares
  * (ABI version, flags, padding, enums, timeout); the work is elsewhere.
  */
-#include <linux/bitfield.h>
 #include <linux/fs.h>
 #include <linux/pci.h>
 #include <linux/poll.h>
@@ -12,6 +11,7 @@
 #include <linux/uaccess.h>
 
 #include "fpgagdr-card.h"
+#include "fpgagdr-link.h"
 #include "fpgagdr-pinned.h"
 
 static int fpgagdr_ctl_open(struct inode *inode, struct file *file)
@@ -58,22 +58,6 @@ static int fpgagdr_check_version(void __user *uarg, u32 version)
 	if (copy_to_user(uarg, &mine, sizeof(mine)))
 		return -EFAULT;
 	return -EPROTO;
-}
-
-/*
- * The link the card is capable of (Link Capabilities, PCIe r6.0 7.5.3.6):
- * Max Link Speed uses the numbering of Current Link Speed.  Left zero when
- * the register cannot be read.
- */
-static void fpgagdr_fill_link_cap(struct pci_dev *pdev,
-				  struct fpgagdr_status *s)
-{
-	u32 lnkcap;
-
-	if (pcie_capability_read_dword(pdev, PCI_EXP_LNKCAP, &lnkcap))
-		return;
-	s->link_cap_gen = lnkcap & PCI_EXP_LNKCAP_SLS;
-	s->link_cap_width = FIELD_GET(PCI_EXP_LNKCAP_MLW, lnkcap);
 }
 
 /*
@@ -134,12 +118,20 @@ static void fpgagdr_fill_link_path(struct pci_dev *pdev,
 		s->link_path_dev = FPGAGDR_LINK_PATH_DEV_UNKNOWN;
 }
 
-/* The negotiated PCIe link; zeros where the function is not PCIe. */
+/*
+ * The negotiated PCIe link, what the card is capable of, and its payload
+ * and read request sizes, decoded from its registers (fpgagdr-link.c);
+ * zeros where the function is not PCIe, capable fields zero when Link
+ * Capabilities cannot be read, sizes zero when Device Control cannot.
+ */
 static void fpgagdr_fill_link(struct fpgagdr_dev *fdev,
 			      struct fpgagdr_status *s)
 {
 	struct pci_dev *pdev = fdev->pdev;
-	u16 lnksta;
+	u16 lnksta, devctl = 0;
+	struct fpgagdr_link l;
+	bool sizes;
+	u32 lnkcap;
 
 	/* a removed card has no path; its bridges may be going too */
 	if (!READ_ONCE(fdev->gone))
@@ -147,12 +139,18 @@ static void fpgagdr_fill_link(struct fpgagdr_dev *fdev,
 	if (!pci_is_pcie(pdev) ||
 	    pcie_capability_read_word(pdev, PCI_EXP_LNKSTA, &lnksta))
 		return;
-	/* Current Link Speed: 1 = 2.5 GT/s (Gen1) ... 6 = 64 GT/s (Gen6) */
-	s->link_gen = lnksta & PCI_EXP_LNKSTA_CLS;
-	s->link_width = (lnksta & PCI_EXP_LNKSTA_NLW) >> PCI_EXP_LNKSTA_NLW_SHIFT;
-	s->link_max_payload = max(pcie_get_mps(pdev), 0);
-	s->link_max_read_req = max(pcie_get_readrq(pdev), 0);
-	fpgagdr_fill_link_cap(pdev, s);
+	if (pcie_capability_read_dword(pdev, PCI_EXP_LNKCAP, &lnkcap))
+		lnkcap = 0;
+	sizes = !pcie_capability_read_word(pdev, PCI_EXP_DEVCTL, &devctl);
+	fpgagdr_link_decode(lnksta, lnkcap, devctl, &l);
+	s->link_gen = l.gen;
+	s->link_width = l.width;
+	s->link_cap_gen = l.cap_gen;
+	s->link_cap_width = l.cap_width;
+	if (sizes) {
+		s->link_max_payload = l.max_payload;
+		s->link_max_read_req = l.max_read_req;
+	}
 }
 
 static void fpgagdr_fill_status(struct fpgagdr_dev *fdev,

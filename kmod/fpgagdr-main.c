@@ -45,4 +45,6 @@ module_exit(fpgagdr_exit);
 
 MODULE_DESCRIPTION("XDMA scatter-gather DMA into pinned GPU and host memory");
 MODULE_LICENSE("GPL");
+/* the same as dkms.conf's PACKAGE_VERSION and the Rust workspace's (check.sh) */
+MODULE_VERSION("0.1.0");
 FPGAGDR_IMPORT_NS_DMA_BUF();

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Headers for the pure logic files (fpgagdr-desc.c, fpgagdr-sg.c,
- * fpgagdr-pinmath.c).  They are built into the module and, unchanged, into
- * the user-space unit tests in tests/, which provide tests/ushim.h with the
- * few kernel types and helpers these files use.
+ * fpgagdr-pinmath.c, fpgagdr-link.c).  They are built into the module and,
+ * unchanged, into the user-space unit tests in tests/, which provide
+ * tests/ushim.h with the few kernel types and helpers these files use.
  */
 #ifndef FPGAGDR_PURE_H
 #define FPGAGDR_PURE_H

@@ -466,6 +466,15 @@ x86_append() { # x86_append PASS [ARG...]
 
 want() { [[ " $passes " == *" $1 "* ]]; }
 
+# A pass list that names no known pass would "pass" having run nothing.
+for p in $passes; do
+	case $p in
+	plain | swiotlb | iommu | arm64 | service) ;;
+	*) die "FPGAGDR_QEMU_PASSES: unknown pass '$p' (rule: space-separated names from plain swiotlb iommu arm64 service)" ;;
+	esac
+done
+[[ -n ${passes// /} ]] || die "FPGAGDR_QEMU_PASSES is empty (rule: at least one of plain swiotlb iommu arm64 service)"
+
 apt_install busybox-static cpio linux-headers-amd64 gcc make kmod python3
 install_qemu
 KDIR=$(find_kdir)

@@ -186,6 +186,14 @@ if ! python3 "$kmod/scripts/check-card-protocol.py"; then
 	fail "the card protocol's document and header differ"
 fi
 
+say "module version: MODULE_VERSION = dkms.conf's PACKAGE_VERSION = the Rust workspace's"
+mod_v=$(sed -n 's/^MODULE_VERSION("\(.*\)");$/\1/p' "$kmod/fpgagdr-main.c")
+dkms_v=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p' "$kmod/dkms.conf")
+cargo_v=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"$/\1/p' "$kmod/../Cargo.toml")
+if [[ -z $mod_v || $mod_v != "$dkms_v" || $mod_v != "$cargo_v" ]]; then
+	fail "versions differ: MODULE_VERSION '$mod_v', dkms.conf '$dkms_v', Cargo.toml '$cargo_v'"
+fi
+
 say "unit tests"
 if ! FPGAGDR_TEST_OUT=$cache/tests "$kmod/tests/run.sh"; then
 	fail "unit tests"

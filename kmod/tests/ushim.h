@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 typedef unsigned char u8;
+typedef unsigned short u16;
 typedef unsigned int u32;
 typedef unsigned long long u64;
 typedef unsigned int __le32;
@@ -21,6 +22,7 @@ typedef unsigned int __le32;
 #define cpu_to_le32(x)	((__le32)htole32((u32)(x)))
 #define le32_to_cpu(x)	((u32)le32toh((u32)(x)))
 
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 #define BIT(n)		(1UL << (n))
 #define GENMASK(h, l)	((~0U << (l)) & (~0U >> (31 - (h))))
 #define FIELD_PREP(mask, val)	\

@@ -108,12 +108,11 @@ fn every_subcommand_runs_through_the_module() {
         q["card"]["status"]["simulated"], true,
         "test engine: no hardware"
     );
+    let name = q["card"]["status"]["name"].as_str().unwrap();
+    let version = format!(", fpgagdr.ko {}", env!("CARGO_PKG_VERSION"));
     assert!(
-        q["card"]["status"]["name"]
-            .as_str()
-            .unwrap()
-            .contains("kernel module ABI"),
-        "{q}"
+        name.contains("kernel module ABI") && name.contains(&version),
+        "the driver and its version (MODULE_VERSION, from sysfs): {q}"
     );
     // The link as the module reports it: edu has no PCIe capability of its own; the
     // path's link is the root port's, exactly as run.sh set it.

@@ -11,7 +11,9 @@
 //! freed through `free` (what `cudaFree` does, firing the free callback of every pin
 //! that took one). The library reaches it as any caller-allocated CUDA device pointer:
 //! [`DmaMemory::borrowed`] with [`MemoryKind::CudaDevice`], the entry point the C API's
-//! pins use, then [`Card::pin`], [`Card::read_c2h`] and [`Card::write_h2c`].
+//! pins use, then [`Card::pin`], [`Card::read_c2h`] and [`Card::write_h2c`]; and frames
+//! from [`Card::frame_trigger`] (the module's frame-done interrupt and its TEST-ONLY
+//! sensor) DMA'd straight into it, as the service's CUDA frame ring on x86 takes them.
 
 mod common;
 
@@ -21,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::assert_rule;
+use fpgagdr::frame::{FrameHeader, HEADER_LEN};
 use fpgagdr::{Card, DmaMemory, MemoryKind, PinnedBuffer};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -269,5 +272,75 @@ fn a_free_callback_arrives_as_gpu_memory_freed_and_leaves_nothing_pinned() {
     assert_rule(&e, "gpu-memory-freed", &["freed"]);
     // The documented way out: unpin, which succeeds; then nothing is left pinned.
     pinned.unpin().expect("unpin after the free callback");
+    assert_all_released(&dbg);
+}
+
+/// The capture path on the nvidia_p2p back-end: frames announced by the card's
+/// frame-done interrupt ([`Card::frame_trigger`], the module's TEST-ONLY sensor in the
+/// guest) and DMA'd (C2H) from their slot straight into pinned GPU memory, one GPU
+/// allocation per card slot pinned once, as the service's CUDA frame ring does on x86
+/// (the service itself cannot allocate CUDA memory in the guest). Each frame is checked
+/// in the double's GPU pages: header, the announced sequence, payload CRC.
+#[test]
+fn frames_from_the_frame_trigger_land_whole_in_pinned_gpu_memory() {
+    let Some((card, dbg, _turn)) = card() else {
+        return;
+    };
+    let mut trigger = card
+        .frame_trigger()
+        .expect("the module's frame trigger (the test sensor speaks the frame protocol)");
+    let slots = trigger.slots() as usize;
+    let room = trigger.max_frame_len().next_multiple_of(64 << 10);
+    assert!(
+        room <= 16 << 20,
+        "a slot of {room} bytes: past this suite's GPU address spacing"
+    );
+    let gpus: Vec<GpuAlloc> = (0..slots)
+        .map(|i| GpuAlloc::new(3 + i as u64, room))
+        .collect();
+    let pins: Vec<PinnedBuffer> = gpus
+        .iter()
+        .map(|g| card.pin(g.memory()).expect("pin GPU memory (nvidia_p2p)"))
+        .collect();
+    let (mut whole, mut overwritten) = (0, 0);
+    for _ in 0..2 * slots {
+        let f = trigger
+            .wait_frame(TIMEOUT)
+            .expect("a frame from the test sensor");
+        let entry = f.slot as usize;
+        let r = card
+            .read_c2h(0, &pins[entry], f.card_addr, f.len, TIMEOUT)
+            .expect("C2H of the frame's slot into GPU memory");
+        assert!(
+            r.bytes >= f.len,
+            "{} bytes moved of a {}-byte frame",
+            r.bytes,
+            f.len
+        );
+        let bytes = gpus[entry].bytes();
+        let h = FrameHeader::parse(&bytes, f.len as usize)
+            .unwrap_or_else(|e| panic!("frame {} in GPU memory: {e}", f.seq));
+        if h.seq > f.seq {
+            overwritten += 1; // the sensor wrote the slot again before the read: overrun
+            continue;
+        }
+        assert_eq!(
+            h.seq, f.seq,
+            "slot {} announced frame {} but holds another",
+            f.slot, f.seq
+        );
+        let payload = &bytes[HEADER_LEN..HEADER_LEN + h.payload_len as usize];
+        h.verify(payload)
+            .unwrap_or_else(|e| panic!("frame {}'s payload in GPU memory: {e}", f.seq));
+        whole += 1;
+    }
+    assert!(
+        whole >= slots,
+        "{whole} whole frames of {} ({overwritten} overwritten before the read)",
+        2 * slots
+    );
+    drop(pins);
+    drop(gpus);
+    drop(trigger);
     assert_all_released(&dbg);
 }

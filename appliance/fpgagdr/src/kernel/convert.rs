@@ -53,8 +53,13 @@ pub(crate) fn platform_name(platform: u32) -> String {
 /// `gpu_direct` when GPU memory can be pinned (a Tegra's host path for `cuMemHostAlloc`
 /// memory, or the `nvidia_p2p` back-end built in); `host_dma` when the card has a
 /// channel; `interrupts` from `FPGAGDR_CAP_IRQ`; `simulated` when the engines are the
-/// module's test-only software engine (no hardware).
-pub(crate) fn card_status(path: &Path, s: &fpgagdr_status) -> (CardStatus, Limits) {
+/// module's test-only software engine (no hardware). `module_version` (the module's
+/// `MODULE_VERSION`, from sysfs) goes into the name beside the ABI version when known.
+pub(crate) fn card_status(
+    path: &Path,
+    s: &fpgagdr_status,
+    module_version: Option<&str>,
+) -> (CardStatus, Limits) {
     let tegra = matches!(s.platform, FPGAGDR_PLATFORM_ORIN | FPGAGDR_PLATFORM_THOR);
     let platform = if tegra {
         Platform::Tegra
@@ -70,8 +75,9 @@ pub(crate) fn card_status(path: &Path, s: &fpgagdr_status) -> (CardStatus, Limit
     } else {
         "completion mode unknown"
     };
+    let version = module_version.map_or(String::new(), |v| format!(", fpgagdr.ko {v}"));
     let mut name = format!(
-        "fpgagdr card at {} (kernel module ABI {}, platform {}, {} C2H + {} H2C channels, {})",
+        "fpgagdr card at {} (kernel module ABI {}{version}, platform {}, {} C2H + {} H2C channels, {})",
         path.display(),
         s.abi_version,
         platform_name(s.platform),
@@ -851,11 +857,11 @@ mod tests {
     }
 
     fn limits() -> Limits {
-        card_status(Path::new(PATH), &x86_status()).1
+        card_status(Path::new(PATH), &x86_status(), None).1
     }
 
     fn card() -> CardStatus {
-        card_status(Path::new(PATH), &x86_status()).0
+        card_status(Path::new(PATH), &x86_status(), None).0
     }
 
     fn request() -> TransferRequest {
@@ -958,7 +964,7 @@ mod tests {
 
     #[test]
     fn x86_status_converts() {
-        let (st, lim) = card_status(Path::new(PATH), &x86_status());
+        let (st, lim) = card_status(Path::new(PATH), &x86_status(), None);
         assert_eq!(st.platform, Platform::Desktop);
         assert!(!st.simulated);
         assert_eq!(st.gpu_page_size, 65536);
@@ -1002,7 +1008,15 @@ mod tests {
             card_size: 0,
             ..x86_status()
         };
-        let (st, _) = card_status(Path::new(PATH), &orin);
+        let (named, _) = card_status(Path::new(PATH), &orin, Some("0.1.0"));
+        assert!(
+            named
+                .name
+                .contains("(kernel module ABI 3, fpgagdr.ko 0.1.0, platform orin,"),
+            "{}",
+            named.name
+        );
+        let (st, _) = card_status(Path::new(PATH), &orin, None);
         assert_eq!(st.platform, Platform::Tegra);
         assert_eq!(st.gpu_page_size, 4096);
         assert!(
@@ -1027,7 +1041,7 @@ mod tests {
             xfer_align: 0,
             ..x86_status()
         };
-        let (st, lim) = card_status(Path::new(PATH), &none);
+        let (st, lim) = card_status(Path::new(PATH), &none, None);
         assert_eq!(st.platform, Platform::Desktop);
         assert!(st.simulated);
         assert!(!st.capabilities.gpu_direct && !st.capabilities.host_dma);
@@ -1049,7 +1063,7 @@ mod tests {
             gpu_page_size: 4096,
             ..x86_status()
         };
-        let (st, lim) = card_status(Path::new(PATH), &thor);
+        let (st, lim) = card_status(Path::new(PATH), &thor, None);
         assert_eq!(st.platform, Platform::Tegra);
         assert!(st.capabilities.gpu_direct, "{st:?}");
         assert_eq!(lim.mem_kinds & (1 << FPGAGDR_MEM_NV_P2P), 0);
@@ -1060,7 +1074,7 @@ mod tests {
             mem_kinds: 1 << FPGAGDR_MEM_HOST,
             ..x86_status()
         };
-        let (st, _) = card_status(Path::new(PATH), &later);
+        let (st, _) = card_status(Path::new(PATH), &later, None);
         assert_eq!(st.platform, Platform::Desktop);
         assert!(!st.capabilities.gpu_direct);
         assert!(st.name.contains("platform unknown (7)"), "{}", st.name);

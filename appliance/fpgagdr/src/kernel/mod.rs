@@ -147,7 +147,8 @@ impl KernelCard {
             .map_err(|e| convert::open_error(&path, &e))?;
         let raw = read_status(&ctl)
             .map_err(|(errno, version)| convert::status_error(&path, errno, version))?;
-        let (status, limits) = convert::card_status(&path, &raw);
+        let version = module_version();
+        let (status, limits) = convert::card_status(&path, &raw, version.as_deref());
         tracing::debug!(
             "opened {}: {} (xfer_align {}, len_granularity {}, mem_kinds {:#x})",
             path.display(),
@@ -368,6 +369,14 @@ impl RwBuf<'_> {
             RwBuf::Write(b) => b.len(),
         }
     }
+}
+
+/// The loaded module's `MODULE_VERSION` (`/sys/module/fpgagdr/version`, readable by
+/// anyone), or `None` where sysfs does not have it (an older module).
+fn module_version() -> Option<String> {
+    let v = std::fs::read_to_string("/sys/module/fpgagdr/version").ok()?;
+    let v = v.trim();
+    (!v.is_empty() && v.len() <= 64).then(|| v.to_string())
 }
 
 /// GET_STATUS on `ctl`; on error, the errno and what the module left in `abi_version`
