@@ -106,6 +106,12 @@ int fpgagdr_walk_chain(const struct fpgagdr_walk_ops *ops, void *ctx,
 			return fpgagdr_walk_fail(w, FPGAGDR_WALK_DESC_ERROR,
 						 "descriptor is not in memory",
 						 bus);
+		/*
+		 * Stopped while fetching: what the fetch returned is not the
+		 * chain's (the driver may be freeing it), so judge nothing.
+		 */
+		if (ops->stopped(ctx))
+			return -ECANCELED;
 		control = le32_to_cpu(d.control);
 		len = le32_to_cpu(d.len);
 		ret = fpgagdr_walk_check_desc(w, bus, control, len);

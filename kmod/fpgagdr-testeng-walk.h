@@ -23,7 +23,8 @@
 /**
  * struct fpgagdr_walk_ops - what the walker needs from its card
  * @fetch: copy the 32 bytes at bus address @bus into @d; false when @bus
- *	is not memory the card may read
+ *	is not memory the card may read.  Once the run is stopped it may
+ *	return anything: the walker asks @stopped before it judges @d
  * @move: move @len bytes between host bus address @host and card address
  *	@card (@c2h: card to host); 0, or FPGAGDR_WALK_READ_ERROR /
  *	FPGAGDR_WALK_WRITE_ERROR for an address out of range

@@ -17,6 +17,7 @@ declare -A srcs=(
 	[test-desc]="fpgagdr-desc.c fpgagdr-sg.c"
 	[test-pinmath]="fpgagdr-pinmath.c"
 	[test-link]="fpgagdr-link.c"
+	[test-walk]="fpgagdr-testeng-walk.c"
 	[test-xdma]="fpgagdr-xdma.c fpgagdr-desc.c fpgagdr-sg.c fpgagdr-testeng-walk.c tests/xdma-model.c"
 )
 # test-xdma builds the XDMA engine's kernel source against kshim/ (kernel
@@ -25,7 +26,7 @@ declare -A extra=(
 	[test-xdma]="-I$here/kshim -I$kmod/include -Wno-unused-parameter"
 )
 status=0
-for t in test-sg test-desc test-pinmath test-link test-xdma; do
+for t in test-sg test-desc test-pinmath test-link test-walk test-xdma; do
 	objs=()
 	for s in ${srcs[$t]}; do
 		objs+=("$kmod/$s")
