@@ -119,15 +119,12 @@ pub(crate) fn run(b: &Bench, a: &CompatArgs) -> Result<CompatOutcome> {
                 let (w, n) = (a.warmup as usize, a.iterations as usize);
                 measure_interleaved(&mut runners, dir, 0, size, w, n)?
             };
-            let (cpu, gpu) = (&samples[0], &samples[1]);
-            let mean = |v: &[f64]| crate::stats::mean(v);
+            let (speedup, paired) = crate::stats::speedup(&samples[0], &samples[1]);
             speedups.push(CompatSpeedup {
                 size_bytes: size,
                 dir,
-                speedup: mean(cpu).zip(mean(gpu)).map(|(c, g)| c / g),
-                paired: (!gpu.is_empty())
-                    .then(|| PairedRatio::of(cpu, gpu))
-                    .flatten(),
+                speedup,
+                paired,
             });
             by_dir.push((dir, samples));
         }

@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::plot::{Plot, Series};
 use crate::report::{Outcome, Section, Table};
 use crate::seed::{Compare, SeedData};
-use crate::stats::{PairedRatio, paired_cell};
+use crate::stats::{PairedRatio, paired_cell, speedup};
 use crate::units::{SizeList, fmt_addr, fmt_size, parse_addr, size_list, us};
 
 /// Arguments of `sizes`.
@@ -87,20 +87,15 @@ impl Speedup {
     /// and direction.
     fn of(size_bytes: u64, dir: Dir, samples: &[Vec<f64>]) -> Speedup {
         let (a, b, c) = (&samples[0], &samples[1], &samples[2]);
-        let mean = |v: &[f64]| crate::stats::mean(v);
-        let of_means = |x: &[f64]| mean(c).zip(mean(x)).map(|(c, x)| x / c);
-        let paired = |x: &[f64]| {
-            (!c.is_empty() && !x.is_empty())
-                .then(|| PairedRatio::of(x, c))
-                .flatten()
-        };
+        let (c_over_a, c_over_a_paired) = speedup(a, c);
+        let (c_over_b, c_over_b_paired) = speedup(b, c);
         Speedup {
             size_bytes,
             dir,
-            c_over_a: of_means(a),
-            c_over_b: of_means(b),
-            c_over_a_paired: paired(a),
-            c_over_b_paired: paired(b),
+            c_over_a,
+            c_over_b,
+            c_over_a_paired,
+            c_over_b_paired,
         }
     }
 }

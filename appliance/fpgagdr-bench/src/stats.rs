@@ -244,6 +244,14 @@ impl PairedRatio {
     }
 }
 
+/// How much faster `fast` is than `slow`, from their interleaved samples (µs, the i-th
+/// of each a pair): the ratio of the means (the seed's rule) and the paired ratio
+/// `slow_i / fast_i`; `None` where a side has no samples.
+pub(crate) fn speedup(slow: &[f64], fast: &[f64]) -> (Option<f64>, Option<PairedRatio>) {
+    let of_means = mean(fast).zip(mean(slow)).map(|(f, s)| s / f);
+    (of_means, PairedRatio::of(slow, fast))
+}
+
 /// The ratio of paired samples as a table cell: `1.234x [1.200–1.250]` when steady, the
 /// verdict with the median in brackets otherwise; `n/a` without a pair.
 pub(crate) fn paired_cell(r: Option<&PairedRatio>) -> String {
