@@ -396,7 +396,7 @@ impl Model {
                     &model.session,
                     stream.clone(),
                     graphs,
-                    precision == Precision::Fp16,
+                    precision == Precision::Fp16 && !env_flag("FPGAGDR_FP16_GRAPH_PER_SIZE"),
                     classes,
                     max_batch,
                 )
@@ -527,9 +527,108 @@ impl Model {
             ModelError::Provider("the model does not take its input from GPU memory".into())
         })?;
         // SAFETY: the caller's contract, passed on.
-        let logits = unsafe { device.run(&mut self.session, &input, tensor, chw, n) }
-            .map_err(ModelError::Run)?;
-        top_k_rows(logits, n, tops)
+        unsafe { device.run(&mut self.session, &input, tensor, chw, n, tops) }
+            .map_err(ModelError::Run)
+    }
+
+    /// True when batches in GPU memory can be queued ahead
+    /// ([`Self::queue_batch_device`]): the model takes device input and ranks its results
+    /// on the GPU.
+    pub fn queues_ahead(&self) -> bool {
+        self.device.as_ref().is_some_and(DeviceRunner::ranks_on_gpu)
+    }
+
+    /// As [`Self::classify_batch_device`], but returns once the run is queued: the
+    /// results come back into result slot `slot` (0 or 1), read with
+    /// [`Self::batch_results`]. Two batches may be in flight, one per slot; a slot's
+    /// results must be read before the slot is used again.
+    ///
+    /// Errors: [`ModelError::Provider`] when the model cannot queue ahead
+    /// ([`Self::queues_ahead`]); [`ModelError::Run`], also for a slot other than 0 or 1.
+    ///
+    /// # Safety
+    /// As [`Self::classify_batch_device`], except that the tensors at `tensor` may be
+    /// written again by work queued on [`Self::stream`] after this call (it runs after
+    /// the model has read them).
+    #[allow(unsafe_code)]
+    pub unsafe fn queue_batch_device(
+        &mut self,
+        tensor: u64,
+        n: usize,
+        slot: usize,
+    ) -> Result<(), ModelError> {
+        self.check_batch(n, n)?;
+        if slot > 1 {
+            return Err(ModelError::Run(format!("result slot {slot}: 0 or 1")));
+        }
+        let (input, chw) = (self.input.clone(), 3 * self.height * self.width);
+        let device = self
+            .device
+            .as_mut()
+            .filter(|d| d.ranks_on_gpu())
+            .ok_or_else(|| ModelError::Provider("the model cannot queue batches ahead".into()))?;
+        // SAFETY: the caller's contract, passed on.
+        unsafe { device.queue_ranked(&mut self.session, &input, tensor, chw, n, slot) }
+            .map_err(ModelError::Run)
+    }
+
+    /// Waits for the batch of `n` frames queued into result slot `slot` by
+    /// [`Self::queue_batch_device`] and writes frame i's top [`TOP_K`] into `tops[i]`.
+    ///
+    /// Errors: [`ModelError::Provider`], [`ModelError::Run`] as there.
+    pub fn batch_results(
+        &mut self,
+        slot: usize,
+        n: usize,
+        tops: &mut [Top],
+    ) -> Result<(), ModelError> {
+        self.check_batch(n, tops.len())?;
+        let device = self
+            .device
+            .as_ref()
+            .filter(|d| d.ranks_on_gpu())
+            .ok_or_else(|| ModelError::Provider("the model cannot queue batches ahead".into()))?;
+        if slot > 1 {
+            return Err(ModelError::Run(format!("result slot {slot}: 0 or 1")));
+        }
+        device.ranked(slot, n, tops).map_err(ModelError::Run)
+    }
+
+    /// The model alone on `n` tensors in GPU memory at `tensor`, as
+    /// [`Self::classify_batch_device`] runs it (same session, binding, CUDA graph and
+    /// stream) but with no result read: queued on [`Self::stream`], waited for when
+    /// `wait`. What the `engine` benchmark times: the model's own speed, beside the
+    /// inference stage's.
+    ///
+    /// Errors: as [`Self::classify_batch_device`].
+    ///
+    /// # Safety
+    /// As [`Self::classify_batch_device`].
+    #[allow(unsafe_code)]
+    pub unsafe fn run_model_only(
+        &mut self,
+        tensor: u64,
+        n: usize,
+        wait: bool,
+    ) -> Result<(), ModelError> {
+        self.check_batch(n, n)?;
+        let (input, chw) = (self.input.clone(), 3 * self.height * self.width);
+        let device = self.device.as_mut().ok_or_else(|| {
+            ModelError::Provider("the model does not take its input from GPU memory".into())
+        })?;
+        // SAFETY: the caller's contract, passed on.
+        unsafe { device.run_only(&mut self.session, &input, tensor, chw, n, wait) }
+            .map_err(ModelError::Run)
+    }
+
+    /// Waits for all work queued on the model's stream (after
+    /// [`Self::run_model_only`] without waiting). Nothing without device input.
+    ///
+    /// Errors: [`ModelError::Run`] for a CUDA error.
+    pub fn synchronize(&self) -> Result<(), ModelError> {
+        self.device
+            .as_ref()
+            .map_or(Ok(()), |d| d.synchronize().map_err(ModelError::Run))
     }
 
     /// Runs every batch size the device path will use three times (`WARM_UP_RUNS`) on the
@@ -580,11 +679,13 @@ const WARM_UP_RUNS: usize = 3;
 /// `FPGAGDR_CUDA_NHWC=0|1`: overrides the CUDA provider's layout choice (NHWC with fp16,
 /// NCHW with fp32) for measurements (docs/benchmarks.md).
 fn nhwc_override() -> Option<bool> {
-    match std::env::var("FPGAGDR_CUDA_NHWC").ok()?.as_str() {
-        "1" => Some(true),
-        "0" => Some(false),
-        _ => None,
-    }
+    providers::env_bool("FPGAGDR_CUDA_NHWC")
+}
+
+/// True when the environment variable `name` is `1` (measurement switches,
+/// docs/benchmarks.md).
+fn env_flag(name: &str) -> bool {
+    providers::env_bool(name) == Some(true)
 }
 
 /// `<stem>.fp16.onnx` beside `<stem>.onnx`.
