@@ -4,13 +4,14 @@
 //! page-locked memory on an integrated one, host memory without CUDA), on 1 to 4 C2H
 //! channels at once, with the link model off or paced by a preset.
 //!
-//! One thread per channel; each takes the sensor's next frame (the sensor behind a
-//! mutex, as one capture thread would hold it) and copies it into ring entry
-//! `seq mod ring` on its own channel. A frame slot is not asked for again until the C2H
-//! of the frame it held has finished (the host's side of the slot protocol,
-//! docs/card-protocol.md), so no frame is overwritten while it is read. At the end the
-//! last `ring` frames are read back and checked: header, header CRC, payload CRC,
-//! sequence numbers and timestamps in order.
+//! One thread per channel; each takes a ticket (the next sequence number), waits until
+//! the C2H of the frame its slot held before has finished (the host's side of the slot
+//! protocol: a slot is not asked for again until it was read, so no frame is overwritten
+//! while it is read) and until the frames before its own were asked for, takes the
+//! sensor's frame (the sensor behind a mutex, as one capture thread would hold it) and
+//! copies it into ring entry `seq mod ring` on its own channel. Waits yield the core. At
+//! the end the last `ring` frames are read back and checked: header, header CRC, payload
+//! CRC, sequence numbers and timestamps in order.
 //!
 //! ```text
 //! cargo bench -p fpgagdr-sim --bench offer
@@ -97,9 +98,11 @@ fn run(case: &Case, secs: f64, ring_len: usize) -> String {
         })
         .collect();
     let ring_kind = ring[0].kind();
-    let sensor = Mutex::new((sensor, 0u64));
-    // done[s] = 1 + the last seq of slot s whose C2H finished (0: none yet).
+    let sensor = Mutex::new(sensor);
+    // done[s] = 1 + the last seq of slot s whose C2H finished (0: none yet); tickets
+    // handed out; frames asked of the sensor.
     let done: Vec<AtomicU64> = (0..SENSOR_SLOTS).map(|_| AtomicU64::new(0)).collect();
+    let (tickets, asked) = (AtomicU64::new(0), AtomicU64::new(0));
     let (count, stop, failed) = (
         AtomicU64::new(0),
         AtomicBool::new(false),
@@ -110,27 +113,32 @@ fn run(case: &Case, secs: f64, ring_len: usize) -> String {
         for channel in 0..case.channels {
             let (card, ring, sensor, done) = (&card, &ring, &sensor, &done);
             let (count, stop, failed) = (&count, &stop, &failed);
+            let (tickets, asked) = (&tickets, &asked);
             s.spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    let slot = {
-                        let mut g = sensor.lock().unwrap();
-                        let (sensor, asked) = &mut *g;
-                        let n = *asked;
-                        // The slot's previous frame (n - 4) must be read before it is
-                        // rewritten.
-                        if n >= SENSOR_SLOTS {
-                            while done[(n % SENSOR_SLOTS) as usize].load(Ordering::Acquire)
-                                < n - SENSOR_SLOTS + 1
-                            {
-                                if stop.load(Ordering::Relaxed) {
-                                    return;
-                                }
-                                std::hint::spin_loop();
-                            }
+                let wait = |ready: &dyn Fn() -> bool| {
+                    while !ready() {
+                        if stop.load(Ordering::Relaxed) {
+                            return false;
                         }
-                        *asked += 1;
-                        sensor.wait_frame(T).expect("frame")
+                        std::thread::yield_now();
+                    }
+                    true
+                };
+                while !stop.load(Ordering::Relaxed) {
+                    let n = tickets.fetch_add(1, Ordering::Relaxed);
+                    // The slot's previous frame (n - 4) must be read before it is
+                    // rewritten, and frames are asked for in order.
+                    let slot_free = || {
+                        n < SENSOR_SLOTS
+                            || done[(n % SENSOR_SLOTS) as usize].load(Ordering::Acquire)
+                                > n - SENSOR_SLOTS
                     };
+                    if !wait(&slot_free) || !wait(&|| asked.load(Ordering::Acquire) == n) {
+                        return;
+                    }
+                    let slot = sensor.lock().unwrap().wait_frame(T).expect("frame");
+                    asked.store(n + 1, Ordering::Release);
+                    assert_eq!(slot.seq, n, "frames in ticket order");
                     let buf = &ring[(slot.seq % ring.len() as u64) as usize];
                     if let Err(e) = card.read_c2h(channel, buf, slot.card_addr, slot.len, T) {
                         eprintln!("C2H on channel {channel}: {e}");
@@ -151,7 +159,7 @@ fn run(case: &Case, secs: f64, ring_len: usize) -> String {
     });
     let total = count.load(Ordering::Relaxed);
     let fps = timed.1 as f64 / timed.0.as_secs_f64();
-    let (sensor, _) = sensor.into_inner().unwrap();
+    let sensor = sensor.into_inner().unwrap();
     let (rendered, restamped) = sensor.writes();
     let check = if failed.load(Ordering::Relaxed) {
         "C2H FAILED".to_string()

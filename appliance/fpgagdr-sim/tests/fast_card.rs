@@ -170,32 +170,34 @@ fn through_channels(
     let ring: Vec<PinnedBuffer> = (0..4 * channels)
         .map(|_| frame_buffer(&card, sensor.max_frame_len()))
         .collect();
-    let sensor = Mutex::new((sensor, 0u64));
+    let sensor = Mutex::new(sensor);
     let done: Vec<AtomicU64> = (0..SENSOR_SLOTS).map(|_| AtomicU64::new(0)).collect();
+    let (tickets, asked) = (AtomicU64::new(0), AtomicU64::new(0));
     let seen = Mutex::new(Vec::new());
     let t0 = Instant::now();
     std::thread::scope(|s| {
         for channel in 0..channels {
             let (card, ring, sensor, done, seen) = (&card, &ring, &sensor, &done, &seen);
+            let (tickets, asked) = (&tickets, &asked);
             s.spawn(move || {
                 loop {
-                    let slot = {
-                        let mut g = sensor.lock().unwrap();
-                        let (sensor, asked) = &mut *g;
-                        let n = *asked;
-                        if n == frames {
-                            return;
-                        }
-                        if n >= SENSOR_SLOTS {
-                            while done[(n % SENSOR_SLOTS) as usize].load(Ordering::Acquire)
-                                < n - SENSOR_SLOTS + 1
-                            {
-                                std::thread::yield_now();
-                            }
-                        }
-                        *asked += 1;
-                        sensor.wait_frame(GENEROUS).unwrap()
-                    };
+                    // A ticket; the slot's previous frame read; the frames before asked.
+                    let n = tickets.fetch_add(1, Ordering::Relaxed);
+                    if n >= frames {
+                        return;
+                    }
+                    while n >= SENSOR_SLOTS
+                        && done[(n % SENSOR_SLOTS) as usize].load(Ordering::Acquire)
+                            <= n - SENSOR_SLOTS
+                    {
+                        std::thread::yield_now();
+                    }
+                    while asked.load(Ordering::Acquire) != n {
+                        std::thread::yield_now();
+                    }
+                    let slot = sensor.lock().unwrap().wait_frame(GENEROUS).unwrap();
+                    asked.store(n + 1, Ordering::Release);
+                    assert_eq!(slot.seq, n);
                     // Entries of seq mod ring: no two frames in flight share one.
                     let buf = &ring[(slot.seq % ring.len() as u64) as usize];
                     card.read_c2h(channel, buf, slot.card_addr, slot.len, GENEROUS)
