@@ -18,6 +18,8 @@
 #         fpgagdrd with the simulated card and a CUDA frame ring (status, a PATCH of the
 #         config with the API token, the result on a real photograph, /metrics)
 #   sanitizer  the GPU tests under compute-sanitizer (memcheck)
+#   gputests  the GPU tests alone with ONNX Runtime's CUDA provider (GPU_TESTS_FILTER:
+#         names, as libtest filters them; default all)
 #   offer the simulated card's offer: 1 MiB frames into a CUDA ring, 1 to 4 C2H channels,
 #         link model off and x86-gen3x8 (the `offer` bench of fpgagdr-sim; no ONNX Runtime)
 #   engine the model alone (the `engine` bench of fpgagdr-infer): the same ONNX file,
@@ -149,7 +151,7 @@ if has offer; then
   run offer 120 "$dev/offer"
 fi
 if has cuda || has tests || has stage || has pipeline || has engine || has fp16opts ||
-  has overlap; then
+  has overlap || has gputests; then
   [ -n "${ORT_GPU_DIR:-}" ] || { echo "ORT_GPU_DIR is not set (appliance/scripts/ort-gpu.sh)" >&2; exit 1; }
   # The CUDA provider's cuBLAS 13 / cuDNN 9: PyTorch's nvidia-* wheels on that machine.
   nv=$(python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)/nvidia
@@ -159,6 +161,10 @@ fi
 if has cuda || has tests; then
   run gpu_tests_ort_cuda 400 "$dev/gpu_tests" --nocapture --test-threads 1
   run status_ort_cuda 60 service "$ORT_DYLIB_PATH"
+fi
+if has gputests; then
+  # shellcheck disable=SC2086 # the filter is a list of test names
+  run gpu_tests_ort_cuda 400 "$dev/gpu_tests" --nocapture --test-threads 1 ${GPU_TESTS_FILTER:-}
 fi
 if has cuda || has stage; then
   run infer_stage 540 stage

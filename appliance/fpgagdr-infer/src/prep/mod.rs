@@ -157,7 +157,11 @@ impl FramePrep {
         if matches!(kind, MemoryKind::CudaDevice | MemoryKind::CudaHost) {
             match GpuPrep::new(w, h, max_batch, entry_len, model) {
                 Ok(g) => {
-                    let tensor = if model.takes_device_input() {
+                    let tensor = if model.queues_ahead() {
+                        "the tensors stay in GPU memory and the model reads them there, on the \
+                         same stream, and ranks each frame's top-5 there (no device-to-host \
+                         copy per frame)"
+                    } else if model.takes_device_input() {
                         "the tensors stay in GPU memory and the model reads them there, on the \
                          same stream (no device-to-host copy per frame)"
                     } else {
