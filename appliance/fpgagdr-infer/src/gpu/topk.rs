@@ -26,6 +26,8 @@ const ROWS_PER_BLOCK: u32 = 4;
 
 const KERNEL: &str = r#"
 #define K 5
+/* NVRTC has no <math.h>: minus infinity by its bits. */
+#define FG_NEG_INF __int_as_float(0xff800000)
 __device__ int fg_better(float v, int i, float w, int j) {
     return v > w || (v == w && i < j);
 }
@@ -39,7 +41,7 @@ extern "C" __global__ void fpgagdr_topk(const float* logits, int rows, int class
     int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (row >= rows) return;
     const float* l = logits + (size_t)row * classes;
-    float m = -INFINITY;
+    float m = FG_NEG_INF;
     for (int i = lane; i < classes; i += 32) m = fmaxf(m, l[i]);
     for (int o = 16; o; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
     float s = 0.0f;
@@ -47,7 +49,7 @@ extern "C" __global__ void fpgagdr_topk(const float* logits, int rows, int class
     for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
     float tv[K];
     int ti[K];
-    for (int k = 0; k < K; ++k) { tv[k] = -INFINITY; ti[k] = 0x7fffffff; }
+    for (int k = 0; k < K; ++k) { tv[k] = FG_NEG_INF; ti[k] = 0x7fffffff; }
     for (int i = lane; i < classes; i += 32) {
         float v = l[i];
         if (!fg_better(v, i, tv[K - 1], ti[K - 1])) continue;
@@ -59,7 +61,7 @@ extern "C" __global__ void fpgagdr_topk(const float* logits, int rows, int class
     }
     int head = 0;
     for (int k = 0; k < K; ++k) {
-        float v = head < K ? tv[head] : -INFINITY;
+        float v = head < K ? tv[head] : FG_NEG_INF;
         int i = head < K ? ti[head] : 0x7fffffff;
         float bv = v;
         int bi = i;
@@ -72,7 +74,7 @@ extern "C" __global__ void fpgagdr_topk(const float* logits, int rows, int class
         if (lane == 0) {
             unsigned int* r = out + (size_t)row * 2 * K + 2 * k;
             if (bi == 0x7fffffff) {
-                r[0] = 0xffffffffu; r[1] = __float_as_uint(-INFINITY);
+                r[0] = 0xffffffffu; r[1] = __float_as_uint(FG_NEG_INF);
             } else {
                 r[0] = (unsigned int)bi; r[1] = __float_as_uint(expf(bv - m) / s);
             }
