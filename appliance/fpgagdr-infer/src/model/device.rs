@@ -23,7 +23,7 @@ use cudarc::driver::{CudaStream, PinnedHostSlice};
 
 use crate::gpu::GpuTopK;
 
-use super::{Top, top_k_rows};
+use super::rank::{Top, top_k_rows};
 use ort::AsPointer;
 use ort::memory::{AllocationDevice, Allocator, AllocatorType, MemoryInfo, MemoryType};
 use ort::session::{IoBinding, RunOptions, Session};
@@ -181,7 +181,7 @@ impl DeviceRunner {
             .map_err(|e| e.to_string())?;
         self.stream.synchronize().map_err(|e| e.to_string())?;
         let logits = &self.logits.as_slice().map_err(|e| e.to_string())?[..len];
-        top_k_rows(logits, n, tops).map_err(|e| e.to_string())
+        top_k_rows(logits, n, tops)
     }
 
     /// True when the top-5 runs on the GPU, so batches can be queued ahead

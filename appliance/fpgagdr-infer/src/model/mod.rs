@@ -14,6 +14,7 @@
 
 mod device;
 mod providers;
+mod rank;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -24,12 +25,10 @@ use ort::session::{RunOptions, Session};
 use ort::value::{TensorRef, ValueType};
 
 pub use providers::{Precision, Provider, Ran, TensorRtOptions};
+pub use rank::{TOP_K, Top};
 
 use device::DeviceRunner;
 use providers::{Wanted, register, runtime_path};
-
-/// Results kept per frame.
-pub const TOP_K: usize = 5;
 
 /// Largest batch the service runs (the frame ring must hold twice the batch).
 pub const MAX_BATCH: usize = 512;
@@ -40,9 +39,6 @@ pub const MAX_BATCH: usize = 512;
 pub const MAX_INPUT_SIDE: usize = 4096;
 /// Most classes a model may declare (ImageNet-21k has 21 843).
 pub const MAX_CLASSES: usize = 100_000;
-
-/// A frame's best [`TOP_K`] classes: (class index, probability), best first.
-pub type Top = [(u32, f32); TOP_K];
 
 /// Why a model cannot be used. Messages name the file and the rule.
 #[derive(Debug, thiserror::Error)]
@@ -487,7 +483,7 @@ impl Model {
         let (_, logits) = outputs[0]
             .try_extract_tensor::<f32>()
             .map_err(|e| ModelError::Run(e.to_string()))?;
-        top_k_rows(logits, n, tops)
+        rank::top_k_rows(logits, n, tops).map_err(ModelError::Run)
     }
 
     fn check_batch(&self, n: usize, tops: usize) -> Result<(), ModelError> {
@@ -878,39 +874,6 @@ fn describe<'a>(
     s
 }
 
-/// Frame i's top-k from row i of `logits` (`n` rows).
-fn top_k_rows(logits: &[f32], n: usize, tops: &mut [Top]) -> Result<(), ModelError> {
-    if n == 0 || !logits.len().is_multiple_of(n) {
-        return Err(ModelError::Run(format!(
-            "{} logits for {n} frames",
-            logits.len()
-        )));
-    }
-    let classes = logits.len() / n;
-    for (row, top) in logits.chunks_exact(classes).zip(tops.iter_mut()) {
-        top_k(row, top);
-    }
-    Ok(())
-}
-
-/// Softmax over `logits`, keeping the best [`TOP_K`] without allocating.
-fn top_k(logits: &[f32], top: &mut Top) {
-    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let sum: f32 = logits.iter().map(|&l| (l - max).exp()).sum();
-    *top = [(0, f32::NEG_INFINITY); TOP_K];
-    for (i, &l) in logits.iter().enumerate() {
-        let p = (l - max).exp() / sum;
-        if p > top[TOP_K - 1].1 {
-            let mut at = TOP_K - 1;
-            while at > 0 && top[at - 1].1 < p {
-                top[at] = top[at - 1];
-                at -= 1;
-            }
-            top[at] = (i as u32, p);
-        }
-    }
-}
-
 fn parse_labels(bytes: &[u8], path: &Path, classes: usize) -> Result<Vec<String>, ModelError> {
     let err = |reason: String| ModelError::Labels {
         path: path.to_path_buf(),
@@ -933,26 +896,6 @@ fn parse_labels(bytes: &[u8], path: &Path, classes: usize) -> Result<Vec<String>
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn top_k_orders_by_probability() {
-        let logits = [0.0, 5.0, 1.0, 4.0, 3.0, 2.0, -1.0];
-        let mut top = [(0, 0.0); TOP_K];
-        top_k(&logits, &mut top);
-        let idx: Vec<u32> = top.iter().map(|t| t.0).collect();
-        assert_eq!(idx, [1, 3, 4, 5, 2]);
-        assert!(top.windows(2).all(|w| w[0].1 >= w[1].1));
-        let total: f32 = logits.iter().map(|l| (l - 5.0f32).exp()).sum();
-        assert!((top[0].1 - 1.0 / total).abs() < 1e-6);
-    }
-
-    #[test]
-    fn top_k_rows_keeps_each_frame_apart() {
-        let logits = [0.0, 9.0, 1.0, 7.0, 0.0, 2.0];
-        let mut tops = [[(0, 0.0); TOP_K]; 2];
-        top_k_rows(&logits, 2, &mut tops).unwrap();
-        assert_eq!((tops[0][0].0, tops[1][0].0), (1, 0));
-    }
 
     #[test]
     fn labels_must_match_the_class_count() {

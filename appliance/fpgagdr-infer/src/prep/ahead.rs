@@ -23,7 +23,7 @@ use std::time::Instant;
 use cudarc::driver::{CudaEvent, CudaStream, DevicePtr, PinnedHostSlice, sys};
 use fpgagdr::frame::HEADER_LEN;
 
-use super::{BatchTimes, FrameOutcome, PrepError, empty_outcome, outcomes_from, us_to_ns};
+use super::outcome::{BatchTimes, FrameOutcome, PrepError, empty_outcome, outcomes_from, us_to_ns};
 use crate::gpu::{EventTimer, GpuCrc32, GpuError, GpuPreprocessor, RESULT_WORDS, cuda};
 use crate::model::{Model, TOP_K, Top};
 
