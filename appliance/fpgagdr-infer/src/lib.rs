@@ -13,8 +13,9 @@
 //!
 //! All of the appliance's CUDA and ONNX Runtime `unsafe` is here: kernel launches and
 //! device copies (`gpu/`, `prep.rs`), and the device tensors handed to ONNX Runtime
-//! (`model/`); each block states what it relies on. Modules, one way down: `prep` →
-//! `model`, `gpu`, `preprocess`; `gpu` → `preprocess`.
+//! (`model/`); each block states what it relies on. Modules, one way down: `prep` (with
+//! `prep/ahead.rs`, batches queued ahead on a second stream) → `model`, `gpu`,
+//! `preprocess`; `model` → `gpu` (the top-5 kernel) → `preprocess`.
 #![deny(missing_docs)]
 
 pub mod gpu;

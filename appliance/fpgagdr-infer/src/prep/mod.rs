@@ -15,6 +15,9 @@
 //!   No device-to-host copy per frame: the `d2h` stage is gone from the frame path. (For
 //!   a model on the CPU provider the batch's tensors are copied to the host once: that
 //!   copy is the `d2h` stage.)
+//!   [`FramePrep::submit`] and [`FramePrep::collect`] split [`FramePrep::finish`] so that
+//!   a caller can build and submit batch k+1 while batch k runs: its check and
+//!   preprocessing then run on a second stream beside the model (`prep/ahead.rs`).
 //! * Otherwise on the CPU: [`FramePrep::push`] checks and preprocesses the frame at once
 //!   (reading host memory in place, or after copying the whole frame device-to-host: the
 //!   `d2h` stage), so its ring entry can go back at once.
@@ -27,33 +30,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cudarc::driver::{CudaStream, DevicePtr, PinnedHostSlice};
-use fpgagdr::frame::{FrameError, FrameHeader, HEADER_LEN};
+use fpgagdr::frame::{FrameHeader, HEADER_LEN};
 use fpgagdr::{MemoryKind, PinnedBuffer};
 
+mod ahead;
+mod outcome;
+
+use crate::gpu::RESULT_WORDS;
 use crate::gpu::{EventTimer, GpuCrc32, GpuError, GpuPreprocessor, cuda};
-use crate::gpu::{RESULT_CRC, RESULT_WORDS};
-use crate::model::{Model, ModelError, TOP_K, Top};
+use crate::model::{Model, TOP_K, Top};
 use crate::preprocess::{FrameView, Preprocessor};
-
-/// Why a frame or a batch produced no result.
-#[derive(Debug, thiserror::Error)]
-pub enum PrepError {
-    /// The frame itself is bad (header, geometry, CRC): count it and go on.
-    #[error(transparent)]
-    Frame(#[from] FrameError),
-    /// The path broke (a CUDA error): the pipeline stops.
-    #[error("{0}")]
-    Path(String),
-    /// The model failed: the pipeline stops.
-    #[error(transparent)]
-    Model(#[from] ModelError),
-}
-
-impl From<GpuError> for PrepError {
-    fn from(e: GpuError) -> Self {
-        PrepError::Path(e.to_string())
-    }
-}
+use ahead::Ahead;
+pub use outcome::{BatchTimes, FrameOutcome, PrepError};
+use outcome::{empty_outcome, outcomes_from, us_to_ns};
 
 /// What [`FramePrep::push`] did with a frame's ring entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,29 +52,6 @@ pub enum Pushed {
     /// The frame is read by [`FramePrep::finish`]: its entry must stay out of C2H until
     /// that returns.
     Pending,
-}
-
-/// One frame's result.
-#[derive(Debug)]
-pub struct FrameOutcome {
-    /// The frame's header, or why the frame was rejected (header or payload CRC).
-    pub header: Result<FrameHeader, FrameError>,
-    /// Best classes (meaningful when `header` is `Ok`).
-    pub top: Top,
-    /// Device-to-host copy time attributed to this frame, ns (CPU preprocessing of a
-    /// frame in device memory; or the batch's tensor copy for a model on the CPU).
-    pub d2h_ns: Option<u64>,
-    /// Check and preprocessing time, ns (the batch's kernels on the GPU; this frame's
-    /// own on the CPU).
-    pub preprocess_ns: u64,
-}
-
-/// Times of one [`FramePrep::finish`].
-#[derive(Debug, Clone, Copy, Default)]
-pub struct BatchTimes {
-    /// The model run (on the GPU path: from queueing it to the results being in host
-    /// memory), ns.
-    pub inference_ns: u64,
 }
 
 /// Where preprocessing runs, with its buffers (allocated once).
@@ -125,15 +91,10 @@ pub struct GpuPrep {
     t_tensor: EventTimer,
     tops: Vec<Top>,
     outcomes: Vec<FrameOutcome>,
-}
-
-fn empty_outcome() -> FrameOutcome {
-    FrameOutcome {
-        header: Err(FrameError::Geometry("no frame".into())),
-        top: [(0, 0.0); TOP_K],
-        d2h_ns: None,
-        preprocess_ns: 0,
-    }
+    /// Batches queued ahead ([`FramePrep::submit`]), made on first use.
+    ahead: Option<Box<Ahead>>,
+    /// Model input size (for the lanes of `ahead`).
+    input: (usize, usize),
 }
 
 impl FramePrep {
@@ -147,7 +108,11 @@ impl FramePrep {
         if matches!(kind, MemoryKind::CudaDevice | MemoryKind::CudaHost) {
             match GpuPrep::new(w, h, max_batch, entry_len, model) {
                 Ok(g) => {
-                    let tensor = if model.takes_device_input() {
+                    let tensor = if model.queues_ahead() {
+                        "the tensors stay in GPU memory and the model reads them there, on the \
+                         same stream, and ranks each frame's top-5 there (no device-to-host \
+                         copy per frame)"
+                    } else if model.takes_device_input() {
                         "the tensors stay in GPU memory and the model reads them there, on the \
                          same stream (no device-to-host copy per frame)"
                     } else {
@@ -251,6 +216,93 @@ impl FramePrep {
         match self {
             FramePrep::Cpu(c) => c.finish(model),
             FramePrep::Gpu(g) => g.finish(model, verify),
+        }
+    }
+
+    /// True when batches can be queued ahead with [`Self::submit`] and [`Self::collect`]:
+    /// GPU preprocessing, and a model that takes device input and ranks its results on
+    /// the GPU ([`Model::queues_ahead`]). Otherwise use [`Self::finish`].
+    pub fn queues_ahead(&self, model: &Model) -> bool {
+        matches!(self, FramePrep::Gpu(_)) && model.queues_ahead()
+    }
+
+    /// Batches submitted and not yet collected (0 to 2).
+    pub fn in_flight(&self) -> usize {
+        match self {
+            FramePrep::Gpu(g) => g.ahead.as_ref().map_or(0, |a| a.in_flight()),
+            FramePrep::Cpu(_) => 0,
+        }
+    }
+
+    /// Makes the second stream and the two lanes of buffers [`Self::submit`] uses (two
+    /// more batches of input tensors in GPU memory); done by the first submit otherwise.
+    ///
+    /// Errors: [`PrepError::Path`] when batches cannot be queued ahead
+    /// ([`Self::queues_ahead`]) or for a CUDA failure.
+    pub fn prepare_ahead(&mut self, model: &Model) -> Result<(), PrepError> {
+        if !self.queues_ahead(model) {
+            return Err(PrepError::Path(
+                "batches are queued ahead only with GPU preprocessing and a model that reads \
+                 and ranks in GPU memory"
+                    .into(),
+            ));
+        }
+        let FramePrep::Gpu(g) = self else {
+            unreachable!("queues_ahead is true only for the GPU path")
+        };
+        if g.ahead.is_none() {
+            let (w, h) = g.input;
+            g.ahead = Some(Box::new(Ahead::new(
+                &g.stream,
+                w,
+                h,
+                g.pre.max_batch(),
+                g.max_frame,
+            )?));
+        }
+        Ok(())
+    }
+
+    /// Starts the batch built by [`Self::push`] and returns at once: its check and
+    /// preprocessing are queued on a second stream, the model on its own after them
+    /// (module documentation). The batch's entries stay [`Pushed::Pending`] until
+    /// [`Self::collect`] has returned its outcomes. At most two batches are in flight; a
+    /// new batch can be pushed meanwhile. An empty batch is not submitted.
+    ///
+    /// Errors: [`PrepError::Path`] when batches cannot be queued ahead, with two in
+    /// flight, or for a CUDA failure; [`PrepError::Model`].
+    pub fn submit(&mut self, model: &mut Model, verify: bool) -> Result<(), PrepError> {
+        self.prepare_ahead(model)?;
+        let FramePrep::Gpu(g) = self else {
+            unreachable!("prepare_ahead succeeds only for the GPU path")
+        };
+        if g.frames.is_empty() {
+            return Ok(());
+        }
+        let ahead = g.ahead.as_mut().expect("made by prepare_ahead");
+        #[allow(unsafe_code)]
+        // SAFETY: `push` clipped each frame to its pinned ring entry, which the caller
+        // keeps out of C2H until `collect` returns this batch (the promise `push` asked
+        // for with `Pushed::Pending`).
+        let submitted = unsafe { ahead.submit(&mut g.frames, &mut g.pre, model, verify) };
+        // A failed submit loses the batch: its entries go back with the caller's error
+        // handling, as after a failed `finish`.
+        g.frames.clear();
+        submitted
+    }
+
+    /// Waits for the oldest batch submitted and returns its outcomes (in push order,
+    /// rejected frames included) and times; its entries may be released after. `None`
+    /// when no batch is in flight.
+    ///
+    /// Errors: [`PrepError::Path`] (CUDA) and [`PrepError::Model`] stop the pipeline.
+    pub fn collect(
+        &mut self,
+        model: &mut Model,
+    ) -> Option<Result<(&[FrameOutcome], BatchTimes), PrepError>> {
+        match self {
+            FramePrep::Gpu(g) => g.ahead.as_mut()?.collect(model),
+            FramePrep::Cpu(_) => None,
         }
     }
 
@@ -399,6 +451,8 @@ impl GpuPrep {
             pre,
             results,
             tensor,
+            ahead: None,
+            input: (w, h),
         })
     }
 
@@ -498,31 +552,17 @@ impl GpuPrep {
         };
         let preprocess_ns = us_to_ns(self.t_kernels.elapsed_us()?);
         let records = self.results.as_slice().map_err(cuda)?;
-        for (i, (&(_, len), top)) in self.frames.iter().zip(&self.tops).enumerate() {
-            let rec = &records[i * RESULT_WORDS..(i + 1) * RESULT_WORDS];
-            let mut bytes = [0u8; HEADER_LEN];
-            for (b, w) in bytes.chunks_exact_mut(4).zip(&rec[..16]) {
-                b.copy_from_slice(&w.to_le_bytes());
-            }
-            let header = FrameHeader::parse(&bytes, len as usize).and_then(|h| {
-                if verify {
-                    h.verify_crc(rec[RESULT_CRC])?;
-                }
-                Ok(h)
-            });
-            self.outcomes[i] = FrameOutcome {
-                header,
-                top: *top,
-                d2h_ns,
-                preprocess_ns,
-            };
-        }
+        outcomes_from(
+            records,
+            &self.frames,
+            &self.tops,
+            verify,
+            preprocess_ns,
+            d2h_ns,
+            &mut self.outcomes,
+        );
         Ok(times)
     }
-}
-
-fn us_to_ns(us: f64) -> u64 {
-    (us * 1000.0).round() as u64
 }
 
 /// Whole nanoseconds of `d` (stage times are u64 ns, as the pipeline records them).
