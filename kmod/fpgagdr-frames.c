@@ -247,7 +247,7 @@ static void fpgagdr_frames_gone(struct fpgagdr_frames *fr, const char *where)
 {
 	struct fpgagdr_dev *fdev = fpgagdr_frames_dev(fr);
 
-	dev_warn_ratelimited(fdev->dev, "%s: card gone: %s reads all ones (0xffffffff); frame waits end EIO, IRQ_STATUS watched every 1 ms for it to come back (docs/kernel-module.md)\n",
+	dev_warn_ratelimited(fdev->dev, "%s: card gone: %s reads all ones (0xffffffff); frame waits end EIO, MAGIC watched every 1 ms for it to come back (docs/kernel-module.md)\n",
 			     fdev->name, where);
 	if (fpgagdr_frames_listened(fr))
 		schedule_delayed_work(&fr->poll_work, 1);
