@@ -15,6 +15,7 @@
  *   fpgagdr-mem.c      the table of memory back-ends
  *   fpgagdr-mem-*.c    memory back-ends (host, nvidia_p2p, dma-buf)
  *   fpgagdr-pinned.c   a pinned buffer: lifetime, revocation, DMA sync
+ *   fpgagdr-dmasync.c  a run's range of a mapping synced, piece by piece
  *   fpgagdr-xdma.c     the XDMA engine: registers, interrupts, discovery
  *   fpgagdr-engine.c   engine claim, run, bounded wait, stop, abort, and
  *                      the card's bus mastering when an engine will not
