@@ -840,3 +840,37 @@ void fpgagdr_te_sensor_exit(void)
 {
 	fpgagdr_ts_push_clear();
 }
+
+/* ---- TEST-ONLY: what a reset of the card does to its register block ---- */
+
+/**
+ * fpgagdr_te_sensor_reset() - the card's reset (link reset, hot reset, FLR)
+ * @s: the sensor
+ *
+ * As the block's reset does (docs/card-protocol.md): a frame being
+ * written is abandoned, the sequence starts again at 0, FRAME_PENDING,
+ * CONTROL, the record and the emulated XDMA user interrupt mask are
+ * cleared.  The sensor ticks again once CONTROL.CAPTURE is set.
+ *
+ * Context: process context (the software card's slot_reset/reset_done).
+ */
+void fpgagdr_te_sensor_reset(struct fpgagdr_te_sensor *s)
+{
+	unsigned long flags;
+
+	cancel_delayed_work_sync(&s->work);
+	spin_lock_irqsave(&s->lock, flags);
+	s->seq = 0;
+	s->live_seq = 0;
+	s->live_slot = 0;
+	s->live_len = 0;
+	s->latched_seq = U64_MAX;
+	s->pending = false;
+	s->irq_mask = 0;
+	s->regs[FPROTO_REG_CONTROL / 4] = 0;
+	s->regs[FPROTO_REG_DONE_SEQ_LO / 4] = 0;
+	s->regs[FPROTO_REG_DONE_SEQ_HI / 4] = 0;
+	s->regs[FPROTO_REG_DONE_SLOT / 4] = 0;
+	s->regs[FPROTO_REG_DONE_LENGTH / 4] = 0;
+	spin_unlock_irqrestore(&s->lock, flags);
+}

@@ -19,185 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tlib.h"
-
-#define DBG_FRAMES	"/sys/kernel/debug/fpgagdr/fpgagdr0/frames"
-#define EVENTS_WAIT	"/sys/module/fpgagdr/parameters/events_wait_ms"
-/* The software card's defaults (fpgagdr-testeng-sensor.c) */
-#define SLOT_BASE	(256ULL << 20)
-#define SLOT_SIZE	(1024U * 1024)
-#define SLOTS		8
-#define FRAME_LEN	(64 + 64 * 48)
-
-/* CRC-32 (IEEE), as docs/frames.md uses it */
-static __u32 crc32(const void *p, size_t n)
-{
-	static __u32 table[256];
-	const unsigned char *b = p;
-	__u32 c = ~0U;
-	int i, k;
-
-	if (!table[1])
-		for (i = 0; i < 256; i++) {
-			c = i;
-			for (k = 0; k < 8; k++)
-				c = c & 1 ? 0xedb88320U ^ (c >> 1) : c >> 1;
-			table[i] = c;
-		}
-	c = ~0U;
-	while (n--)
-		c = table[(c ^ *b++) & 0xff] ^ (c >> 8);
-	return ~c;
-}
-
-static __u32 le32(const unsigned char *p)
-{
-	return p[0] | p[1] << 8 | p[2] << 16 | (__u32)p[3] << 24;
-}
-
-static __u64 le64(const unsigned char *p)
-{
-	return le32(p) | (__u64)le32(p + 4) << 32;
-}
-
-static void sensor(const char *knob, long long v)
-{
-	char path[128], val[32];
-
-	snprintf(path, sizeof(path), DBG_TE "sensor_%s", knob);
-	snprintf(val, sizeof(val), "%lld", v);
-	CHECK_OK(t_dbg_write(path, val));
-}
-
-/* A value of the sensor's counter line ("fpgagdr0 produced N ..."). */
-static long long sensor_stat(const char *key)
-{
-	char buf[1024], *p;
-
-	if (t_read_file(DBG_TE "sensor", buf, sizeof(buf)))
-		return -1;
-	p = strstr(buf, key);
-	return p ? strtoll(p + strlen(key) + 1, NULL, 0) : -1;
-}
-
-static int frame_info(int fd, struct fpgagdr_frame_info *fi)
-{
-	memset(fi, 0, sizeof(*fi));
-	fi->abi_version = FPGAGDR_ABI_VERSION;
-	return ioctl(fd, FPGAGDR_IOC_FRAME_INFO, fi) ? -errno : 0;
-}
-
-static int wait_frame(int fd, __u32 timeout_ms, __u32 flags,
-		      struct fpgagdr_wait_frame *w)
-{
-	memset(w, 0, sizeof(*w));
-	w->abi_version = FPGAGDR_ABI_VERSION;
-	w->timeout_ms = timeout_ms;
-	w->flags = flags;
-	return ioctl(fd, FPGAGDR_IOC_WAIT_FRAME, w) ? -errno : 0;
-}
-
-static int abort_waits(int fd, __u32 dir, __u32 ch, __u32 flags)
-{
-	struct fpgagdr_abort a = { .abi_version = FPGAGDR_ABI_VERSION,
-				   .direction = dir, .channel = ch,
-				   .flags = flags };
-
-	return ioctl(fd, FPGAGDR_IOC_ABORT, &a) ? -errno : 0;
-}
-
-/**
- * struct cap - a capture: the control node, a slot-sized pinned buffer
- * @fd: control node
- * @h: pin of @buf
- * @buf: one slot
- * @gran: transfer length granularity
- */
-struct cap {
-	int fd;
-	__u32 h;
-	unsigned char *buf;
-	__u32 gran;
-};
-
-static void cap_open(struct cap *c)
-{
-	struct fpgagdr_status st;
-
-	c->fd = t_open();
-	c->buf = t_alloc(SLOT_SIZE);
-	CHECK_OK(t_status(c->fd, &st));
-	c->gran = st.len_granularity ? st.len_granularity : 1;
-	CHECK_OK(t_pin(c->fd, FPGAGDR_MEM_HOST, (unsigned long)c->buf,
-		       SLOT_SIZE, &c->h));
-}
-
-static void cap_close(struct cap *c)
-{
-	close(c->fd);
-	t_free(c->buf, SLOT_SIZE);
-}
-
-enum { FRAME_OK, FRAME_OVERRUN, FRAME_BROKEN, FRAME_BAD_CRC };
-
-/*
- * DMA the event's slot (C2H) and check the frame in it: header magic and
- * CRC, geometry against the length, payload CRC, the sequence in the
- * header and, for the test pattern, in the first payload bytes.  A later
- * sequence is an overrun: the card overwrote the slot first.
- */
-static int cap_read(struct cap *c, const struct fpgagdr_wait_frame *w)
-{
-	__u64 len = (w->length + c->gran - 1) / c->gran * c->gran;
-	int ret;
-
-	memset(c->buf, 0xee, SLOT_SIZE);
-	ret = t_xfer(c->fd, FPGAGDR_DIR_C2H, 0, c->h, 0,
-		     SLOT_BASE + (__u64)w->slot * SLOT_SIZE, len, 5000);
-	if (ret)
-		t_fail(__FILE__, __LINE__, "DMA of slot %u: %s", w->slot,
-		       t_errname(-ret));
-	return ret;
-}
-
-static int cap_check(struct cap *c, const struct fpgagdr_wait_frame *w)
-{
-	unsigned char *h = c->buf;
-	__u64 seq;
-
-	if (cap_read(c, w))
-		return FRAME_BROKEN;
-	if (memcmp(h, "FGDRFRM1", 8) || le32(h + 60) != crc32(h, 60) ||
-	    (h[10] | h[11] << 8) != 64 || 64 + le32(h + 28) != w->length)
-		return FRAME_BROKEN;
-	seq = le64(h + 32);
-	if (le32(h + 48) != crc32(h + 64, le32(h + 28)))
-		return FRAME_BAD_CRC;
-	if (seq > w->sequence && (seq - w->sequence) % SLOTS == 0)
-		return FRAME_OVERRUN;
-	if (seq != w->sequence)
-		return FRAME_BROKEN;
-	/* the test pattern carries its sequence in the payload, too */
-	return le64(h + 64) == seq ? FRAME_OK : FRAME_BROKEN;
-}
-
-/* CONTROL while someone listens: CAPTURE, and IRQ_EN unless polled */
-static int capture_on(void)
-{
-	return t_dbg(DBG_FRAMES, "polled") == 1 ? 1 : 3;
-}
-
-static void sensor_defaults(void)
-{
-	sensor("fps", 50);
-	sensor("stall", 0);
-	sensor("width", 64);
-	sensor("height", 48);
-	sensor("format", 1);
-	sensor("bad_crc", 0);
-	sensor("bad_event", 0);
-	CHECK_OK(t_dbg_write(DBG_TE "sensor_frames_clear", "1"));
-}
+#include "tframes.h"
 
 /* The card's geometry and state as the module read them at bind. */
 static void test_frame_info(void)
@@ -684,14 +506,6 @@ static void test_bad_crc(void)
 	cap_close(&c);
 }
 
-static bool dmesg_has(const char *text)
-{
-	char cmd[256];
-
-	snprintf(cmd, sizeof(cmd), "dmesg | grep -qF '%s'", text);
-	return system(cmd) == 0;
-}
-
 /*
  * A card that breaks the protocol at run time: each bad record is handed
  * back with EBADMSG, counted, logged with the rule, and the next frames
@@ -859,12 +673,18 @@ static void test_event_nodes(void)
 
 /*
  * fpgagdrN_user as reg_rw and register scripts use it: pread/pwrite of
- * 32-bit words and a shared mapping of the block.
+ * 32-bit words, and a shared mapping of the design's own registers above
+ * the protocol's 4 KiB block.  The block itself is not mappable (a load
+ * of DONE_SEQ_LO through a mapping would latch the record between the
+ * handler's reads: EACCES), and a pread of it holds interrupts off for
+ * the record's words only (the software card counts the module's reads
+ * with interrupts off outside the interrupt handler).
  */
 static void test_user_node(void)
 {
 	char path[64];
-	__u32 r[4], v;
+	__u32 r[4], v, *block = malloc(4096);
+	long long irqsoff;
 	__u32 *m;
 	int fd;
 
@@ -887,20 +707,33 @@ static void test_user_node(void)
 	CHECK(pwrite(fd, &v, 4, 0) == 4, "pwrite MAGIC");
 	CHECK(pread(fd, &v, 4, 0) == 4 && !memcmp(&v, "FGDR", 4),
 	      "MAGIC is read-only, reads %08x", v);
-	CHECK(mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) == MAP_FAILED &&
+	/* the whole block: interrupts off for the record's four words */
+	irqsoff = t_dbg(DBG_TE "stats", "user_irqsoff_reads");
+	CHECK(pread(fd, block, 4096, 0) == 4096, "pread of the block");
+	CHECK(t_dbg(DBG_TE "stats", "user_irqsoff_reads") - irqsoff <= 4,
+	      "%lld register reads with interrupts off for one pread",
+	      t_dbg(DBG_TE "stats", "user_irqsoff_reads") - irqsoff);
+	CHECK(mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 4096) == MAP_FAILED &&
 	      errno == EINVAL, "private mapping: not EINVAL");
-	CHECK(mmap(NULL, 8192, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED,
-	      "a mapping past the block");
-	m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
+	CHECK(mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED &&
+	      errno == EACCES, "the protocol's block mapped (not EACCES)");
+	CHECK(mmap(NULL, 8192, PROT_READ, MAP_SHARED, fd, 4096) == MAP_FAILED,
+	      "a mapping past the BAR");
+	m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 4096);
+	CHECK(m != MAP_FAILED, "mmap of the design's registers: %s",
+	      strerror(errno));
 	if (m != MAP_FAILED) {
-		CHECK(m[0] == 0x52444746, "mapped MAGIC %08x", m[0]);
-		__atomic_store_n(&m[0x104 / 4], 0x12345678, __ATOMIC_RELAXED);
-		CHECK(pread(fd, &v, 4, 0x104) == 4 && v == 0x12345678,
+		__atomic_store_n(&m[1], 0x12345678, __ATOMIC_RELAXED);
+		CHECK(pread(fd, &v, 4, 4096 + 4) == 4 && v == 0x12345678,
 		      "write through the mapping reads back %08x", v);
+		v = 0x0badf00d;
+		CHECK(pwrite(fd, &v, 4, 4096 + 8) == 4, "pwrite above the block");
+		CHECK(__atomic_load_n(&m[2], __ATOMIC_RELAXED) == 0x0badf00d,
+		      "the mapping reads %08x", m[2]);
 		munmap(m, 4096);
 	}
 	close(fd);
+	free(block);
 }
 
 /* kill -9 of a process with pins and a wait outstanding: all undone. */
@@ -973,7 +806,8 @@ static void test_removal_wakes_waiters(void)
 	pthread_create(&b.th, NULL, removal_waiter, &b);
 	snprintf(path, sizeof(path), "%s_user", t_dev);
 	ufd = open(path, O_RDWR);
-	m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, ufd, 0);
+	CHECK_OK(pwrite(ufd, "FGDR", 4, 4096) == 4 ? 0 : -errno);
+	m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, ufd, 4096);
 	CHECK(m != MAP_FAILED && m[0] == 0x52444746, "mapping before removal");
 	usleep(200000);
 	t0 = t_now();
@@ -1036,6 +870,7 @@ int cmd_badcard(int argc, char **argv)
 	static const char * const logs[] = {
 		[FPGAGDR_FRAMES_NO_USER_BAR] = "no frame capture: no user register block",
 		[FPGAGDR_FRAMES_BAD_MAGIC] = "no frame capture: MAGIC is not",
+		[FPGAGDR_FRAMES_NO_SLOTS] = "no frame capture: SLOT_COUNT is not 2..1024",
 		[FPGAGDR_FRAMES_SLOT_TOO_SMALL] =
 			"no frame capture: SLOT_SIZE is smaller than the 64-byte",
 		[FPGAGDR_FRAMES_SLOTS_PAST_CARD] = "no frame capture: the slots wrap or pass",
