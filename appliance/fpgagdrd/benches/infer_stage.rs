@@ -21,10 +21,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fpgagdr::PixelFormat;
+use fpgagdr::WhenFull;
 use fpgagdr_sim::LinkPreset;
 use fpgagdrd::config::{CardChoice, RawConfig, SourceKind};
 use fpgagdrd::metrics::Stage;
-use fpgagdrd::pipeline::queue::WhenFull;
 use fpgagdrd::pipeline::{Shared, Supervisor, prepare};
 
 fn main() {

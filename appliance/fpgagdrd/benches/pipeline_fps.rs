@@ -29,11 +29,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use fpgagdr::WhenFull;
 use fpgagdr::{Card, DmaMemory, FrameTrigger, PixelFormat};
 use fpgagdr_sim::{LinkPreset, SimCard, SimConfig, SimSensor, TestPattern};
 use fpgagdrd::config::{CardChoice, RawConfig, SourceKind};
 use fpgagdrd::metrics::Stage;
-use fpgagdrd::pipeline::queue::WhenFull;
 use fpgagdrd::pipeline::{Shared, Supervisor, prepare};
 
 fn env<T: std::str::FromStr>(name: &str, default: T) -> T {

@@ -14,12 +14,11 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use fpgagdr::{PinChoice, PixelFormat};
+use fpgagdr::{PinChoice, PixelFormat, WhenFull};
 use fpgagdr_sim::LinkPreset;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::pipeline::queue::WhenFull;
 use fpgagdr_infer::{Precision, Provider};
 
 pub mod alerts;

@@ -324,7 +324,7 @@ fn main() -> std::process::ExitCode {
 fn run() -> Result<(), String> {
     let cli = Cli::parse();
     // Before anything large is allocated (heap.rs: RSS across config changes).
-    fpgagdrd::heap::tune();
+    fpgagdr::heap::tune();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

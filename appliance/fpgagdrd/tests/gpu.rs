@@ -711,7 +711,7 @@ fn the_inference_stage_runs_full_batches_from_a_full_ring() {
     config.card.sim_link = LinkPreset::Off;
     config.ring.memory = RingMemory::CudaDevice;
     config.ring.entries = 16;
-    config.ring.when_full = fpgagdrd::pipeline::queue::WhenFull::Wait;
+    config.ring.when_full = fpgagdr::WhenFull::Wait;
     config.inference.max_batch = 8;
     let config = config.check().expect("a valid config");
     let prepared = prepare(

@@ -241,7 +241,7 @@ async fn apply_config(
                     })
                     .and_then(|()| prepare(&cfg, &card, &files));
                 if p.is_err() {
-                    crate::heap::release_freed();
+                    fpgagdr::heap::release_freed();
                 }
                 p
             },
@@ -285,7 +285,7 @@ async fn apply_config(
     } else {
         blocking(move || {
             sup.lock().expect("supervisor poisoned").adopt(prepared);
-            crate::heap::release_freed();
+            fpgagdr::heap::release_freed();
         })
         .await?;
     }

@@ -300,7 +300,7 @@ pub(super) async fn start(State(s): State<AppState>) -> Result<Json<StatusBody>,
                         }
                         Err(e) => {
                             sup.start_failed(e.message.clone());
-                            crate::heap::release_freed();
+                            fpgagdr::heap::release_freed();
                             Err(e)
                         }
                     }

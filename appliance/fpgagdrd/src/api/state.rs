@@ -144,7 +144,7 @@ impl Changes {
                 Some(out)
             } else {
                 drop(out);
-                crate::heap::release_freed();
+                fpgagdr::heap::release_freed();
                 abandoned.fetch_sub(1, Ordering::AcqRel);
                 None
             }

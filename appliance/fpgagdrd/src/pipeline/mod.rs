@@ -1,17 +1,15 @@
-//! The frame path of DESIGN §3: a capture thread and an inference thread around a frame
-//! ring pinned once at start.
+//! The frame path: a capture thread and an inference thread around a frame ring pinned
+//! once at start (`docs/architecture.md`, "Follow one frame").
 //!
 //! Owns: [`prepare`] (config → card, frame trigger, model, pinned ring: everything that
 //! can fail, done before anything running is touched), [`Supervisor`] (start, stop,
 //! state), [`Shared`] (what the threads publish). Must not: run async code; the
 //! threads are plain named `std::thread`s.
-//! Neighbours: `capture.rs` → `queue.rs` → `infer.rs` (which drives `fpgagdr-infer`),
-//! `ring.rs` and `shared.rs` below them; `config.rs` gives the settings.
+//! Neighbours: `capture.rs` → the ring (`fpgagdr::FrameRing`) → `infer.rs` (which drives
+//! `fpgagdr-infer`), `shared.rs` below them; `config` gives the settings.
 
 mod capture;
 mod infer;
-pub mod queue;
-mod ring;
 mod shared;
 
 use std::sync::Arc;
@@ -20,16 +18,14 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use fpgagdr::{
-    Card, CardStatus, DmaMemory, FrameTrigger, GpuFacts, MemoryKind, PinChoice, PinMethod, PinPlan,
-    frame_ring_kind, plan_pin,
+    Card, CardStatus, DmaMemory, FrameRing, FrameTrigger, GpuFacts, MemoryKind, PinChoice,
+    PinMethod, PinPlan, frame_ring_kind, plan_pin,
 };
 use fpgagdr_infer::{FramePrep, Model, ModelError, ModelOptions, TensorRtOptions};
 use fpgagdr_sim::{Replay, SimCard, SimConfig, SimSensor, TestPattern};
 
 use crate::config::{CardChoice, Config, RingMemory, SourceKind};
 use crate::files::{self, FileError, Kind, Named, Policy};
-use queue::FrameQueue;
-use ring::Ring;
 pub use shared::{BatchSize, Heartbeats, PipelineNow, Shared, State, Thread, now_ns};
 
 /// Largest frame memory accepted, bytes (1 GiB): the ring (pinned) and the decoded
@@ -179,7 +175,7 @@ pub fn ring_entries(wanted: usize, slots: usize) -> usize {
 
 /// Everything a pipeline needs, built and checked before anything running is touched.
 pub struct Prepared {
-    ring: Ring,
+    ring: FrameRing,
     trigger: Box<dyn FrameTrigger>,
     model: Model,
     prep: FramePrep,
@@ -485,11 +481,7 @@ pub fn prepare(
         info.preprocess
     );
     Ok(Prepared {
-        ring: Ring {
-            card,
-            buffers,
-            queue: FrameQueue::new(entries, slots, config.ring.when_full),
-        },
+        ring: FrameRing::new(card, buffers, slots, config.ring.when_full),
         trigger,
         model,
         prep,
@@ -694,7 +686,7 @@ impl Supervisor {
             }
             // The threads dropped the model, the frames and the ring: give the freed
             // heap back (heap.rs says why).
-            crate::heap::release_freed();
+            fpgagdr::heap::release_freed();
         }
         // The latency window describes a running pipeline; the latest result stays.
         self.shared
