@@ -22,10 +22,10 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
-pub mod assets;
 pub mod board;
 pub mod config;
 pub mod files;
+pub mod http;
 pub mod metrics;
 pub mod notify;
 pub mod pipeline;

@@ -14,9 +14,9 @@ use std::time::Instant;
 
 use clap::Parser;
 
+use fpgagdrd::api;
 use fpgagdrd::config::{self, CardChoice, ConfigStore};
 use fpgagdrd::pipeline::{self, Shared, Supervisor};
-use fpgagdrd::{api, assets};
 
 /// Capture frames from an FPGA card into GPU memory, classify them, and serve a live
 /// dashboard and REST API.
@@ -119,46 +119,46 @@ fn parse_log_cap(s: &str) -> Result<u64, String> {
     }
 }
 
-/// The HTTP limits (`docs/api.md`, "Limits"); defaults from [`api::limits::Limits`].
+/// The HTTP limits (`docs/api.md`, "Limits"); defaults from [`fpgagdrd::http::Limits`].
 #[derive(Debug, clap::Args)]
 struct LimitArgs {
     /// Connections open at once, all clients together (fitted to RLIMIT_NOFILE). When
     /// all are taken the one idle longest is closed; when none is idle: 503.
-    #[arg(long, default_value_t = api::limits::Limits::default().max_connections)]
+    #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().max_connections)]
     max_connections: usize,
     /// Connections open at once from one client (an IPv4 address or IPv6 /64); over it:
     /// 503 with Retry-After.
-    #[arg(long, default_value_t = api::limits::Limits::default().max_client_connections)]
+    #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().max_client_connections)]
     max_client_connections: usize,
     /// Live streams (SSE) open at once, all clients together; over it: 503.
-    #[arg(long, default_value_t = api::limits::Limits::default().max_streams)]
+    #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().max_streams)]
     max_streams: usize,
     /// Live streams open at once from one client; over it: 503.
-    #[arg(long, default_value_t = api::limits::Limits::default().max_client_streams)]
+    #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().max_client_streams)]
     max_client_streams: usize,
     /// How long a connection may wait with no request, seconds.
-    #[arg(long, default_value_t = api::limits::Limits::default().idle_timeout.as_secs_f64(),
+    #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().idle_timeout.as_secs_f64(),
           value_parser = parse_timeout)]
     idle_timeout_s: f64,
     /// How long a request head may take from its first byte to its end, seconds.
-    #[arg(long, default_value_t = api::limits::Limits::default().header_timeout.as_secs_f64(),
+    #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().header_timeout.as_secs_f64(),
           value_parser = parse_timeout)]
     header_timeout_s: f64,
     /// How long a JSON request body may take to arrive whole (408 after), seconds.
-    #[arg(long, default_value_t = api::limits::Limits::default().body_timeout.as_secs_f64(),
+    #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().body_timeout.as_secs_f64(),
           value_parser = parse_timeout)]
     body_timeout_s: f64,
     /// How long an answer may wait for the client to read it before the connection is
     /// closed, seconds.
-    #[arg(long, default_value_t = api::limits::Limits::default().send_timeout.as_secs_f64(),
+    #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().send_timeout.as_secs_f64(),
           value_parser = parse_timeout)]
     send_timeout_s: f64,
     /// Changes (requests other than GET/HEAD/OPTIONS) per second from one client,
     /// sustained; over it: 429 with Retry-After.
-    #[arg(long, default_value_t = api::limits::Limits::default().change_rate)]
+    #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().change_rate)]
     change_rate: u32,
     /// Changes one client may send in a burst above --change-rate.
-    #[arg(long, default_value_t = api::limits::Limits::default().change_burst)]
+    #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().change_burst)]
     change_burst: u32,
     /// How long a config change, start or stop may wait for its turn and for its
     /// pipeline to be built, seconds (503 change-busy / 422 change-timeout after).
@@ -194,9 +194,9 @@ struct LimitArgs {
 const DEFAULT_CHANGE_TIMEOUT_S: f64 = 60.0;
 
 impl LimitArgs {
-    fn limits(&self) -> api::limits::Limits {
+    fn limits(&self) -> fpgagdrd::http::limits::Limits {
         let d = std::time::Duration::from_secs_f64;
-        api::limits::Limits {
+        fpgagdrd::http::limits::Limits {
             max_connections: self.max_connections,
             max_client_connections: self.max_client_connections,
             max_streams: self.max_streams,
@@ -207,7 +207,7 @@ impl LimitArgs {
             send_timeout: d(self.send_timeout_s),
             change_rate: self.change_rate,
             change_burst: self.change_burst,
-            ..api::limits::Limits::default()
+            ..fpgagdrd::http::limits::Limits::default()
         }
     }
 
@@ -357,7 +357,7 @@ fn run() -> Result<(), String> {
     // The notify socket first: it never needs a descriptor later.
     let notifier = fpgagdrd::notify::Notifier::from_env();
     let mut limits = cli.limits.limits();
-    let nofile = api::server::fit_descriptors(&mut limits)?;
+    let nofile = fpgagdrd::http::server::fit_descriptors(&mut limits)?;
     tracing::info!(
         "RLIMIT_NOFILE {nofile}: up to {} connections ({} per client), {} live streams",
         limits.max_connections,
@@ -375,19 +375,22 @@ fn run() -> Result<(), String> {
         store.path().display(),
         config::data_dir().display()
     );
-    let env_token = std::env::var(api::auth::TOKEN_ENV).ok();
+    let env_token = std::env::var(fpgagdrd::http::auth::TOKEN_ENV).ok();
     let config_dir = store
         .path()
         .parent()
         .map(std::path::Path::to_path_buf)
         .unwrap_or_default();
-    let (token, origin) =
-        api::auth::Token::resolve(env_token.as_deref(), cli.token_file.as_deref(), &config_dir)
-            .map_err(|e| e.to_string())?;
+    let (token, origin) = fpgagdrd::http::auth::Token::resolve(
+        env_token.as_deref(),
+        cli.token_file.as_deref(),
+        &config_dir,
+    )
+    .map_err(|e| e.to_string())?;
     let ota = ota_settings(&cli, &config_dir)?;
     tracing::info!("OTA: RAUC on {}, spool {}", ota.bus, ota.spool.display());
     match &origin {
-        api::auth::Origin::Generated(path) => {
+        fpgagdrd::http::auth::Origin::Generated(path) => {
             // The one time the token is shown: on first start, when none was configured.
             println!(
                 "fpgagdrd: API token (saved to {}): {}",
@@ -395,8 +398,12 @@ fn run() -> Result<(), String> {
                 token.expose()
             );
         }
-        api::auth::Origin::File(path) => tracing::info!("API token from {}", path.display()),
-        api::auth::Origin::Env => tracing::info!("API token from ${}", api::auth::TOKEN_ENV),
+        fpgagdrd::http::auth::Origin::File(path) => {
+            tracing::info!("API token from {}", path.display())
+        }
+        fpgagdrd::http::auth::Origin::Env => {
+            tracing::info!("API token from ${}", fpgagdrd::http::auth::TOKEN_ENV)
+        }
     }
     let shared = Arc::new(Shared::default());
     // The results room first: the first run's results already go to it.
@@ -476,7 +483,7 @@ fn run() -> Result<(), String> {
         limits,
         files,
         change_timeout: std::time::Duration::from_secs_f64(cli.limits.change_timeout_s),
-        hosts: api::host::HostPolicy::new(&cli.limits.allow_host),
+        hosts: fpgagdrd::http::host::HostPolicy::new(&cli.limits.allow_host),
     }));
     telemetry.stop();
     supervisor
@@ -496,15 +503,15 @@ struct Parts {
     results: fpgagdrd::results::Results,
     supervisor: Arc<Mutex<Supervisor>>,
     telemetry: Arc<fpgagdr_telemetry::sampler::Telemetry>,
-    token: api::auth::Token,
+    token: fpgagdrd::http::auth::Token,
     sysfs_root: PathBuf,
     ota: fpgagdr_ota::Settings,
     notifier: fpgagdrd::notify::Notifier,
     stall_limit: std::time::Duration,
-    limits: api::limits::Limits,
+    limits: fpgagdrd::http::limits::Limits,
     files: Arc<fpgagdrd::files::Policy>,
     change_timeout: std::time::Duration,
-    hosts: api::host::HostPolicy,
+    hosts: fpgagdrd::http::host::HostPolicy,
 }
 
 async fn serve(parts: Parts) -> Result<(), String> {
@@ -542,7 +549,7 @@ async fn serve(parts: Parts) -> Result<(), String> {
         .lock()
         .map_err(|_| "supervisor poisoned".to_string())?
         .info_slot();
-    let rate = api::limits::ChangeRate::new(&limits);
+    let rate = fpgagdrd::http::limits::ChangeRate::new(&limits);
     {
         // The rate limiter forgets clients whose bucket is full again (bounded memory).
         let rate = rate.clone();
@@ -560,7 +567,7 @@ async fn serve(parts: Parts) -> Result<(), String> {
         config: Arc::new(store),
         changes: api::Changes::new(change_timeout),
         files,
-        streams: api::limits::Streams::new(&limits),
+        streams: fpgagdrd::http::limits::Streams::new(&limits),
         rate,
         hosts,
         limits: Arc::new(limits.clone()),
@@ -579,10 +586,14 @@ async fn serve(parts: Parts) -> Result<(), String> {
     let listener =
         tokio::net::TcpListener::from_std(listener).map_err(|e| format!("listening: {e}"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    tracing::info!("serving {} dashboard files and the API", assets::count());
+    tracing::info!(
+        "serving {} dashboard files and the API",
+        api::assets::count()
+    );
     println!("fpgagdrd: dashboard at http://{addr}/");
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let (_handle, server) = api::server::serve(listener, api::router(state), limits, stop_rx);
+    let (_handle, server) =
+        fpgagdrd::http::server::serve(listener, api::router(state), limits, stop_rx);
     let server = tokio::spawn(server);
     // The pipeline was started (or its failure recorded) before this point.
     notifier.ready(&format!(

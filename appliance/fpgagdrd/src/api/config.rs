@@ -13,10 +13,10 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use super::body::{body_bytes, check_content_type, parse_body};
 use super::error::{ApiError, PROBLEM, Problem};
 use super::state::{AppState, blocking};
 use crate::config::{Config, OfferedFiles, offered_files};
+use crate::http::body::{body_bytes, check_content_type, parse_body};
 use crate::pipeline::{PrepareError, State as PipelineState, prepare};
 
 fn with_etag(config: &Config) -> Response {

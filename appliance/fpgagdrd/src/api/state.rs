@@ -11,14 +11,14 @@ use axum::extract::FromRef;
 use fpgagdr_ota::Ota;
 use fpgagdr_telemetry::sampler::Telemetry;
 
-use super::auth;
 use super::error::ApiError;
-use super::host::HostPolicy;
-use super::limits::{ChangeRate, Limits, Streams};
 use super::live::Live;
 use crate::board::Board;
 use crate::config::{CardChoice, ConfigStore};
 use crate::files::Policy;
+use crate::http::auth;
+use crate::http::host::HostPolicy;
+use crate::http::limits::{ChangeRate, Limits, Streams};
 use crate::pipeline::{InfoSlot, Shared, Supervisor};
 
 /// Everything the handlers share.

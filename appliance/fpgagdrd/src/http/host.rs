@@ -18,7 +18,7 @@ use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::error::ApiError;
+use super::refusal::Refusal;
 
 /// The names allowed beside the defaults.
 #[derive(Debug, Clone, Default)]
@@ -99,7 +99,7 @@ pub async fn check(State(policy): State<HostPolicy>, req: Request, next: Next) -
     if let Some(host) = req.headers().get(header::HOST) {
         let host = host.to_str().unwrap_or("");
         if !policy.allows(host, &name) {
-            return ApiError::Host(format!(
+            return Refusal::Host(format!(
                 "rule host: this service does not answer for {host:?}; use its address, \
                  localhost, {name} or {name}.local, or add the name with --allow-host"
             ))
@@ -113,7 +113,7 @@ pub async fn check(State(policy): State<HostPolicy>, req: Request, next: Next) -
             .map(|(_, rest)| rest.trim_end_matches('/'))
             .unwrap_or("");
         if !policy.allows(authority, &name) {
-            return ApiError::Origin(format!(
+            return Refusal::Origin(format!(
                 "rule origin: requests from pages of {origin:?} are not answered; open the \
                  dashboard from the appliance itself"
             ))

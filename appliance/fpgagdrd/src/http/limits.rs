@@ -12,7 +12,7 @@
 //! GCRA, keyed by client). Must not: read requests beyond their method and the peer's
 //! address.
 //! Neighbours: `server.rs` (the accept loop) puts the peer's [`Client`] into every
-//! request's extensions; `mod.rs` layers [`ChangeRate`] and the stream slots.
+//! request's extensions; `api/mod.rs` layers [`ChangeRate`] and the stream slots.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -30,7 +30,7 @@ use axum::response::{IntoResponse, Response};
 use governor::clock::{Clock, DefaultClock};
 use governor::{Quota, RateLimiter};
 
-use super::error::{ApiError, Full};
+use super::refusal::{Full, Refusal};
 
 /// The service's limits. [`Limits::default`] holds the documented defaults.
 #[derive(Debug, Clone)]
@@ -254,7 +254,7 @@ impl Streams {
 pub async fn stream_slot(State(streams): State<Streams>, req: Request, next: Next) -> Response {
     match streams.slots.take(Client::of_request(&req)) {
         Ok(slot) => next.run(req).await.map(|b| Holding::body(b, slot)),
-        Err(full) => ApiError::StreamLimit {
+        Err(full) => Refusal::StreamLimit {
             full,
             retry_after_s: streams.retry_after_s,
         }
@@ -318,7 +318,7 @@ pub async fn change_rate(State(rate): State<ChangeRate>, req: Request, next: Nex
     }
     match rate.check(Client::of_request(&req)) {
         Ok(()) => next.run(req).await,
-        Err(wait) => ApiError::RateLimit {
+        Err(wait) => Refusal::RateLimit {
             retry_after_s: wait.as_secs_f64().ceil().max(1.0) as u64,
         }
         .into_response(),

@@ -50,8 +50,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, Semaphore, watch};
 use tower_service::Service;
 
-use super::error::{ApiError, Full};
 use super::limits::{Client, Holding, Limits};
+use super::refusal::{Full, Refusal};
 use super::wire;
 
 /// How often the sweeper looks at every connection.
@@ -503,7 +503,7 @@ async fn answer_and_close(mut stream: TcpStream, answer: Vec<u8>, lingering: &Ar
 /// and closes it ([`answer_and_close`], on a task of its own).
 fn refuse(stream: TcpStream, full: Full, retry_after_s: u64, lingering: &Arc<Semaphore>) {
     let answer = wire::answer(
-        &ApiError::ConnectionLimit {
+        &Refusal::ConnectionLimit {
             full,
             retry_after_s,
         },
@@ -671,7 +671,7 @@ async fn connection(
     {
         let stream = conn.into_parts().io.into_inner().inner;
         let answer = wire::answer(
-            &ApiError::HeaderTimeout(format!(
+            &Refusal::HeaderTimeout(format!(
                 "rule header-timeout: the request head did not arrive whole within {} s \
                  (--header-timeout-s)",
                 limits.header_timeout.as_secs_f64()
