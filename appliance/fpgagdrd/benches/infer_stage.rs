@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 use fpgagdr::PixelFormat;
 use fpgagdr::WhenFull;
 use fpgagdr_sim::LinkPreset;
-use fpgagdrd::config::{CardChoice, RawConfig, SourceKind};
+use fpgagdrd::cards::CardChoice;
+use fpgagdrd::config::{RawConfig, SourceKind};
 use fpgagdrd::metrics::Stage;
 use fpgagdrd::pipeline::{Shared, Supervisor, prepare};
 
@@ -68,7 +69,7 @@ fn main() {
         let config = config.check().expect("a valid config");
         let prepared = match prepare(
             &config,
-            &CardChoice::Sim,
+            &CardChoice::sim(),
             &fpgagdrd::files::Policy::in_data_dir(),
         ) {
             Ok(p) => p,

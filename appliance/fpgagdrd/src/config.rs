@@ -556,44 +556,32 @@ impl Default for MqttConfig {
     }
 }
 
-/// Which card the service drives (from the command line, not the config document).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CardChoice {
-    /// The simulated card.
-    Sim,
-    /// A control node such as `/dev/fpgagdr0`.
-    Device(PathBuf),
+/// Why a config cannot be applied, though it passed every rule of the document: what
+/// only the system can judge (a file it names, the model, the card, a sensor). `field`
+/// is the JSON pointer of the config field at fault, where one is.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct Unusable {
+    /// JSON pointer of the config field at fault (e.g. `/model/path`), if one is.
+    pub field: Option<&'static str>,
+    /// The rule and what broke it.
+    pub message: String,
 }
 
-/// The control node `--card auto` looks for.
-pub const AUTO_CARD: &str = "/dev/fpgagdr0";
+impl Unusable {
+    /// `e`, blamed on the config field `field`.
+    pub fn at(field: &'static str, e: impl std::fmt::Display) -> Unusable {
+        Unusable {
+            field: Some(field),
+            message: e.to_string(),
+        }
+    }
 
-impl CardChoice {
-    /// Resolves the `--card` argument: `sim`, `auto`, or a control node's path. Returns
-    /// the choice and why it was made, in words for the status page and the log.
-    ///
-    /// `auto` (the image's default) takes the card when `auto_node` (normally
-    /// [`AUTO_CARD`]) exists, the simulated card otherwise; nothing else is probed, so a
-    /// card whose module refuses it still shows up as that card's error, never as a
-    /// silent fall-back to the simulation.
-    pub fn resolve(arg: &str, auto_node: &std::path::Path) -> (CardChoice, String) {
-        match arg {
-            "sim" => (CardChoice::Sim, "--card sim".into()),
-            "auto" if auto_node.exists() => (
-                CardChoice::Device(auto_node.to_path_buf()),
-                format!("--card auto: {} exists", auto_node.display()),
-            ),
-            "auto" => (
-                CardChoice::Sim,
-                format!(
-                    "--card auto: {} does not exist (no card, or the fpgagdr module is not loaded), so the simulated card",
-                    auto_node.display()
-                ),
-            ),
-            path => (
-                CardChoice::Device(PathBuf::from(path)),
-                format!("--card {path}"),
-            ),
+    /// `e`, blamed on no one field (the card, the system).
+    pub fn unplaced(e: impl std::fmt::Display) -> Unusable {
+        Unusable {
+            field: None,
+            message: e.to_string(),
         }
     }
 }
@@ -1348,24 +1336,6 @@ fn remove_leftovers(path: &Path) {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn card_auto_takes_the_node_when_it_exists_else_the_simulated_card() {
-        let dir = tempfile::tempdir().unwrap();
-        let node = dir.path().join("fpgagdr0");
-        let (c, why) = CardChoice::resolve("auto", &node);
-        assert_eq!(c, CardChoice::Sim);
-        assert!(why.contains("does not exist"), "{why}");
-        std::fs::write(&node, b"").unwrap();
-        let (c, why) = CardChoice::resolve("auto", &node);
-        assert_eq!(c, CardChoice::Device(node.clone()));
-        assert!(why.contains("exists"), "{why}");
-        assert_eq!(CardChoice::resolve("sim", &node).0, CardChoice::Sim);
-        assert_eq!(
-            CardChoice::resolve("/dev/fpgagdr3", &node).0,
-            CardChoice::Device("/dev/fpgagdr3".into())
-        );
-    }
 
     #[test]
     fn the_mqtt_password_is_write_only_and_kept() {

@@ -23,6 +23,7 @@
 
 pub mod api;
 pub mod board;
+pub mod cards;
 pub mod config;
 pub mod files;
 pub mod http;

@@ -15,7 +15,8 @@ use std::time::Instant;
 use clap::Parser;
 
 use fpgagdrd::api;
-use fpgagdrd::config::{self, CardChoice, ConfigStore};
+use fpgagdrd::cards::{self, CardChoice};
+use fpgagdrd::config::{self, ConfigStore};
 use fpgagdrd::pipeline::{self, Shared, Supervisor};
 
 /// Capture frames from an FPGA card into GPU memory, classify them, and serve a live
@@ -333,11 +334,8 @@ fn run() -> Result<(), String> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let (card, card_why) = CardChoice::resolve(&cli.card, std::path::Path::new(config::AUTO_CARD));
-    match &card {
-        CardChoice::Sim => tracing::info!("card: the simulated card ({card_why})"),
-        CardChoice::Device(p) => tracing::info!("card: {} ({card_why})", p.display()),
-    }
+    let (card, card_why) = CardChoice::resolve(&cli.card, std::path::Path::new(cards::AUTO_CARD));
+    tracing::info!("card: {} ({card_why})", card.name());
     let config_path = cli.config.clone().unwrap_or_else(default_config_path);
     if cli.mark_good_after_health {
         let dir = config_path

@@ -7,8 +7,6 @@
 //! board, the same snapshots the stream sends. Must not: hold a lock across an await
 //! other than the config store's (start, stop and config changes are serialised by it).
 
-use std::path::Path;
-
 use axum::Json;
 use axum::extract::State;
 use fpgagdr::{Capabilities, MemoryKind, PinMethod, Platform};
@@ -18,7 +16,6 @@ use utoipa::ToSchema;
 use super::error::{ApiError, PROBLEM, Problem};
 use super::state::{AppState, blocking};
 use crate::board::PipelineHistoryBody;
-use crate::config::CardChoice;
 use crate::metrics::{CounterValues, FrameResult};
 use crate::pipeline::{State as PipelineState, prepare};
 
@@ -178,10 +175,7 @@ pub(super) fn status_body(s: &AppState) -> StatusBody {
         .clone();
     let card = match &info {
         Some(i) => CardInfo {
-            kind: match s.card {
-                CardChoice::Sim => "sim",
-                CardChoice::Device(_) => "device",
-            },
+            kind: s.card.backend().kind,
             name: i.card.name.clone(),
             simulated: i.card.simulated,
             selected: s.card_why.clone(),
@@ -194,14 +188,11 @@ pub(super) fn status_body(s: &AppState) -> StatusBody {
             capabilities: Some(i.card.capabilities),
         },
         None => {
-            let (kind, name, simulated) = match &s.card {
-                CardChoice::Sim => ("sim", "SimCard (simulated XDMA card)".into(), true),
-                CardChoice::Device(p) => ("device", path_text(p), false),
-            };
+            let backend = s.card.backend();
             CardInfo {
-                kind,
-                name,
-                simulated,
+                kind: backend.kind,
+                name: s.card.name(),
+                simulated: backend.simulated,
                 selected: s.card_why.clone(),
                 platform: None,
                 page_size_bytes: None,
@@ -258,10 +249,6 @@ pub(super) fn status_body(s: &AppState) -> StatusBody {
         uptime_s: s.started.elapsed().as_secs_f64(),
         outputs: s.results.status(),
     }
-}
-
-fn path_text(p: &Path) -> String {
-    p.to_string_lossy().into_owned()
 }
 
 /// The card, the frame ring, the pipeline and its counters.

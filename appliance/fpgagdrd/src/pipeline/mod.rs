@@ -18,13 +18,13 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use fpgagdr::{
-    Card, CardStatus, DmaMemory, FrameRing, FrameTrigger, GpuFacts, MemoryKind, PinChoice,
-    PinMethod, PinPlan, frame_ring_kind, plan_pin,
+    CardStatus, DmaMemory, FrameRing, FrameTrigger, GpuFacts, MemoryKind, PinChoice, PinMethod,
+    PinPlan, frame_ring_kind, plan_pin,
 };
 use fpgagdr_infer::{FramePrep, Model, ModelError, ModelOptions, TensorRtOptions};
-use fpgagdr_sim::{Replay, SimCard, SimConfig, SimSensor, TestPattern};
 
-use crate::config::{CardChoice, Config, RingMemory, SourceKind};
+use crate::cards::{CardChoice, Opened};
+use crate::config::{Config, RingMemory, SourceKind, Unusable};
 use crate::files::{self, FileError, Kind, Named, Policy};
 pub use shared::{BatchSize, Heartbeats, PipelineNow, Shared, State, Thread, now_ns};
 
@@ -200,14 +200,7 @@ impl Prepared {
 }
 
 /// Why a pipeline could not be prepared; `field` names the config field at fault.
-#[derive(Debug, thiserror::Error)]
-#[error("{message}")]
-pub struct PrepareError {
-    /// JSON pointer of the config field at fault (e.g. `/model/path`), if one is.
-    pub field: Option<&'static str>,
-    /// The rule and what broke it.
-    pub message: String,
-}
+pub type PrepareError = Unusable;
 
 fn fail(field: Option<&'static str>, e: impl std::fmt::Display) -> PrepareError {
     PrepareError {
@@ -321,7 +314,7 @@ pub fn prepare(
     let (plan, _, _) = ring_memory(
         config.ring.memory,
         config.card.pin_method,
-        matches!(card_choice, CardChoice::Sim),
+        card_choice.backend().simulated,
     )?;
     let kind = plan.memory;
     let stream = match kind {
@@ -370,59 +363,18 @@ pub fn prepare(
         fail(Some(field), e)
     })?;
     drop((model_bytes, labels_bytes));
-    let (card, trigger, decoded): (Card, Box<dyn FrameTrigger>, u64) = match card_choice {
-        CardChoice::Sim => {
-            let sim = Arc::new(SimCard::new(SimConfig {
-                preset: config.card.sim_link,
-                ..SimConfig::default()
-            }));
-            let align = sim_alignment(&sim);
-            let (source, decoded): (Box<dyn fpgagdr_sim::FrameSource>, u64) =
-                match (config.source.kind, loaded.frames) {
-                    (SourceKind::Replay, Some((named, files))) => {
-                        let plan = Replay::plan(named.shown.clone(), files)
-                            .map_err(|e| fail(Some("/source/path"), e))?;
-                        // The memory rule before anything is decoded (the ring as it will
-                        // be: k x the sensor's frame slots).
-                        let entries =
-                            ring_entries(config.ring.entries, fpgagdr_sim::SENSOR_SLOTS as usize);
-                        let (entry_len, ring) = ring_bytes(entries, plan.max_frame_len(), align);
-                        memory_rule(entries, entry_len, ring, plan.decoded_bytes())?;
-                        let replay = plan.decode().map_err(|e| fail(Some("/source/path"), e))?;
-                        let decoded = replay.decoded_bytes();
-                        (Box::new(replay), decoded)
-                    }
-                    _ => (
-                        Box::new(
-                            TestPattern::new(
-                                config.source.format,
-                                config.source.width,
-                                config.source.height,
-                            )
-                            .map_err(|e| fail(Some("/source/width"), e))?,
-                        ),
-                        0,
-                    ),
-                };
-            let sensor = SimSensor::new(sim.clone(), source, config.source.fps, 0)
-                .map_err(|e| fail(Some("/source"), e))?;
-            (Card::from_backend(sim), Box::new(sensor), decoded)
-        }
-        CardChoice::Device(path) => {
-            let card = Card::open_path(path).map_err(|e| fail(None, e))?;
-            let trigger = card.frame_trigger().map_err(|e| {
-                fail(
-                    None,
-                    format!(
-                        "rule frame-trigger: {} opened, but its frame trigger is not available: {e}",
-                        card.status().name
-                    ),
-                )
-            })?;
-            // The card's own frames: nothing is decoded on the host.
-            (card, trigger, 0)
-        }
+    // The memory rule before a simulated card decodes its replay frames (the ring as it
+    // will be: k x the card's frame slots).
+    let rule = |slots: usize, max_frame_len: usize, align: usize, decoded: u64| {
+        let entries = ring_entries(config.ring.entries, slots);
+        let (entry_len, ring) = ring_bytes(entries, max_frame_len, align);
+        memory_rule(entries, entry_len, ring, decoded)
     };
+    let Opened {
+        card,
+        trigger,
+        decoded,
+    } = card_choice.open(config, loaded.frames, &rule)?;
     let status = card.status().clone();
     if config.card.channel >= status.c2h_channels {
         return Err(fail(
@@ -504,12 +456,6 @@ enum Feed {
     Capture,
     /// Each entry filled once, then handed back as it is (the inference stage alone).
     Recycle,
-}
-
-/// The simulated card's pin alignment, bytes.
-fn sim_alignment(sim: &Arc<SimCard>) -> usize {
-    use fpgagdr::Backend;
-    sim.status().alignment as usize
 }
 
 struct Running {
