@@ -21,6 +21,8 @@ use serde::{Deserialize, Serialize};
 
 use fpgagdr_infer::{Precision, Provider};
 
+use crate::files::data_dir;
+
 pub mod alerts;
 pub use alerts::{AlertRule, AlertsConfig, KeepFramesConfig};
 
@@ -626,13 +628,6 @@ impl ConfigError {
             ConfigError::Invalid(v) => v.clone(),
         }
     }
-}
-
-/// The data directory relative paths are resolved against.
-pub fn data_dir() -> PathBuf {
-    std::env::var_os("FPGAGDR_DATA_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/share/fpgagdr"))
 }
 
 /// What the data directory offers for the config's file fields

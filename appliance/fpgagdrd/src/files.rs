@@ -38,6 +38,14 @@ pub const DEFAULT_FILE_TIMEOUT: Duration = Duration::from_secs(30);
 /// further reads are refused instead of starting more.
 pub const MAX_STUCK_READERS: usize = 4;
 
+/// The data directory relative paths are resolved against: `$FPGAGDR_DATA_DIR`, else
+/// `/usr/share/fpgagdr` (where the image installs the default model and frames).
+pub fn data_dir() -> PathBuf {
+    std::env::var_os("FPGAGDR_DATA_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/share/fpgagdr"))
+}
+
 /// What kind of file a path names: it decides the roots it may lie in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -413,9 +421,9 @@ impl Policy {
         }
     }
 
-    /// The defaults: files in the data directory ([`crate::config::data_dir`]) only.
+    /// The defaults: files in the data directory ([`data_dir`]) only.
     pub fn in_data_dir() -> Policy {
-        Policy::new(Roots::new(&crate::config::data_dir(), &[], &[]))
+        Policy::new(Roots::new(&data_dir(), &[], &[]))
     }
 }
 

@@ -16,7 +16,7 @@ use clap::Parser;
 
 use fpgagdrd::api;
 use fpgagdrd::cards::{self, CardChoice};
-use fpgagdrd::config::{self, ConfigStore};
+use fpgagdrd::config::ConfigStore;
 use fpgagdrd::pipeline::{self, Shared, Supervisor};
 
 /// Capture frames from an FPGA card into GPU memory, classify them, and serve a live
@@ -103,7 +103,7 @@ struct Cli {
     #[arg(long)]
     alert_frames_dir: Option<PathBuf>,
     /// Cap on the results log's files together, bytes (at least 65536).
-    #[arg(long, default_value_t = fpgagdrd::results::log::DEFAULT_MAX_BYTES,
+    #[arg(long, default_value_t = fpgagdrd::results::sinks::log::DEFAULT_MAX_BYTES,
           value_parser = parse_log_cap)]
     results_log_max_bytes: u64,
     #[command(flatten)]
@@ -111,7 +111,7 @@ struct Cli {
 }
 
 fn parse_log_cap(s: &str) -> Result<u64, String> {
-    let min = fpgagdrd::results::log::MIN_MAX_BYTES;
+    let min = fpgagdrd::results::sinks::log::MIN_MAX_BYTES;
     match s.trim().parse::<u64>() {
         Ok(v) if v >= min => Ok(v),
         _ => Err(format!(
@@ -214,8 +214,12 @@ impl LimitArgs {
 
     fn files(&self) -> fpgagdrd::files::Policy {
         let mut p = fpgagdrd::files::Policy::new(
-            fpgagdrd::files::Roots::new(&config::data_dir(), &self.model_root, &self.frames_root)
-                .with_cert_roots(&self.cert_root),
+            fpgagdrd::files::Roots::new(
+                &fpgagdrd::files::data_dir(),
+                &self.model_root,
+                &self.frames_root,
+            )
+            .with_cert_roots(&self.cert_root),
         );
         p.max_model_bytes = self.max_model_bytes;
         p.timeout = std::time::Duration::from_secs_f64(self.file_timeout_s);
@@ -371,7 +375,7 @@ fn run() -> Result<(), String> {
     tracing::info!(
         "config {} ; data directory {}",
         store.path().display(),
-        config::data_dir().display()
+        fpgagdrd::files::data_dir().display()
     );
     let env_token = std::env::var(fpgagdrd::http::auth::TOKEN_ENV).ok();
     let config_dir = store
@@ -428,8 +432,6 @@ fn run() -> Result<(), String> {
             max_bytes: cli.results_log_max_bytes,
             frames_dir: frames_dir.clone(),
         },
-        &store.current().outputs.mqtt,
-        &store.current().outputs.alerts,
         files.clone(),
     )
     .map_err(|e| {
@@ -439,6 +441,7 @@ fn run() -> Result<(), String> {
             frames_dir.display()
         )
     })?;
+    results.configure(&store.current().outputs);
     tracing::info!(
         "results log {} (at most {} bytes)",
         results_dir.display(),
@@ -533,11 +536,19 @@ async fn serve(parts: Parts) -> Result<(), String> {
         hosts,
     } = parts;
     let board = fpgagdrd::board::Board::new(telemetry.period());
+    // The condition alert rules watch the board, with the pipeline's end-to-end totals.
+    let watch = {
+        let (results, shared) = (results.clone(), shared.clone());
+        Box::new(move |snapshot: &fpgagdrd::board::Snapshot| {
+            let totals = shared.totals.lock().expect("totals poisoned");
+            results.observe_board(snapshot, &totals);
+        })
+    };
     fpgagdrd::board::spawn(
         shared.clone(),
         telemetry.clone(),
         board.clone(),
-        Some(results.clone()),
+        vec![watch],
     );
     let live = api::live::Live::new(board.clone());
     let events = live.clone();

@@ -141,14 +141,14 @@ fn save(s: &AppState, new: &Config) -> Result<(), ApiError> {
 /// file checked, the config saved, then the new client started in the results room.
 /// Any failure leaves everything as it was.
 fn apply_mqtt(s: &AppState, turn: impl Sized, new: Config) -> Result<Response, ApiError> {
-    crate::results::mqtt::check_tls(&new.outputs.mqtt, &s.files.roots).map_err(|message| {
-        ApiError::ConfigApply {
+    crate::results::sinks::mqtt::check_tls(&new.outputs.mqtt, &s.files.roots).map_err(
+        |message| ApiError::ConfigApply {
             message,
             field: Some("/outputs/mqtt/ca_file".into()),
-        }
-    })?;
+        },
+    )?;
     save(s, &new)?;
-    s.results.configure_mqtt(&new.outputs.mqtt);
+    s.results.configure_sinks(&new.outputs);
     s.config.set_current(new.clone());
     drop(turn);
     tracing::info!(
@@ -234,7 +234,7 @@ async fn apply_config(
             move || {
                 // The MQTT broker's CA file is read like the pipeline's files: a change
                 // naming one that cannot be used is refused, nothing applied.
-                let p = crate::results::mqtt::check_tls(&cfg.outputs.mqtt, &files.roots)
+                let p = crate::results::sinks::mqtt::check_tls(&cfg.outputs.mqtt, &files.roots)
                     .map_err(|message| PrepareError {
                         field: Some("/outputs/mqtt/ca_file"),
                         message,
@@ -290,7 +290,7 @@ async fn apply_config(
         .await?;
     }
     // Readers see the new config once its pipeline runs.
-    s.results.configure_mqtt(&new.outputs.mqtt);
+    s.results.configure_sinks(&new.outputs);
     s.config.set_current(new.clone());
     drop(turn);
     tracing::info!("config changed and saved to {}", s.config.path().display());
