@@ -565,16 +565,19 @@ impl Default for MqttConfig {
 #[error("{message}")]
 pub struct Unusable {
     /// JSON pointer of the config field at fault (e.g. `/model/path`), if one is.
-    pub field: Option<&'static str>,
+    pub field: Option<std::borrow::Cow<'static, str>>,
     /// The rule and what broke it.
     pub message: String,
 }
 
 impl Unusable {
     /// `e`, blamed on the config field `field`.
-    pub fn at(field: &'static str, e: impl std::fmt::Display) -> Unusable {
+    pub fn at(
+        field: impl Into<std::borrow::Cow<'static, str>>,
+        e: impl std::fmt::Display,
+    ) -> Unusable {
         Unusable {
-            field: Some(field),
+            field: Some(field.into()),
             message: e.to_string(),
         }
     }
@@ -802,7 +805,8 @@ fn check_mqtt(m: &MqttConfig, errs: &mut Vec<FieldError>) {
         bad(
             "password",
             "mqtt-credentials",
-            "a password needs a user name (MQTT 3.1.1)".into(),
+            "a password needs a user name (MQTT 3.1.1); to remove a saved password, send \"password\": \"\""
+                .into(),
         );
     }
     if let Some(ca) = &m.ca_file
@@ -1058,15 +1062,20 @@ impl Config {
     }
 
     /// This document with the write-only secrets of `saved` kept where it has none
-    /// (`outputs.mqtt.password` absent or null keeps the saved one; `""` removes it).
-    pub fn keep_secrets(mut self, saved: &Config) -> Config {
+    /// (`outputs.mqtt.password` absent or null keeps the saved one; `""` removes it),
+    /// checked again by every rule of the document: a kept password needs a user name
+    /// too.
+    ///
+    /// Errors: [`ConfigError::Invalid`] (`mqtt-credentials`: the saved password is kept
+    /// while the document removes the user name).
+    pub fn keep_secrets(mut self, saved: &Config) -> Result<Config, ConfigError> {
         let p = &mut self.raw.outputs.mqtt.password;
         match p.as_deref() {
             None => p.clone_from(&saved.outputs.mqtt.password),
             Some("") => *p = None,
-            Some(_) => {}
+            Some(_) => return Ok(self),
         }
-        self
+        self.raw.check()
     }
 
     /// The document as `GET /api/v1/config` shows it: without its write-only secrets.
@@ -1205,6 +1214,12 @@ impl ConfigStore {
     /// (the message names the file, the field and the rule).
     pub fn open(path: PathBuf) -> Result<Self, ConfigFileError> {
         remove_leftovers(&path);
+        Self::read(path)
+    }
+
+    /// Loads `path` as [`ConfigStore::open`] does, touching nothing beside it (for a
+    /// check of the file).
+    pub fn read(path: PathBuf) -> Result<Self, ConfigFileError> {
         let current = match read_config_file(&path) {
             Ok(bytes) => match Config::from_json(&bytes) {
                 Ok(c) => c,
@@ -1341,19 +1356,52 @@ mod tests {
         assert!(shown.pointer("/outputs/mqtt/password").is_none(), "{shown}");
         assert!(!shown.to_string().contains("s3cret"));
         // GET then PUT: the shown document keeps the saved secret.
-        let put = Config::from_value(shown).unwrap().keep_secrets(&saved);
+        let put = Config::from_value(shown)
+            .unwrap()
+            .keep_secrets(&saved)
+            .unwrap();
         assert_eq!(put.outputs.mqtt.password.as_deref(), Some("s3cret"));
         assert_eq!(put, saved);
         // A merge patch that leaves it out, or sends null, keeps it; "" removes it.
         let other = json!({"outputs": {"mqtt": {"topic": "x/y"}}});
-        let patched = saved.merge_patch(&other).unwrap().keep_secrets(&saved);
+        let patched = saved
+            .merge_patch(&other)
+            .unwrap()
+            .keep_secrets(&saved)
+            .unwrap();
         assert_eq!(patched.outputs.mqtt.password.as_deref(), Some("s3cret"));
         let null = json!({"outputs": {"mqtt": {"password": null}}});
-        let patched = saved.merge_patch(&null).unwrap().keep_secrets(&saved);
+        let patched = saved
+            .merge_patch(&null)
+            .unwrap()
+            .keep_secrets(&saved)
+            .unwrap();
         assert_eq!(patched.outputs.mqtt.password.as_deref(), Some("s3cret"));
         let clear = json!({"outputs": {"mqtt": {"password": ""}}});
-        let patched = saved.merge_patch(&clear).unwrap().keep_secrets(&saved);
+        let patched = saved
+            .merge_patch(&clear)
+            .unwrap()
+            .keep_secrets(&saved)
+            .unwrap();
         assert_eq!(patched.outputs.mqtt.password, None);
+        // Removing the user while the password is kept breaks the credentials rule, as
+        // the same document would at start; removing both is how.
+        let no_user = json!({"outputs": {"mqtt": {"username": null, "password": null}}});
+        let e = saved
+            .merge_patch(&no_user)
+            .unwrap()
+            .keep_secrets(&saved)
+            .unwrap_err();
+        assert_eq!(e.fields()[0].field, "/outputs/mqtt/password");
+        assert_eq!(e.fields()[0].rule, "mqtt-credentials");
+        let neither = json!({"outputs": {"mqtt": {"username": null, "password": ""}}});
+        let c = saved
+            .merge_patch(&neither)
+            .unwrap()
+            .keep_secrets(&saved)
+            .unwrap();
+        assert_eq!(c.outputs.mqtt.password, None);
+        Config::from_json(&serde_json::to_vec(&c).unwrap()).unwrap();
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub mod api;
 pub mod board;
 pub mod cards;
 pub mod config;
+pub mod control;
 pub mod files;
 pub mod http;
 pub mod metrics;

@@ -1,15 +1,17 @@
 //! `fpgagdrd`: the appliance service.
 //!
-//! Start order: parse the command line → logging → config file (a bad file stops the
-//! service with the field and rule named) → pipeline (a pipeline that cannot start is
-//! shown as failed; the API still comes up so the user can fix the config) → telemetry
-//! thread → the frame board's sampler → HTTP → `READY=1` to systemd (when run by it) and the watchdog task. Stop order on
+//! Start order: parse the command line → logging → config file (a file that breaks a
+//! rule of its document stops the service with the field and rule named) → results
+//! room → telemetry thread → the control room applies the file's config (one that
+//! breaks a rule of the system, or a pipeline that cannot start, is shown as failed;
+//! the API still comes up so the user can fix the config) → the frame board's sampler →
+//! HTTP → `READY=1` to systemd (when run by it) and the watchdog task. Stop order on
 //! SIGINT/SIGTERM: `STOPPING=1`, HTTP, then the pipeline threads.
 #![forbid(unsafe_code)]
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Parser;
@@ -17,7 +19,8 @@ use clap::Parser;
 use fpgagdrd::api;
 use fpgagdrd::cards::{self, CardChoice};
 use fpgagdrd::config::ConfigStore;
-use fpgagdrd::pipeline::{self, Shared, Supervisor};
+use fpgagdrd::control::{self, Control};
+use fpgagdrd::pipeline::Shared;
 
 /// Capture frames from an FPGA card into GPU memory, classify them, and serve a live
 /// dashboard and REST API.
@@ -69,6 +72,13 @@ struct Cli {
     /// A/B, or RAUC out of reach is left alone (exit 0). Once per installation.
     #[arg(long)]
     mark_good_after_health: bool,
+    /// Do not serve: read the config file (--config) as the service does at start,
+    /// judge it by every rule a PUT of it passes on this machine (the files it names,
+    /// the MQTT CA file, the alert rules' sensors and classes; loading the model and
+    /// pinning the frame ring only a start does), print the verdict and exit (0: it
+    /// passes; 1: the field and the rule it breaks).
+    #[arg(long)]
+    check_config: bool,
     /// How long --mark-good-after-health waits for health, seconds.
     #[arg(long, default_value_t = 300)]
     health_timeout_s: u64,
@@ -355,6 +365,20 @@ fn run() -> Result<(), String> {
             std::time::Duration::from_secs(cli.rauc_wait_s),
         );
     }
+    let telemetry = || {
+        fpgagdr_telemetry::sampler::spawn(
+            cli.sysfs_root.clone(),
+            std::time::Duration::from_secs_f64(1.0 / cli.telemetry_hz),
+        )
+    };
+    if cli.check_config {
+        let telemetry = telemetry();
+        let verdict =
+            fpgagdrd::control::check_file(&config_path, &card, &cli.limits.files(), &telemetry);
+        telemetry.stop();
+        println!("fpgagdrd: {}", verdict?);
+        return Ok(());
+    }
     let store = ConfigStore::open(config_path).map_err(|e| e.to_string())?;
     // The notify socket first: it never needs a descriptor later.
     let notifier = fpgagdrd::notify::Notifier::from_env();
@@ -441,19 +465,25 @@ fn run() -> Result<(), String> {
             frames_dir.display()
         )
     })?;
-    results.configure(&store.current().outputs);
     tracing::info!(
         "results log {} (at most {} bytes)",
         results_dir.display(),
         cli.results_log_max_bytes
     );
-    let mut supervisor = Supervisor::new(shared.clone());
-    if store.current().autostart {
-        match pipeline::prepare(&store.current(), &card, &files) {
-            Ok(p) => supervisor.start(p),
-            Err(e) => supervisor.start_failed(e.message),
-        }
-    }
+    // The telemetry first: the config's alert rules are judged against its sensors.
+    let telemetry = telemetry();
+    let control = Control::new(control::Parts {
+        store,
+        shared: shared.clone(),
+        results: results.clone(),
+        telemetry: telemetry.clone(),
+        card,
+        files,
+        change_timeout: std::time::Duration::from_secs_f64(cli.limits.change_timeout_s),
+    });
+    // The file's config applied (outputs, and with autostart the pipeline started) or
+    // refused with the rule in status, before the API comes up.
+    control.boot();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         // Bounded, so the unit's TasksMax holds (docs/api.md, Limits).
@@ -462,19 +492,12 @@ fn run() -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("starting the HTTP runtime: {e}"))?;
-    let supervisor = Arc::new(Mutex::new(supervisor));
-    let telemetry = fpgagdr_telemetry::sampler::spawn(
-        cli.sysfs_root.clone(),
-        std::time::Duration::from_secs_f64(1.0 / cli.telemetry_hz),
-    );
     let result = runtime.block_on(serve(Parts {
         listener,
-        card,
         card_why,
-        store,
+        control: control.clone(),
         shared,
         results,
-        supervisor: supervisor.clone(),
         telemetry: telemetry.clone(),
         token,
         sysfs_root: cli.sysfs_root,
@@ -482,27 +505,20 @@ fn run() -> Result<(), String> {
         notifier,
         stall_limit: std::time::Duration::from_secs_f64(cli.stall_limit_s),
         limits,
-        files,
-        change_timeout: std::time::Duration::from_secs_f64(cli.limits.change_timeout_s),
         hosts: fpgagdrd::http::host::HostPolicy::new(&cli.limits.allow_host),
     }));
     telemetry.stop();
-    supervisor
-        .lock()
-        .map_err(|_| "supervisor poisoned".to_string())?
-        .stop();
+    control.shutdown();
     result
 }
 
 /// What [`serve`] wires together: everything `run` prepared before the runtime.
 struct Parts {
     listener: std::net::TcpListener,
-    card: CardChoice,
     card_why: String,
-    store: ConfigStore,
+    control: Control,
     shared: Arc<Shared>,
     results: fpgagdrd::results::Results,
-    supervisor: Arc<Mutex<Supervisor>>,
     telemetry: Arc<fpgagdr_telemetry::sampler::Telemetry>,
     token: fpgagdrd::http::auth::Token,
     sysfs_root: PathBuf,
@@ -510,20 +526,16 @@ struct Parts {
     notifier: fpgagdrd::notify::Notifier,
     stall_limit: std::time::Duration,
     limits: fpgagdrd::http::limits::Limits,
-    files: Arc<fpgagdrd::files::Policy>,
-    change_timeout: std::time::Duration,
     hosts: fpgagdrd::http::host::HostPolicy,
 }
 
 async fn serve(parts: Parts) -> Result<(), String> {
     let Parts {
         listener,
-        card,
         card_why,
-        store,
+        control,
         shared,
         results,
-        supervisor,
         telemetry,
         token,
         sysfs_root,
@@ -531,8 +543,6 @@ async fn serve(parts: Parts) -> Result<(), String> {
         notifier,
         stall_limit,
         limits,
-        files,
-        change_timeout,
         hosts,
     } = parts;
     let board = fpgagdrd::board::Board::new(telemetry.period());
@@ -554,10 +564,7 @@ async fn serve(parts: Parts) -> Result<(), String> {
     let events = live.clone();
     let ota = fpgagdr_ota::Ota::new(ota, Arc::new(move |json| events.publish_event("ota", json)));
     fpgagdr_ota::spawn_monitor(ota.clone());
-    let pipeline_info = supervisor
-        .lock()
-        .map_err(|_| "supervisor poisoned".to_string())?
-        .info_slot();
+    let pipeline_info = control.info_slot();
     let rate = fpgagdrd::http::limits::ChangeRate::new(&limits);
     {
         // The rate limiter forgets clients whose bucket is full again (bounded memory).
@@ -571,18 +578,14 @@ async fn serve(parts: Parts) -> Result<(), String> {
         });
     }
     let state = api::AppState {
-        supervisor,
+        control,
         pipeline_info,
-        config: Arc::new(store),
-        changes: api::Changes::new(change_timeout),
-        files,
         streams: fpgagdrd::http::limits::Streams::new(&limits),
         rate,
         hosts,
         limits: Arc::new(limits.clone()),
         shared: shared.clone(),
         results,
-        card,
         card_why,
         live: live.clone(),
         board,

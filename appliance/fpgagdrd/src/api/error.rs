@@ -14,6 +14,7 @@ use fpgagdr_ota::OtaError;
 use fpgagdr_ota::spool::SpoolError;
 
 use crate::config::{ConfigError, FieldError};
+use crate::control::ControlError;
 use crate::http::Refusal;
 pub use crate::http::{PROBLEM, Problem};
 
@@ -269,6 +270,28 @@ impl IntoResponse for ApiError {
             _ => {}
         }
         resp
+    }
+}
+
+/// What the control room refuses, as the problem a handler answers.
+impl From<ControlError> for ApiError {
+    fn from(e: ControlError) -> ApiError {
+        match e {
+            ControlError::Config(e) => ApiError::Config(e),
+            ControlError::Apply(u) => ApiError::ConfigApply {
+                message: u.message,
+                field: u.field,
+            },
+            ControlError::PipelineStart(m) => ApiError::PipelineStart(m),
+            ControlError::Busy {
+                message,
+                retry_after_s,
+            } => ApiError::ChangeBusy {
+                message,
+                retry_after_s,
+            },
+            ControlError::Save(m) | ControlError::Internal(m) => ApiError::Internal(m),
+        }
     }
 }
 

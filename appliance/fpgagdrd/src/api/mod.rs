@@ -36,7 +36,7 @@ use error::ApiError;
 
 pub use openapi::document as openapi_document;
 pub use pipeline::{CardInfo, MemoryInfo, PipelineStatus, StatusBody};
-pub use state::{AppState, Changes};
+pub use state::AppState;
 
 /// The whole HTTP surface.
 pub fn router(state: AppState) -> Router {

@@ -14,10 +14,9 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::error::{ApiError, PROBLEM, Problem};
-use super::state::{AppState, blocking};
+use super::state::AppState;
 use crate::board::PipelineHistoryBody;
 use crate::metrics::{CounterValues, FrameResult};
-use crate::pipeline::{State as PipelineState, prepare};
 
 /// `GET /api/v1/status`: the card, the frame ring, the pipeline and its counters.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -175,7 +174,7 @@ pub(super) fn status_body(s: &AppState) -> StatusBody {
         .clone();
     let card = match &info {
         Some(i) => CardInfo {
-            kind: s.card.backend().kind,
+            kind: s.control.card().backend().kind,
             name: i.card.name.clone(),
             simulated: i.card.simulated,
             selected: s.card_why.clone(),
@@ -188,10 +187,10 @@ pub(super) fn status_body(s: &AppState) -> StatusBody {
             capabilities: Some(i.card.capabilities),
         },
         None => {
-            let backend = s.card.backend();
+            let backend = s.control.card().backend();
             CardInfo {
                 kind: backend.kind,
-                name: s.card.name(),
+                name: s.control.card().name(),
                 simulated: backend.simulated,
                 selected: s.card_why.clone(),
                 platform: None,
@@ -268,44 +267,7 @@ pub(super) async fn status(State(s): State<AppState>) -> Json<StatusBody> {
         (status = 503, description = "A change is still in progress (`change-busy`)", body = Problem, content_type = PROBLEM),
     ))]
 pub(super) async fn start(State(s): State<AppState>) -> Result<Json<StatusBody>, ApiError> {
-    // The turn serialises start, stop and config changes.
-    let turn = s.changes.turn().await?;
-    if s.shared.state() != PipelineState::Running {
-        let config = s.config.current();
-        let (sup, card, files) = (s.supervisor.clone(), s.card.clone(), s.files.clone());
-        let wait = s.changes.wait();
-        let result = s
-            .changes
-            .build(
-                move || {
-                    let prepared = prepare(&config, &card, &files);
-                    let mut sup = sup.lock().expect("supervisor poisoned");
-                    match prepared {
-                        Ok(p) => {
-                            sup.start(p);
-                            Ok(())
-                        }
-                        Err(e) => {
-                            sup.start_failed(e.message.clone());
-                            fpgagdr::heap::release_freed();
-                            Err(e)
-                        }
-                    }
-                },
-                move || {
-                    ApiError::PipelineStart(format!(
-                        "rule change-timeout: building the pipeline took longer than {} s \
-                         (--change-timeout-s)",
-                        wait.as_secs()
-                    ))
-                },
-            )
-            .await?;
-        if let Err(e) = result {
-            return Err(ApiError::PipelineStart(e.message));
-        }
-    }
-    drop(turn);
+    s.control.start().await?;
     Ok(Json(status_body(&s)))
 }
 
@@ -318,10 +280,7 @@ pub(super) async fn start(State(s): State<AppState>) -> Result<Json<StatusBody>,
         (status = 503, description = "A change is still in progress (`change-busy`)", body = Problem, content_type = PROBLEM),
     ))]
 pub(super) async fn stop(State(s): State<AppState>) -> Result<Json<StatusBody>, ApiError> {
-    let turn = s.changes.turn().await?;
-    let sup = s.supervisor.clone();
-    blocking(move || sup.lock().expect("supervisor poisoned").stop()).await?;
-    drop(turn);
+    s.control.stop().await?;
     Ok(Json(status_body(&s)))
 }
 

@@ -233,11 +233,15 @@ impl Refusal {
     }
 
     /// Whether the connection cannot carry another request after this answer
-    /// (`Connection: close`): the body was not read, or the head did not parse.
+    /// (`Connection: close`): the body was not read, or the head did not parse. (A
+    /// change refused for its token is answered before its body is read: hyper then
+    /// closes the connection, and a client that was not told so may send its next
+    /// request on it.)
     pub fn closes(&self) -> bool {
         matches!(
             self,
-            Refusal::RateLimit { .. }
+            Refusal::AuthToken { .. }
+                | Refusal::RateLimit { .. }
                 | Refusal::BodySize(_)
                 | Refusal::BodyTimeout(_)
                 | Refusal::RequestSyntax(_)

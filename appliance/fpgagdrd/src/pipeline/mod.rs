@@ -204,7 +204,7 @@ pub type PrepareError = Unusable;
 
 fn fail(field: Option<&'static str>, e: impl std::fmt::Display) -> PrepareError {
     PrepareError {
-        field,
+        field: field.map(Into::into),
         message: e.to_string(),
     }
 }
