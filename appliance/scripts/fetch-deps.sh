@@ -14,6 +14,7 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
+apt_get=$root/appliance/scripts/apt-get.sh
 deps="$root/.deps"
 ORT_VERSION=1.31.1
 SKIMAGE_VERSION=0.26.0
@@ -32,7 +33,7 @@ need_pip() {
   if python3 -m pip --version >/dev/null 2>&1; then return 0; fi
   [ "$(id -u)" = 0 ] || die "python3 with pip is needed: sudo apt-get install python3-pip"
   say "installing python3-pip (Debian)"
-  apt-get update -qq && apt-get install -y -qq python3-pip >/dev/null
+  "$apt_get" update -qq && "$apt_get" install -y -qq python3-pip >/dev/null
 }
 
 # download NAME VERSION PLATFORM SHA256 DEST_DIR -> prints the wheel path
