@@ -2,7 +2,10 @@
 # Fetches what fpgagdrd needs at run time on a machine with no FPGA and no GPU, from the
 # package registries only, pinned by version and SHA-256, into the git-ignored .deps/:
 #   .deps/onnxruntime/libonnxruntime.so   ONNX Runtime 1.31.1 (CPU), from the PyPI wheel
-#   .deps/share/models -> ../../models    the default model (committed in models/)
+#   .deps/share/models/                   the models committed in models/, hard-linked (a
+#                                         symbolic link out of the data directory would
+#                                         lie outside it: docs/decisions.md, "Symbolic
+#                                         links in the data directory")
 #   .deps/share/frames/                   real photographs (CC0 / public domain) from the
 #                                         PyPI scikit-image 0.26.0 wheel (see docs/frames.md)
 # .deps/share is the data directory (FPGAGDR_DATA_DIR) the service resolves paths against.
@@ -86,7 +89,13 @@ fi
 fetch_ort "$(uname -m)" "$deps/onnxruntime"
 
 mkdir -p "$deps/share/frames"
-ln -sfn ../../models "$deps/share/models"
+# The models as files of the data directory: hard links (copies where the file system
+# will not link), renewed on each run so a changed model is taken.
+[ -L "$deps/share/models" ] && rm "$deps/share/models"
+mkdir -p "$deps/share/models"
+for f in "$root"/models/*.onnx "$root"/models/*.labels.txt; do
+  ln -f "$f" "$deps/share/models/" 2>/dev/null || cp -f "$f" "$deps/share/models/"
+done
 missing=()
 for f in "${FRAMES[@]}"; do [ -s "$deps/share/frames/$f" ] || missing+=("$f"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -137,16 +137,27 @@ struct LimitArgs {
     /// all are taken the one idle longest is closed; when none is idle: 503.
     #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().max_connections)]
     max_connections: usize,
-    /// Connections open at once from one client (an IPv4 address or IPv6 /64); over it:
-    /// 503 with Retry-After.
+    /// Connections open at once from one client (an IPv4 /24 or IPv6 /64 by default:
+    /// --client-prefix-v4, --client-prefix-v6); over it: 503 with Retry-After.
     #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().max_client_connections)]
     max_client_connections: usize,
-    /// Live streams (SSE) open at once, all clients together; over it: 503.
+    /// Live streams (SSE) open at once, all clients together; when all are taken a new
+    /// one takes the place of the stream slowest to read (then of the client holding
+    /// most, then the oldest).
     #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().max_streams)]
     max_streams: usize,
     /// Live streams open at once from one client; over it: 503.
     #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().max_client_streams)]
     max_client_streams: usize,
+    /// Leading bits of an IPv4 address that make one client for the per-client limits
+    /// (connections, streams, changes): 24 = a site's /24, 32 = one address.
+    #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().client_v4_prefix,
+          value_parser = clap::value_parser!(u8).range(0..=32))]
+    client_prefix_v4: u8,
+    /// Leading bits of an IPv6 address that make one client (64: a host's /64).
+    #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().client_v6_prefix,
+          value_parser = clap::value_parser!(u8).range(0..=128))]
+    client_prefix_v6: u8,
     /// How long a connection may wait with no request, seconds.
     #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().idle_timeout.as_secs_f64(),
           value_parser = parse_timeout)]
@@ -218,6 +229,8 @@ impl LimitArgs {
             send_timeout: d(self.send_timeout_s),
             change_rate: self.change_rate,
             change_burst: self.change_burst,
+            client_v4_prefix: self.client_prefix_v4,
+            client_v6_prefix: self.client_prefix_v6,
             ..fpgagdrd::http::limits::Limits::default()
         }
     }

@@ -1,22 +1,24 @@
-//! Which names the service answers for (issue 18, DESIGN §10 "Host check"): a page on
-//! another site that makes its name resolve to the appliance (DNS rebinding) sends its
-//! own name as `Host`, and is refused; a page of another site sends its `Origin`, and
-//! is refused.
+//! Which names the service answers for: a page on another site that makes its name
+//! resolve to the appliance (DNS rebinding) sends its own name as `Host`, and is
+//! refused; a page of another origin sends its `Origin`, and is refused.
 //!
 //! Owns: [`HostPolicy`] and [`check`], the middleware. Allowed without configuration,
 //! so that a freshly flashed device is never refused: IP literals (v4, `[v6]`),
 //! `localhost`, the machine's host name and `<hostname>.local` (mDNS), case-insensitive,
 //! any port, a trailing dot ignored. More names with `--allow-host NAME` (repeatable;
-//! `*` allows any). A request without `Host` (HTTP/1.0) passes; an `Origin` of `null`
-//! does not.
+//! `*` allows any). The name asked for is an absolute-form request target's
+//! (`GET http://name/...`, RFC 9112 §3.2.2), else `Host`'s; an HTTP/1.1 request carries
+//! exactly one `Host` (RFC 9112 §3.2; HTTP/1.0 may carry none). An `Origin` is allowed
+//! when its host is and its port is the one asked for (RFC 6454: another port is
+//! another origin; no port on either side is the scheme's default); `null` is not.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::header;
+use axum::http::{Version, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
 use super::refusal::Refusal;
 
@@ -91,36 +93,90 @@ fn hostname() -> String {
         .unwrap_or_default()
 }
 
-/// Middleware: 421 `host` for a `Host` this service does not answer for, 403 `origin`
-/// for an `Origin` whose host it does not answer for (or `null`); both before anything
-/// else is looked at.
-pub async fn check(State(policy): State<HostPolicy>, req: Request, next: Next) -> Response {
+/// The port of an authority as written (`None` without one).
+fn port_of(authority: &str) -> Option<u16> {
+    let a = authority.trim();
+    let tail = match a.strip_prefix('[') {
+        Some(v6) => v6.split_once(']')?.1,
+        None => a.rfind(':').map_or("", |i| &a[i..]),
+    };
+    tail.strip_prefix(':')?.parse().ok()
+}
+
+/// Whether an `Origin` of `scheme` and `authority` is at the port asked for (`asked`:
+/// the port the request's authority names, `None` when it names none, i.e. the default
+/// port of the scheme the client used): the same port, or none on either side (an
+/// origin's explicit default port counts as none).
+fn same_port(scheme: &str, authority: &str, asked: Option<u16>) -> bool {
+    let default = match scheme {
+        "http" | "ws" => Some(80),
+        "https" | "wss" => Some(443),
+        _ => None,
+    };
+    let given = port_of(authority);
+    match asked {
+        Some(p) => given.or(default) == Some(p),
+        None => given.is_none() || given == default,
+    }
+}
+
+/// Middleware: 400 `host-header` for an HTTP/1.1 request without exactly one `Host`,
+/// 421 `host` for a name (absolute-form target, else `Host`) this service does not answer
+/// for, 403 `origin` for an `Origin` whose host it does not answer for or whose port is
+/// not the one asked for (or `null`); all before anything else is looked at.
+pub async fn check(
+    State(policy): State<HostPolicy>,
+    req: Request,
+    next: Next,
+) -> Result<Response, Refusal> {
     let name = hostname();
-    if let Some(host) = req.headers().get(header::HOST) {
-        let host = host.to_str().unwrap_or("");
-        if !policy.allows(host, &name) {
-            return Refusal::Host(format!(
-                "rule host: this service does not answer for {host:?}; use its address, \
-                 localhost, {name} or {name}.local, or add the name with --allow-host"
-            ))
-            .into_response();
-        }
+    let hosts = req.headers().get_all(header::HOST).iter().count();
+    if hosts > 1 {
+        return Err(Refusal::HostHeader(format!(
+            "rule host-header: the request carries {hosts} Host headers; it must carry one \
+             (RFC 9112 §3.2)"
+        )));
+    }
+    if hosts == 0 && req.version() >= Version::HTTP_11 && req.uri().authority().is_none() {
+        return Err(Refusal::HostHeader(
+            "rule host-header: an HTTP/1.1 request must carry a Host header (RFC 9112 §3.2)".into(),
+        ));
+    }
+    // An absolute-form target names the host asked for; Host is then ignored.
+    let (asked, from) = match req.uri().authority() {
+        Some(a) => (Some(a.as_str().to_string()), "the request target"),
+        None => (
+            req.headers()
+                .get(header::HOST)
+                .map(|h| h.to_str().unwrap_or("").to_string()),
+            "Host",
+        ),
+    };
+    if let Some(host) = &asked
+        && !policy.allows(host, &name)
+    {
+        return Err(Refusal::Host(format!(
+            "rule host: this service does not answer for {host:?} ({from}); use its \
+             address, localhost, {name} or {name}.local, or add the name with --allow-host"
+        )));
     }
     if let Some(origin) = req.headers().get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("");
-        let authority = origin
+        let (scheme, authority) = origin
             .split_once("://")
-            .map(|(_, rest)| rest.trim_end_matches('/'))
-            .unwrap_or("");
-        if !policy.allows(authority, &name) {
-            return Refusal::Origin(format!(
+            .map(|(s, rest)| (s, rest.trim_end_matches('/')))
+            .unwrap_or(("", ""));
+        let port_ok = asked
+            .as_deref()
+            .is_none_or(|a| same_port(&scheme.to_ascii_lowercase(), authority, port_of(a)));
+        if !policy.allows(authority, &name) || !port_ok {
+            return Err(Refusal::Origin(format!(
                 "rule origin: requests from pages of {origin:?} are not answered; open the \
                  dashboard from the appliance itself"
-            ))
-            .into_response();
+            )));
         }
     }
-    next.run(req).await
+    Ok(next.run(req).await)
 }
 
 #[cfg(test)]
@@ -157,6 +213,21 @@ mod tests {
         }
         // No host name known: only addresses and localhost.
         assert!(!p.allows(".local", ""));
+    }
+
+    #[test]
+    fn an_origin_is_at_the_port_asked_for() {
+        assert_eq!(port_of("10.0.0.1:8080"), Some(8080));
+        assert_eq!(port_of("[fe80::1]:80"), Some(80));
+        assert_eq!(port_of("[fe80::1]"), None);
+        assert_eq!(port_of("jetson"), None);
+        assert!(same_port("http", "10.0.0.1:8080", Some(8080)));
+        assert!(!same_port("http", "10.0.0.1:8081", Some(8080)));
+        assert!(!same_port("http", "10.0.0.1", Some(8080)));
+        assert!(same_port("http", "10.0.0.1", Some(80)));
+        assert!(same_port("http", "10.0.0.1", None));
+        assert!(same_port("https", "10.0.0.1:443", None));
+        assert!(!same_port("http", "10.0.0.1:8080", None));
     }
 
     #[test]
