@@ -1198,7 +1198,7 @@ const TEMP_PREFIX: &str = ".fpgagdr-config-";
 const TEMP_SUFFIX: &str = ".tmp";
 
 /// The config document on disk and in force. Reading the config in force never waits
-/// for a change being made (the caller serialises changes; see `api::state::Changes`).
+/// for a change being made (the caller serialises changes; see `control::Changes`).
 #[derive(Debug)]
 pub struct ConfigStore {
     path: PathBuf,

@@ -351,7 +351,7 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> Result<(), String> {
     let cli = Cli::parse();
-    // Before anything large is allocated (heap.rs: RSS across config changes).
+    // Before anything large is allocated (fpgagdr::heap: RSS across config changes).
     fpgagdr::heap::tune();
     tracing_subscriber::fmt()
         .with_env_filter(

@@ -7,8 +7,9 @@
 //! handlers by concern (`pipeline.rs`, `config.rs`, `results.rs`, `alerts.rs`,
 //! `frames.rs`, `telemetry.rs`, `system.rs`, `ota.rs`, `live.rs`, `prometheus.rs`,
 //! `openapi.rs`, `assets.rs`); `state.rs` ([`AppState`]); `error.rs` ([`error::ApiError`]
-//! and the rendering of every problem). Must not: sit on the frame path, or read the
-//! pipeline and telemetry but through the frame board (`crate::board`).
+//! and the rendering of every problem). Must not: sit on the frame path, make or apply a
+//! config (the control room, `crate::control`, does), or read the pipeline and telemetry
+//! but through the frame board (`crate::board`).
 
 mod alerts;
 pub mod assets;

@@ -631,7 +631,7 @@ impl Supervisor {
                 panicked |= t.join().is_err();
             }
             // The threads dropped the model, the frames and the ring: give the freed
-            // heap back (heap.rs says why).
+            // heap back (fpgagdr::heap says why).
             fpgagdr::heap::release_freed();
         }
         // The latency window describes a running pipeline; the latest result stays.
