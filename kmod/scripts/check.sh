@@ -21,6 +21,8 @@
 set -euo pipefail
 
 kmod=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# apt-get that waits for another package manager run (its locks) instead of failing.
+apt_get=$kmod/../appliance/scripts/apt-get.sh
 cache=$kmod/.cache
 jobs=${FPGAGDR_CHECK_JOBS:-$(nproc)}
 failed=0
@@ -47,8 +49,8 @@ ensure_packages() {
 		exit 1
 	fi
 	say "installing ${missing[*]}"
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+	"$apt_get" update -qq
+	DEBIAN_FRONTEND=noninteractive "$apt_get" install -y -qq "${missing[@]}" >/dev/null
 }
 
 find_kdir() {

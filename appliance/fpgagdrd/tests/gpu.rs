@@ -21,7 +21,8 @@ use fpgagdr_infer::{
     Pushed, Ran, TOP_K, Top,
 };
 use fpgagdr_sim::{FrameSource, LinkPreset, Replay, SimCard, SimConfig, SimSensor, TestPattern};
-use fpgagdrd::config::{CardChoice, RawConfig, RingMemory, SourceKind};
+use fpgagdrd::cards::CardChoice;
+use fpgagdrd::config::{RawConfig, RingMemory, SourceKind};
 use fpgagdrd::metrics::Stage;
 use fpgagdrd::pipeline::{Shared, Supervisor, prepare};
 
@@ -271,7 +272,7 @@ fn the_pipeline_on_a_cuda_ring_checks_and_preprocesses_frames_on_the_gpu() {
         let config = config.check().expect("a valid config");
         let prepared = prepare(
             &config,
-            &CardChoice::Sim,
+            &CardChoice::sim(),
             &fpgagdrd::files::Policy::in_data_dir(),
         )
         .unwrap_or_else(|e| panic!("{e} (set ORT_DYLIB_PATH and FPGAGDR_DATA_DIR)"));
@@ -720,12 +721,12 @@ fn the_inference_stage_runs_full_batches_from_a_full_ring() {
     config.card.sim_link = LinkPreset::Off;
     config.ring.memory = RingMemory::CudaDevice;
     config.ring.entries = 16;
-    config.ring.when_full = fpgagdrd::pipeline::queue::WhenFull::Wait;
+    config.ring.when_full = fpgagdr::WhenFull::Wait;
     config.inference.max_batch = 8;
     let config = config.check().expect("a valid config");
     let prepared = prepare(
         &config,
-        &CardChoice::Sim,
+        &CardChoice::sim(),
         &fpgagdrd::files::Policy::in_data_dir(),
     )
     .expect("prepare");

@@ -874,16 +874,22 @@ fn describe<'a>(
     s
 }
 
+/// The display labels of a labels file's `text`, class 0 first: each line up to its
+/// first comma, trimmed (`tabby, tabby cat` → `tabby`). What [`Model::labels`] holds and
+/// alert rules name.
+pub fn display_labels(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| l.split(',').next().unwrap_or("").trim().to_string())
+        .collect()
+}
+
 fn parse_labels(bytes: &[u8], path: &Path, classes: usize) -> Result<Vec<String>, ModelError> {
     let err = |reason: String| ModelError::Labels {
         path: path.to_path_buf(),
         reason,
     };
     let text = std::str::from_utf8(bytes).map_err(|e| err(format!("not UTF-8 text: {e}")))?;
-    let labels: Vec<String> = text
-        .lines()
-        .map(|l| l.split(',').next().unwrap_or("").trim().to_string())
-        .collect();
+    let labels = display_labels(text);
     if labels.len() != classes {
         return Err(err(format!(
             "has {} lines, the model has {classes} classes",

@@ -1,8 +1,9 @@
 //! The results log: every result as one JSON line, in files rotated by size under a
 //! cap on their total, keyed by (run, seq).
 //!
-//! Owns: [`LogWriter`] (the room's thread appends; rotation and the cap), [`read`]
-//! (paging by key, for `GET /api/v1/results`), the file names.
+//! Owns: [`LogSink`] (the log as an output of the results room), [`LogWriter`] (the
+//! room's thread appends; rotation and the cap), [`read`] (paging by key, for
+//! `GET /api/v1/results`), the file names.
 //! Must not: block the pipeline (only the room's thread writes).
 //!
 //! Layout: `results-<run>-<seq>.jsonl` (both zero-padded to 20 digits, so the names
@@ -15,8 +16,11 @@
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
-use super::record::ResultRecord;
+use super::super::record::ResultRecord;
+use super::super::{LogStatus, OutputsStatus, Sink};
 
 /// Smallest size a log file is allowed to grow to before the next starts, bytes.
 pub const MIN_FILE_BYTES: u64 = 4096;
@@ -174,6 +178,87 @@ impl LogWriter {
             older + cur,
             self.older.len() as u64 + u64::from(self.current.is_some()),
         )
+    }
+}
+
+/// The results log as an output of the room: appends every result's JSON line, and
+/// writes out at each flush.
+#[derive(Debug)]
+pub struct LogSink {
+    dir: PathBuf,
+    /// Only the room's thread writes (status reads never wait for the disk).
+    writer: Mutex<LogWriter>,
+    logged: AtomicU64,
+    errors: AtomicU64,
+    /// Bytes, files and the last error, as of the last flush.
+    status: Mutex<LogStatus>,
+}
+
+impl LogSink {
+    /// Opens (creating) the log in `dir` with a cap of `max_bytes` (see
+    /// [`LogWriter::open`]).
+    pub fn open(dir: &Path, max_bytes: u64) -> std::io::Result<LogSink> {
+        let writer = LogWriter::open(dir, max_bytes)?;
+        Ok(LogSink {
+            dir: dir.to_path_buf(),
+            status: Mutex::new(LogStatus {
+                max_bytes,
+                ..LogStatus::default()
+            }),
+            writer: Mutex::new(writer),
+            logged: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+        })
+    }
+
+    /// Where the log lies.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn failed(&self, e: std::io::Error) {
+        if self.errors.fetch_add(1, Ordering::Relaxed) == 0 {
+            tracing::warn!("results log: {e}");
+        }
+        self.status.lock().expect("log status poisoned").last_error = Some(e.to_string());
+    }
+}
+
+impl Sink for LogSink {
+    fn name(&self) -> &'static str {
+        "log"
+    }
+
+    fn result(&self, record: &ResultRecord, json: &Arc<str>) {
+        let appended = self
+            .writer
+            .lock()
+            .expect("log writer poisoned")
+            .append(record.run, record.seq, json);
+        match appended {
+            Ok(()) => {
+                self.logged.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => self.failed(e),
+        }
+    }
+
+    fn flush(&self) {
+        let mut w = self.writer.lock().expect("log writer poisoned");
+        if let Err(e) = w.flush() {
+            self.failed(e);
+        }
+        let (bytes, files) = w.usage();
+        let mut s = self.status.lock().expect("log status poisoned");
+        s.bytes = bytes;
+        s.files = files;
+    }
+
+    fn status(&self, status: &mut OutputsStatus) {
+        let mut log = self.status.lock().expect("log status poisoned").clone();
+        log.written = self.logged.load(Ordering::Relaxed);
+        log.errors = self.errors.load(Ordering::Relaxed);
+        status.log = log;
     }
 }
 

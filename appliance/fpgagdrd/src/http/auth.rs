@@ -5,7 +5,7 @@
 //! `rule auth-token`). Reading stays open: the dashboard, `/metrics` and the stream need
 //! no token. Must not: log or print the token, except the one line on stdout when it is
 //! generated (first start, nothing configured).
-//! Neighbours: `main.rs` resolves the token at start; `mod.rs` puts [`require`] in front
+//! Neighbours: `main.rs` resolves the token at start; `api/mod.rs` puts [`require`] in front
 //! of the router; `webui/js/api.js` sends it.
 //!
 //! Where the token comes from, first match wins: the environment variable
@@ -22,7 +22,7 @@ use axum::http::{HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::error::ApiError;
+use super::refusal::Refusal;
 
 /// Environment variable that sets the token (wins over every file).
 pub const TOKEN_ENV: &str = "FPGAGDR_TOKEN";
@@ -202,7 +202,7 @@ pub async fn require(State(token): State<Token>, req: Request, next: Next) -> Re
     {
         return next.run(req).await;
     }
-    ApiError::AuthToken {
+    Refusal::AuthToken {
         presented: req.headers().contains_key(header::AUTHORIZATION),
     }
     .into_response()

@@ -36,7 +36,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -50,8 +50,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, Semaphore, watch};
 use tower_service::Service;
 
-use super::error::{ApiError, Full};
-use super::limits::{Client, Holding, Limits};
+use super::limits::{Client, Holding, Limits, WriteWait, now_ns};
+use super::refusal::{Full, Refusal};
 use super::wire;
 
 /// How often the sweeper looks at every connection.
@@ -65,11 +65,6 @@ pub const FD_RESERVE: u64 = 96;
 /// Fewest connections the service starts with.
 pub const MIN_CONNECTIONS: usize = 16;
 
-fn now_ns() -> u64 {
-    static START: OnceLock<Instant> = OnceLock::new();
-    START.get_or_init(Instant::now).elapsed().as_nanos() as u64 + 1
-}
-
 /// What one connection is doing; written by its task, read by the sweeper.
 #[derive(Debug, Default)]
 struct ConnState {
@@ -79,8 +74,9 @@ struct ConnState {
     idle_since: AtomicU64,
     /// When the first byte of a request head arrived while idle, ns; 0 when none.
     head_since: AtomicU64,
-    /// Since when a write has waited for the client to read, ns; 0 when none waits.
-    blocked_since: AtomicU64,
+    /// Since when a write has waited for the client to read, ns; 0 when none waits
+    /// (shared with the requests, for the live streams' places: `limits.rs`).
+    blocked_since: WriteWait,
     /// Set by the sweeper when it closes the connection for a head past the header
     /// timeout (the connection then answers `408`).
     head_timed_out: AtomicBool,
@@ -211,7 +207,7 @@ impl Registry {
                     over(s.idle_since.load(Ordering::Relaxed), l.idle_timeout)
                 };
                 (idle && waited_out)
-                    || over(s.blocked_since.load(Ordering::Relaxed), l.send_timeout)
+                    || over(s.blocked_since.0.load(Ordering::Relaxed), l.send_timeout)
             })
             .map(|(id, _)| *id)
             .collect();
@@ -285,7 +281,7 @@ impl Tracked {
         };
         while *done < bytes.len() {
             let r = Pin::new(&mut self.inner).poll_write(cx, &bytes[*done..]);
-            let b = &self.state.blocked_since;
+            let b = &self.state.blocked_since.0;
             match r {
                 Poll::Pending => {
                     if b.load(Ordering::Relaxed) == 0 {
@@ -360,7 +356,7 @@ impl AsyncRead for Tracked {
 
 impl Tracked {
     fn note_write<T>(&self, r: &Poll<io::Result<T>>) {
-        let b = &self.state.blocked_since;
+        let b = &self.state.blocked_since.0;
         match r {
             Poll::Pending => {
                 if b.load(Ordering::Relaxed) == 0 {
@@ -503,7 +499,7 @@ async fn answer_and_close(mut stream: TcpStream, answer: Vec<u8>, lingering: &Ar
 /// and closes it ([`answer_and_close`], on a task of its own).
 fn refuse(stream: TcpStream, full: Full, retry_after_s: u64, lingering: &Arc<Semaphore>) {
     let answer = wire::answer(
-        &ApiError::ConnectionLimit {
+        &Refusal::ConnectionLimit {
             full,
             retry_after_s,
         },
@@ -571,7 +567,7 @@ async fn accept_loop(
                 continue;
             }
         };
-        let client = Client::of(peer.ip());
+        let client = registry.limits.client(peer.ip());
         match registry.admit(client) {
             Ok(place) => {
                 let _ = stream.set_nodelay(true);
@@ -624,6 +620,7 @@ async fn connection(
     let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
         let busy = InFlight::begin(&state);
         req.extensions_mut().insert(client);
+        req.extensions_mut().insert(state.blocked_since.clone());
         req.extensions_mut().insert(ConnectInfo(peer));
         let mut app = app.clone();
         async move {
@@ -667,11 +664,11 @@ async fn connection(
     if head_late
         && state.head_since.load(Ordering::Relaxed) != 0
         && state.in_flight.load(Ordering::Acquire) == 0
-        && state.blocked_since.load(Ordering::Relaxed) == 0
+        && state.blocked_since.0.load(Ordering::Relaxed) == 0
     {
         let stream = conn.into_parts().io.into_inner().inner;
         let answer = wire::answer(
-            &ApiError::HeaderTimeout(format!(
+            &Refusal::HeaderTimeout(format!(
                 "rule header-timeout: the request head did not arrive whole within {} s \
                  (--header-timeout-s)",
                 limits.header_timeout.as_secs_f64()

@@ -1,6 +1,6 @@
 //! Answers the accept loop writes itself, on the wire, as problem+json (issue 18).
 //!
-//! Owns: [`answer`] (an [`ApiError`] as a whole HTTP/1.1 response with
+//! Owns: [`answer`] (an [`Refusal`] as a whole HTTP/1.1 response with
 //! `Connection: close`), [`hyper_answer`] (finding hyper's own bodiless answer to a
 //! request that did not parse, in what hyper hands the socket) and [`protocol_error`]
 //! (the problem that replaces it, named from hyper's status and the head's first
@@ -16,7 +16,7 @@
 
 use axum::http::StatusCode;
 
-use super::error::{ApiError, PROBLEM};
+use super::refusal::{PROBLEM, Refusal};
 
 /// Most header fields a request head may carry (hyper's `max_headers`).
 pub const MAX_HEAD_FIELDS: usize = 100;
@@ -29,7 +29,7 @@ pub const HEAD_KEPT: usize = 1024;
 /// `e` as a whole HTTP/1.1 response: status line, `Content-Type: application/problem+json`,
 /// `X-Content-Type-Options: nosniff`, `retry-after` when given, `Content-Length`,
 /// `Connection: close`, and the problem body.
-pub fn answer(e: &ApiError, retry_after_s: Option<u64>) -> Vec<u8> {
+pub fn answer(e: &Refusal, retry_after_s: Option<u64>) -> Vec<u8> {
     let status = e.status();
     let body = serde_json::to_string(&e.problem()).expect("a problem serialises");
     let retry = retry_after_s
@@ -85,20 +85,20 @@ fn rfind(hay: &[u8], needle: &[u8]) -> Option<usize> {
 /// The problem for hyper's `status` answer to a head that began with `head` (at most
 /// [`HEAD_KEPT`] bytes; the start of the unparsable head when it was read after the
 /// last request, possibly earlier requests on the connection otherwise).
-pub fn protocol_error(status: StatusCode, head: &[u8]) -> ApiError {
+pub fn protocol_error(status: StatusCode, head: &[u8]) -> Refusal {
     match status {
-        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => ApiError::HeaderSize(format!(
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => Refusal::HeaderSize(format!(
             "rule header-size: the request head is over {MAX_HEAD_BYTES} bytes or \
              {MAX_HEAD_FIELDS} header fields"
         )),
-        StatusCode::URI_TOO_LONG => ApiError::UriSize(
+        StatusCode::URI_TOO_LONG => Refusal::UriSize(
             "rule uri-size: the request target is longer than this server reads".into(),
         ),
         _ => syntax_error(head),
     }
 }
 
-fn syntax_error(head: &[u8]) -> ApiError {
+fn syntax_error(head: &[u8]) -> Refusal {
     let mut fields = [httparse::EMPTY_HEADER; MAX_HEAD_FIELDS];
     let mut req = httparse::Request::new(&mut fields);
     let why = match req.parse(head) {
@@ -106,7 +106,7 @@ fn syntax_error(head: &[u8]) -> ApiError {
             if let Some(v) = version_token(head)
                 && shaped_like_a_version(v)
             {
-                return ApiError::HttpVersion(format!(
+                return Refusal::HttpVersion(format!(
                     "rule http-version: {} is not served here: send HTTP/1.1 (or HTTP/1.0)",
                     String::from_utf8_lossy(v)
                 ));
@@ -129,7 +129,7 @@ fn syntax_error(head: &[u8]) -> ApiError {
                   frame a body"
             .into(),
     };
-    ApiError::RequestSyntax(format!(
+    Refusal::RequestSyntax(format!(
         "rule request-syntax: the request head does not parse as HTTP/1.1 (RFC 9112): {why}"
     ))
 }
@@ -186,7 +186,7 @@ mod tests {
     #[test]
     fn an_answer_is_whole_and_closes() {
         let a = answer(
-            &ApiError::HeaderTimeout("rule header-timeout: x".into()),
+            &Refusal::HeaderTimeout("rule header-timeout: x".into()),
             None,
         );
         let a = String::from_utf8(a).unwrap();

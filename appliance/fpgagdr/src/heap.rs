@@ -1,6 +1,7 @@
 //! The C heap (glibc `malloc`) that ONNX Runtime, the image decoders and the frame ring
-//! share with the rest of the service (issue 18: RSS climbed from about 110 MB to
-//! 550 MB over 100 config changes and stayed there).
+//! share with the rest of a capture process (a service that rebuilds its pipeline saw
+//! its RSS climb from about 110 MB to 550 MB over 100 config changes and stay there;
+//! docs/benchmarks.md §9.1).
 //!
 //! The cause: each config change builds a new pipeline (an ONNX Runtime session with its
 //! weights and arena, decoded frames, the ring) and drops the old one. glibc keeps what

@@ -17,15 +17,15 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use super::error::ApiError;
+use super::refusal::Refusal;
 
 /// Largest request body accepted, bytes (config documents are a few hundred bytes).
 pub const MAX_BODY: usize = 64 * 1024;
 /// The one path whose body is streamed, not read whole: bundle uploads.
-pub(super) const UPLOAD_PATH: &str = "/api/v1/ota/bundles";
+pub const UPLOAD_PATH: &str = "/api/v1/ota/bundles";
 
 /// The request's `Content-Length`, if it has a valid one.
-pub(super) fn content_length(headers: &HeaderMap) -> Option<u64> {
+pub fn content_length(headers: &HeaderMap) -> Option<u64> {
     headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -37,11 +37,7 @@ pub(super) fn content_length(headers: &HeaderMap) -> Option<u64> {
 /// (413 `body-size`); a body still incomplete after `timeout` gets 408
 /// `body-timeout`. Requests that carry no body (`GET`, `HEAD`, no length, not chunked)
 /// pass untouched.
-pub(super) async fn whole_body(
-    State(timeout): State<Duration>,
-    req: Request,
-    next: Next,
-) -> Response {
+pub async fn whole_body(State(timeout): State<Duration>, req: Request, next: Next) -> Response {
     if req.uri().path() == UPLOAD_PATH {
         // Bundles stream to the spool under their own limits (fpgagdr-ota).
         return next.run(req).await;
@@ -49,7 +45,7 @@ pub(super) async fn whole_body(
     let headers = req.headers();
     let length = content_length(headers);
     if let Some(n) = length.filter(|n| *n > MAX_BODY as u64) {
-        return ApiError::BodySize(format!(
+        return Refusal::BodySize(format!(
             "Content-Length {n} is over the limit of {MAX_BODY} bytes"
         ))
         .into_response();
@@ -62,7 +58,7 @@ pub(super) async fn whole_body(
     let (parts, body) = req.into_parts();
     let bytes = match tokio::time::timeout(timeout, axum::body::to_bytes(body, MAX_BODY)).await {
         Err(_) => {
-            return ApiError::BodyTimeout(format!(
+            return Refusal::BodyTimeout(format!(
                 "rule body-timeout: the request body did not arrive whole within {} s (--body-timeout-s)",
                 timeout.as_secs_f64()
             ))
@@ -73,9 +69,9 @@ pub(super) async fn whole_body(
                 .is_some_and(|s| s.is::<http_body_util::LengthLimitError>())
                 || e.to_string().contains("length limit");
             return if too_large {
-                ApiError::BodySize(format!("the body is over the limit of {MAX_BODY} bytes"))
+                Refusal::BodySize(format!("the body is over the limit of {MAX_BODY} bytes"))
             } else {
-                ApiError::Body(format!("the body could not be read: {e}"))
+                Refusal::Body(format!("the body could not be read: {e}"))
             }
             .into_response();
         }
@@ -87,15 +83,15 @@ pub(super) async fn whole_body(
 
 /// The request body, or a problem in place of axum's plain-text rejection (413 over
 /// [`MAX_BODY`]), so that every API error stays problem+json.
-pub(super) fn body_bytes(
+pub fn body_bytes(
     body: Result<axum::body::Bytes, BytesRejection>,
-) -> Result<axum::body::Bytes, ApiError> {
+) -> Result<axum::body::Bytes, Refusal> {
     body.map_err(|e| {
         let detail = format!("{} (at most {MAX_BODY} bytes)", e.body_text());
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::BodySize(detail)
+            Refusal::BodySize(detail)
         } else {
-            ApiError::Body(detail)
+            Refusal::Body(detail)
         }
     })
 }
@@ -103,7 +99,7 @@ pub(super) fn body_bytes(
 /// Refuses a body whose `Content-Type` is present and not JSON (415); `also` is a second
 /// accepted type (`""` for none). Absent is accepted, so `curl --data-binary
 /// @config.json -H …` mistakes are the only ones caught.
-pub(super) fn check_content_type(headers: &HeaderMap, also: &'static str) -> Result<(), ApiError> {
+pub fn check_content_type(headers: &HeaderMap, also: &'static str) -> Result<(), Refusal> {
     let Some(ct) = headers.get(header::CONTENT_TYPE) else {
         return Ok(());
     };
@@ -118,13 +114,13 @@ pub(super) fn check_content_type(headers: &HeaderMap, also: &'static str) -> Res
     if mime == "application/json" || mime == also {
         return Ok(());
     }
-    Err(ApiError::ContentType {
+    Err(Refusal::ContentType {
         sent: mime,
         accepted: also,
     })
 }
 
-/// The body as JSON. Errors: [`ApiError::JsonSyntax`].
-pub(super) fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
-    serde_json::from_slice(body).map_err(|e| ApiError::JsonSyntax(e.to_string()))
+/// The body as JSON. Errors: [`Refusal::JsonSyntax`].
+pub fn parse_body(body: &[u8]) -> Result<Value, Refusal> {
+    serde_json::from_slice(body).map_err(|e| Refusal::JsonSyntax(e.to_string()))
 }

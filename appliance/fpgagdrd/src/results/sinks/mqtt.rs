@@ -1,6 +1,7 @@
 //! MQTT publishing of every result (`outputs.mqtt`), with rumqttc.
 //!
-//! Owns: [`Publisher`]: one client per configuration on its own thread (a
+//! Owns: [`MqttSink`] (MQTT as an output of the results room: the publisher of the
+//! settings in force) and [`Publisher`]: one client per configuration on its own thread (a
 //! current-thread tokio runtime driving rumqttc's event loop), the bounded queue
 //! (rumqttc's request channel, `outputs.mqtt.queue` long), reconnecting with back-off
 //! ([`BACKOFF_MIN`] doubling up to [`BACKOFF_MAX`]), the retained status topic
@@ -21,51 +22,16 @@ use rumqttc::{
     AsyncClient, ConnectReturnCode, ConnectionError, Event, LastWill, MqttOptions, Outgoing,
     Packet, QoS, TlsConfiguration, Transport,
 };
-use serde::Serialize;
 
-use crate::config::MqttConfig;
+use super::super::record::ResultRecord;
+use super::super::{MqttStatus, OutputsStatus, Sink};
+use crate::config::{MqttConfig, OutputsConfig};
 use crate::files::{self, Kind, Roots};
 
 /// First wait before reconnecting after a failure.
 pub const BACKOFF_MIN: Duration = Duration::from_millis(250);
 /// Longest wait between two connection attempts.
 pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
-
-/// What `GET /api/v1/status` says about MQTT (`outputs.mqtt`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct MqttStatus {
-    /// Whether `outputs.mqtt.enabled` is on.
-    pub enabled: bool,
-    /// `disabled`, `connecting`, `connected` or `error` (then `last_error` says why;
-    /// the client keeps retrying with back-off).
-    pub state: String,
-    /// `host:port` of the broker.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub broker: String,
-    /// The results topic.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub topic: String,
-    /// The QoS results are published with.
-    pub qos: u8,
-    /// The last connection error, in words (kept until the next CONNACK).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_error: Option<String>,
-    /// Successful connections (CONNACKs) since this configuration applied.
-    pub connects: u64,
-    /// Results handed to the client's queue.
-    pub queued: u64,
-    /// Results written to the broker (QoS 0) or acknowledged by it (QoS 1).
-    pub delivered: u64,
-    /// Results dropped because the broker was away (QoS 0), or because these settings
-    /// cannot connect at all (the CA file cannot be used: `last_error` says why).
-    pub dropped_offline: u64,
-    /// Results dropped because the queue was full.
-    pub dropped_queue_full: u64,
-    /// Alerts queued on `outputs.mqtt.alert_topic`.
-    pub alerts_queued: u64,
-    /// Alerts dropped (broker away at QoS 0, or the queue full).
-    pub alerts_dropped: u64,
-}
 
 #[derive(Debug, Default)]
 struct Shared {
@@ -102,6 +68,76 @@ pub struct Publisher {
     client: AsyncClient,
     shared: Arc<Shared>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+/// MQTT as an output of the results room: the client of the settings in force
+/// (`outputs.mqtt`), none while it is disabled.
+#[derive(Debug)]
+pub struct MqttSink {
+    /// Where `outputs.mqtt.ca_file` may lie.
+    roots: Roots,
+    config: Mutex<MqttConfig>,
+    publisher: Mutex<Option<Publisher>>,
+}
+
+impl MqttSink {
+    /// Disabled until [`Sink::reconfigure`]; a CA file is confined to `roots`.
+    pub fn new(roots: Roots) -> MqttSink {
+        MqttSink {
+            roots,
+            config: Mutex::new(MqttConfig::default()),
+            publisher: Mutex::new(None),
+        }
+    }
+}
+
+impl Sink for MqttSink {
+    fn name(&self) -> &'static str {
+        "mqtt"
+    }
+
+    fn result(&self, _: &ResultRecord, json: &Arc<str>) {
+        if let Some(p) = self.publisher.lock().expect("mqtt poisoned").as_ref() {
+            p.publish(json.clone());
+        }
+    }
+
+    fn alert(&self, json: &Arc<str>) {
+        if let Some(p) = self.publisher.lock().expect("mqtt poisoned").as_ref() {
+            p.publish_alert(json);
+        }
+    }
+
+    /// A changed setting replaces the client (the old one says `offline` on its status
+    /// topic and disconnects); an unchanged one is left.
+    fn reconfigure(&self, outputs: &OutputsConfig) {
+        let config = &outputs.mqtt;
+        let mut current = self.config.lock().expect("mqtt config poisoned");
+        let mut publisher = self.publisher.lock().expect("mqtt poisoned");
+        if *current == *config && (publisher.is_some() || !config.enabled) {
+            return;
+        }
+        if let Some(old) = publisher.take() {
+            old.shut_down();
+        }
+        if config.enabled {
+            *publisher = Some(Publisher::start(config.clone(), &self.roots));
+        }
+        *current = config.clone();
+    }
+
+    fn status(&self, status: &mut OutputsStatus) {
+        let mqtt = self
+            .publisher
+            .lock()
+            .expect("mqtt poisoned")
+            .as_ref()
+            .map(Publisher::status)
+            .unwrap_or_default();
+        status.dropped.mqtt_offline = mqtt.dropped_offline;
+        status.dropped.mqtt_queue_full = mqtt.dropped_queue_full;
+        status.mqtt = mqtt;
+    }
 }
 
 /// The client id `outputs.mqtt.client_id` names, or `fpgagdr-<host name>`.

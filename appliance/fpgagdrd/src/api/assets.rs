@@ -10,7 +10,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use crate::api::error::ApiError;
+use super::error::ApiError;
 
 include!(concat!(env!("OUT_DIR"), "/assets.rs"));
 
