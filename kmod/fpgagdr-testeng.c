@@ -1072,6 +1072,9 @@ static void fpgagdr_te_reset(struct fpgagdr_testcard *card)
 			spin_unlock(&c->lock);
 		}
 	}
+	/* the user register block is reset with the link (axi_aresetn) */
+	if (card->sensor)
+		fpgagdr_te_sensor_reset(card->sensor);
 }
 
 static pci_ers_result_t fpgagdr_te_error_detected(struct pci_dev *pdev,
