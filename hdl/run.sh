@@ -110,7 +110,7 @@ sim() {
   params=$(cd "$hdl/tb" && python3 builds.py params "$b")
   for kv in $params; do iv+=("-Ptb_card.$kv"); done
   [ -n "$define" ] && iv+=("-D$define")
-  out=$build/sim-$b${define:+-$define}
+  out=$build/sim-$(basename "$log" .log)   # one per job: two may build at once
   mkdir -p "$out"
   (cd "$hdl/tb" && FGDR_BUILD=$b FGDR_PARAMS="$params" FGDR_PATTERN_REF="$build/pattern-$b.bin" \
     COCOTB_RESULTS_FILE="$log.xml" make -s SIM_BUILD="$out" FGDR_IVERILOG_ARGS="${iv[*]}" \
@@ -130,6 +130,7 @@ PY
 export -f sim
 export hdl build
 
+fail=0
 if [ "$prove" = 1 ]; then
   stage "proof: every broken RTL variant fails the tests named for it"
   t=$SECONDS
@@ -138,13 +139,14 @@ if [ "$prove" = 1 ]; then
   xargs -P "$jobs" -L 1 bash -c '
     log=$build/proof-$1-$2.log
     if FGDR_PROOF=1 sim "$0" "$1" "$2" "$log" >/dev/null; then
-      echo "NOT CAUGHT: $1 passes $2 ($0)"; exit 255
+      echo "NOT CAUGHT: $1 passes $2 ($0)"; exit 1
     fi
-    echo "caught: $1 fails $2 ($0): $(grep -m1 -E "AssertionError|Error:" "$log" | sed "s/^ *//" | cut -c1-150)"
-  ' < "$build/broken.txt"
+    why=$(grep -m1 -A1 -E "AssertionError" "$log" | tr -s " \n" " " | cut -c1-160)
+    echo "caught: $1 fails $2 ($0): $why"
+  ' < "$build/broken.txt" || fail=1
   echo "proof: $((SECONDS - t)) s"
   echo "hdl/run.sh --prove-broken: $((SECONDS - t0)) s"
-  exit 0
+  exit "$fail"
 fi
 
 stage "simulation: cocotb on Icarus Verilog"
@@ -155,7 +157,6 @@ t=$SECONDS
   (cd "$hdl/tb" && python3 builds.py tests main) | grep -v '^random_run_' | paste -sd, - | sed 's/^/main /'
   for b in stream wide pad; do (cd "$hdl/tb" && python3 builds.py tests "$b") | paste -sd, - | sed "s/^/$b /"; done
 } > "$build/jobs.txt"
-fail=0
 # shellcheck disable=SC2016 # expanded by the inner shell
 xargs -P "$jobs" -L 1 bash -c '
   log=$build/test-$0-${1%%,*}.log
@@ -163,7 +164,7 @@ xargs -P "$jobs" -L 1 bash -c '
   if r=$(sim "$0" "" "$1" "$log"); then
     echo "$0: $r ($((SECONDS - s)) s) [$1]"
   else
-    echo "$0: $r ($((SECONDS - s)) s) [$1]; log: ${log#$hdl/}"; exit 255
+    echo "$0: $r ($((SECONDS - s)) s) [$1]; log: ${log#$hdl/}"; exit 1
   fi
 ' < "$build/jobs.txt" || fail=1
 echo "simulation: $((SECONDS - t)) s"

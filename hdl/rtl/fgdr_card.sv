@@ -206,7 +206,8 @@ module fgdr_card #(
       .FORMAT(FORMAT),
       .STRIDE(STRIDE),
       .FIFO_DEPTH_LOG2(FIFO_DEPTH_LOG2),
-      .MAX_BURST(MAX_BURST)
+      .MAX_BURST(MAX_BURST),
+      .SEQ_IN_PAYLOAD(VIDEO_SOURCE == 1)
   ) u_writer (
       .clk(axi_aclk),
       .rst_n(axi_aresetn),

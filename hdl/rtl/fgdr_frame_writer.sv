@@ -18,6 +18,10 @@
 //   response is in, the frame is done (done_valid).  A write response other than OKAY
 //   drops the frame.  The next frame's first write is issued only after that: the
 //   writer starts frame s + N only after frame s + N - 1 completed.
+// - SEQ_IN_PAYLOAD (the test pattern, whose pixels depend on the sequence it was
+//   rendered for, carried in its first 8 bytes): a frame rendered for another sequence
+//   than the one it would get (a frame ahead of it in the FIFO was dropped for a write
+//   error after the source had counted it) is dropped whole too.
 module fgdr_frame_writer #(
     parameter int DATA_W = 64,
     parameter logic [63:0] SLOT_BASE = 64'h0,
@@ -28,7 +32,8 @@ module fgdr_frame_writer #(
     parameter int FORMAT = 1,
     parameter int STRIDE = 64,
     parameter int FIFO_DEPTH_LOG2 = 9,
-    parameter int MAX_BURST = 64
+    parameter int MAX_BURST = 64,
+    parameter bit SEQ_IN_PAYLOAD = 1'b0
 ) (
     input  logic                clk,
     input  logic                rst_n,
@@ -221,7 +226,8 @@ module fgdr_frame_writer #(
     O_HDR_AW,
     O_HDR_W,
     O_HDR_WAIT,
-    O_DRAIN
+    O_DRAIN,
+    O_SKIP
   } ostate_t;
 
   ostate_t     os;
@@ -283,7 +289,7 @@ module fgdr_frame_writer #(
   // until awready
   logic aw_want;
   assign aw_want = aw_started || (!head_abort && (32'(fifo_count) >= blen || markers != 0));
-  assign marker_taken = ((os == O_AW && !aw_want) || os == O_W) && head_abort;
+  assign marker_taken = ((os == O_AW && !aw_want) || os == O_W || os == O_SKIP) && head_abort;
 
   logic aw_fire, w_fire, b_fire;
   assign aw_fire = m_axi_awvalid && m_axi_awready;
@@ -311,6 +317,7 @@ module fgdr_frame_writer #(
         m_axi_wdata = '0;
         m_axi_wstrb = '0;
       end
+      O_SKIP: fifo_pop = fifo_out_valid && !head_abort;
       O_HDR_AW: begin
         m_axi_awvalid = 1'b1;
         m_axi_awaddr = slot_addr;
@@ -383,7 +390,7 @@ module fgdr_frame_writer #(
       case (os)
         O_IDLE:
           if (fifo_out_valid && head_is_sof) begin
-            os <= O_AW;
+            os <= (SEQ_IN_PAYLOAD && head_data[63:0] != seq_next) ? O_SKIP : O_AW;
             addr <= slot_addr + 64'd64;
             beats_left <= 32'(FRAME_BEATS);
             row_bx <= '0;
@@ -492,6 +499,14 @@ module fgdr_frame_writer #(
               slot_addr <= slot_addr + 64'(SLOT_SIZE);
             end
 `endif
+          end
+        O_SKIP:
+          // a frame dropped whole without a write: its beats leave the FIFO
+          if (head_abort) begin
+            os <= O_DRAIN;
+          end else if (fifo_out_valid) begin
+            beats_left <= beats_left - 32'd1;
+            if (beats_left == 32'd1) os <= O_DRAIN;
           end
         default:
           os <= O_IDLE;

@@ -534,17 +534,26 @@ async def random_run(bench, mode, frames=None):
     await bench.reset()
     rng = random.Random({"msi": 21, "msix": 22, "legacy": 23}[mode])
     bench.xdma.ack_latency = (2, 30)
-    host = pattern_host(bench, Timing(irq_latency=(4, 150), eoi=(4, 40), dma_delay=(5, 300),
-                                      dma_time=(5, 200)), seed=rng.randrange(1000))
+    host = pattern_host(bench, Timing(irq_latency=(4, 150), eoi=(4, 40), dma_delay=(2, 60),
+                                      dma_time=(4, 40), dma_slow=(0.05, (150, 800))),
+                        seed=rng.randrange(1000))
     await host.attach()
     target = bench.live_seq() + frames
     while bench.live_seq() < target:
-        bench.dut.pattern_frame_gap.value = rng.choice([10, 30, 60, 100, 200])
+        seen = len(host.events)
+        bench.dut.pattern_frame_gap.value = rng.choice([10, 25, 40, 60, 100, 200])
         bench.mem(stall_aw=rng.choice([0, 0, 30]), stall_w=rng.choice([0, 0, 20, 80]),
                   stall_b=rng.choice([0, 40]), b_delay=rng.choice([0, 5, 20]))
         await run_until(bench, min(200, target - bench.live_seq()), limit_us=200_000)
+        need(len(host.events) > seen or bench.live_seq() >= target,
+             f"200 frames and no event: the card stopped reporting ({bench.state()})")
+        if bench.live_seq() // 2000 != (bench.live_seq() - 200) // 2000:
+            bench.dut._log.info("%d frames, %s", bench.live_seq(), host.summary())
     p, regs = await finish(bench, host)
     expect(p, f"{bench.monitor('same_cycle_ack')} same-clock acknowledges")
+    t = host.tallies[-1]
+    need(t.captured > t.produced() // 4 and t.overrun > 0 and t.missed > 0 and regs["DROPPED"] > 0,
+         f"the run did not exercise every outcome: {host.summary()}, dropped {regs['DROPPED']}")
     bench.dut._log.info("same-clock acknowledges %d, stale %d, Rust-compared %d",
                         bench.monitor("same_cycle_ack"), bench.monitor("stale_ack"),
                         host.check_frame.rust_compared)
