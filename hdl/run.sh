@@ -6,10 +6,11 @@
 #   3. synthesis: yosys to generic cells, no warning allowed, the resource count printed;
 #   4. simulation: the cocotb tests on Icarus Verilog (hdl/tb), two at a time, against
 #      frames of the simulated card's Rust TestPattern.
-# Usage: hdl/run.sh [--prove-broken] [--jobs N]
+# Usage: hdl/run.sh [--prove-broken [--only REGEX]] [--jobs N]
 #   --prove-broken  instead of 4., compile every deliberately broken RTL variant
 #                   (FGDR_BROKEN_*, hdl/tb/scenarios.py) and run the tests it must fail;
-#                   it fails if any of them passes.
+#                   it fails if any of them passes.  --only: the "BUILD DEFINE TEST"
+#                   lines matching REGEX (grep -E) only.
 # Installs iverilog, verilator, yosys (Debian, needs root) and the pinned Python packages
 # of hdl/requirements.txt (into .deps/hdl-venv) when missing.  Work files: hdl/build/.
 set -euo pipefail
@@ -17,12 +18,14 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 hdl=$root/hdl
 build=$hdl/build
 prove=0
+only=.
 jobs=2
 while [ $# -gt 0 ]; do
   case $1 in
     --prove-broken) prove=1 ;;
     --jobs) jobs=$2; shift ;;
-    *) echo "usage: hdl/run.sh [--prove-broken] [--jobs N]" >&2; exit 2 ;;
+    --only) only=$2; shift ;;
+    *) echo "usage: hdl/run.sh [--prove-broken [--only REGEX]] [--jobs N]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -134,14 +137,14 @@ fail=0
 if [ "$prove" = 1 ]; then
   stage "proof: every broken RTL variant fails the tests named for it"
   t=$SECONDS
-  (cd "$hdl/tb" && python3 builds.py broken) > "$build/broken.txt"
+  (cd "$hdl/tb" && python3 builds.py broken) | grep -E -- "$only" > "$build/broken.txt"
   # shellcheck disable=SC2016 # expanded by the inner shell
   xargs -P "$jobs" -L 1 bash -c '
     log=$build/proof-$1-$2.log
     if FGDR_PROOF=1 sim "$0" "$1" "$2" "$log" >/dev/null; then
       echo "NOT CAUGHT: $1 passes $2 ($0)"; exit 1
     fi
-    why=$(grep -m1 -A1 -E "AssertionError" "$log" | tr -s " \n" " " | cut -c1-160)
+    why=$(grep -m1 -A1 -E "^ *AssertionError:" "$log" | tr -s " \n" " " | cut -c1-200)
     echo "caught: $1 fails $2 ($0): $why"
   ' < "$build/broken.txt" || fail=1
   echo "proof: $((SECONDS - t)) s"

@@ -50,7 +50,8 @@ module fgdr_irq (
 `ifdef FGDR_BROKEN_MSI_NO_GAP
   // BROKEN (test only): re-raises an owed message without dropping the request, so
   // the XDMA sees no new edge.
-  assign req = (state == MSI_WAIT_ACK) || (state == MSI_GAP && level && owed) ||
+  assign req = (state == MSI_WAIT_ACK) ||
+               ((state == MSI_GAP || state == IDLE) && msi_mode && level && owed) ||
                (state == LEG_WAIT_ACK) || (state == LEG_HOLD) || (state == LEG_HOLD_DOWN);
 `else
   assign req = (state == MSI_WAIT_ACK) || (state == LEG_WAIT_ACK) ||

@@ -25,7 +25,7 @@ ack.
 import random
 
 import cocotb
-from cocotb.triggers import Edge, Event, First, RisingEdge, Timer
+from cocotb.triggers import Edge, Event, First, RisingEdge
 
 MODES = ("msi", "msix", "legacy")
 
@@ -93,21 +93,20 @@ class XdmaUserIrq:
         self.dut.usr_irq_ack.value = 0
         self.acks += 1
 
-    async def _latency(self, watch_rise=False):
-        """Waits the ack latency; with watch_rise, returns True if the request rose
-        meanwhile (a legacy request raised again before the second ack)."""
-        n = self.rng.randint(*self.ack_latency)
-        timer = Timer(n * self.CLOCK_NS, "ns")
-        rose = False
-        while True:
-            was = self._req()
-            t = await First(timer, Edge(self.dut.usr_irq_req))
-            if t is timer:
-                break
-            if watch_rise and not was and self._req():
-                rose = True
-        await RisingEdge(self.dut.axi_aclk)
-        return rose
+    async def _latency(self):
+        """Waits the ack latency, sampling the request at every clock edge as the core's
+        logic does (a glitch between edges is no request); returns (rose, fell): whether
+        it rose or fell meanwhile (a request must be held until its ack; a legacy
+        request may not rise again before the second ack)."""
+        rose = fell = False
+        was = self._req()
+        for _ in range(self.rng.randint(*self.ack_latency)):
+            await RisingEdge(self.dut.axi_aclk)
+            now = self._req()
+            rose |= now and not was
+            fell |= was and not now and not self._in_reset()
+            was = now
+        return rose, fell
 
     async def _run(self):
         while True:
@@ -122,6 +121,8 @@ class XdmaUserIrq:
 
     async def _idle(self):
         await First(Edge(self.dut.usr_irq_req), self._wake.wait(), Edge(self.dut.axi_aresetn))
+        # what the request is at the next clock edge counts, not a glitch before it
+        await RisingEdge(self.dut.axi_aclk)
 
     async def _msi_step(self):
         if not self._req():
@@ -132,10 +133,10 @@ class XdmaUserIrq:
             await self._idle()
             return
         gen = self.gen
-        await self._latency()
+        _, fell = await self._latency()
         if gen != self.gen or self._in_reset():
             return
-        if not self._req():
+        if fell or not self._req():
             self.violations.append("usr_irq_req fell before its usr_irq_ack (PG195: held until serviced)")
             self.armed = True
             return
@@ -154,10 +155,10 @@ class XdmaUserIrq:
         gen = self.gen
         if eff:
             # Assert_INTx
-            await self._latency()
+            _, fell = await self._latency()
             if gen != self.gen or self._in_reset():
                 return
-            if not self._req():
+            if fell or not self._req():
                 self.violations.append("usr_irq_req fell before its first usr_irq_ack (PG195)")
                 return
             if not self.mask:
@@ -169,10 +170,10 @@ class XdmaUserIrq:
         else:
             # Deassert_INTx (the request fell, or the host masked it)
             fell = not self._req()
-            rose = await self._latency(watch_rise=fell)
+            rose, _ = await self._latency()
             if gen != self.gen or self._in_reset():
                 return
-            if rose:
+            if fell and rose:
                 self.violations.append(
                     "usr_irq_req raised again before the second usr_irq_ack "
                     "(PG195, Legacy Interrupts)")
