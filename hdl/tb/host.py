@@ -21,7 +21,7 @@ in C and loaded with ctypes plugs in: give `Host` any object with the three call
 """
 import collections
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import cocotb
 from cocotb.triggers import Event as SimEvent, Timer
@@ -432,21 +432,6 @@ class Host:
             self.frames_checked += 1
             self.busy -= 1
 
-    async def idle(self, quiet_ns=4000, limit_ns=2_000_000):
-        """Waits until nothing happened for quiet_ns: no handler, no reader, empty
-        queue, no interrupt asserted."""
-        waited = 0
-        quiet = 0
-        while quiet < quiet_ns:
-            await Timer(200, "ns")
-            waited += 200
-            if self.busy or self.queue or (self._irq_asserted() and not self.paused):
-                quiet = 0
-            else:
-                quiet += 200
-            if waited > limit_ns:
-                raise AssertionError("the host never went idle (interrupt stuck?)")
-
     def check_counts(self):
         """produced = captured + overrun + missed, per epoch; no errors."""
         problems = list(self.errors)
@@ -465,11 +450,3 @@ class Host:
             f"{t.captured} + overrun {t.overrun} (torn {t.torn_seen}) + missed {t.missed}"
             for t in self.tallies if t.first is not None) + \
             f"; handler runs {self.handler_runs}, spurious {self.spurious_runs}"
-
-
-@dataclass
-class Counts:
-    started: int = 0
-    completed: int = 0
-    dropped: int = 0
-    extra: dict = field(default_factory=dict)
