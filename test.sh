@@ -14,7 +14,9 @@
 # functional suite, in four guests: x86, x86 with every mapping bounced (swiotlb=force),
 # x86 behind a virtual IOMMU, and arm64 with Debian's arm64 kernel; card removal, hot
 # unplug, AER and shutdown included; and fpgagdrd itself in a fifth guest against the
-# module, its test sensor and the real model, driven over REST from here), the OTA tests against a real RAUC, flash.sh's key
+# module, its test sensor and the real model, driven over REST from here), the card's
+# reference RTL (hdl/: its register map against the document, Verilator lint, Yosys
+# synthesis, the cocotb testbench on Icarus Verilog), the OTA tests against a real RAUC, flash.sh's key
 # injection, the REST API against its generated OpenAPI document (schemathesis), the
 # Yocto layer's offline checks, the dashboard's type check (tsc on its JSDoc), and OTA through
 # real reboots of a virtual appliance in QEMU.
@@ -79,7 +81,7 @@ RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --workspace --quiet
 # check still catches a module circle, a folder circle and an import against the order.
 python3 appliance/scripts/check-circles.py --self-test
 shellcheck run.sh test.sh .ci/run appliance/scripts/*.sh appliance/fpgagdr-capi/install.sh \
-  appliance/fpgagdr-capi/tests/c/run.sh
+  appliance/fpgagdr-capi/tests/c/run.sh hdl/run.sh
 
 say "Rust tests"
 cargo test --locked --workspace
@@ -111,6 +113,13 @@ FPGAGDR_API_CONFORMANCE=1 FPGAGDR_REQUIRE_RAUC=1 \
 
 say "kernel module"
 kmod/scripts/check.sh
+
+say "the card's RTL (hdl/): register map, lint (Verilator), synthesis (Yosys), simulation (cocotb on Icarus)"
+# docs/testing.md, *The card's RTL*; budget 6 minutes on the 2-core CI machine, the
+# script prints each step's time and the total.
+t=$SECONDS
+hdl/run.sh
+echo "the card's RTL: passed in $((SECONDS - t)) s"
 
 say "kernel module in real kernels (QEMU: x86, swiotlb, IOMMU, arm64), driven by the C tests, the Rust library and libfpgagdr's C test; the service itself in a guest against the module (issue 15)"
 # The library's suites against the module: kernel_functional, and kernel_nvp2p (its

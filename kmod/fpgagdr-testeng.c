@@ -1172,7 +1172,6 @@ static void fpgagdr_te_reset(struct fpgagdr_testcard *card)
 	struct fpgagdr_te_chan *c;
 	u32 dir, ch;
 
-	fpgagdr_te_sensor_reset(card->sensor);
 	WRITE_ONCE(card->user_mask, 0);
 	for (dir = 0; dir < 2; dir++) {
 		for (ch = 0; ch < card->fdev->nch[dir]; ch++) {
@@ -1186,6 +1185,9 @@ static void fpgagdr_te_reset(struct fpgagdr_testcard *card)
 			spin_unlock(&c->lock);
 		}
 	}
+	/* the user register block is reset with the link (axi_aresetn) */
+	if (card->sensor)
+		fpgagdr_te_sensor_reset(card->sensor);
 }
 
 static pci_ers_result_t fpgagdr_te_error_detected(struct pci_dev *pdev,

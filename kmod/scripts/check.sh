@@ -7,7 +7,8 @@
 # against Debian's arm64 headers with W=1 and sparse, compile the QEMU
 # guest tests, run checkpatch.pl --strict on our C, and the shell scripts
 # through ShellCheck, compare docs/card-protocol.md's register table with
-# fpgagdr-frames-regs.h; then run the unit tests.  The QEMU suite itself is
+# fpgagdr-frames-regs.h and the copies generated from it for the RTL
+# (hdl/rtl/fgdr_regs_pkg.sv, hdl/tb/fgdr_regs.py); then run the unit tests.  The QEMU suite itself is
 # qemu/run.sh.
 #
 # As root, missing Debian packages are installed (linux-headers-amd64,
@@ -183,7 +184,7 @@ if command -v shellcheck >/dev/null; then
 	fi
 fi
 
-say "card protocol: docs/card-protocol.md against fpgagdr-frames-regs.h"
+say "card protocol: docs/card-protocol.md against fpgagdr-frames-regs.h and the RTL's copies"
 if ! python3 "$kmod/scripts/check-card-protocol.py"; then
 	fail "the card protocol's document and header differ"
 fi

@@ -6,8 +6,13 @@
  * header and CRCs after a real C2H DMA of its slot, captured + overrun +
  * missed = produced, stalls, the event and user register nodes as Xilinx's
  * tools use them, capture off when nobody listens, kill -9 with a wait
- * outstanding, and removal waking waiters.  "fgtest badcard STATE" checks
- * a card whose registers break a rule (loaded with test_* parameters).
+ * outstanding, removal waking waiters, and what protocol 1.1 adds on the
+ * card's side (docs/card-protocol.md): EPOCH, LIVE_SEQ_LO without a latch,
+ * CAPTURE 0->1 clearing a stale FRAME_PENDING, frames dropped whole and
+ * counted in DROPPED without a sequence, and the header written last, so a
+ * copy that overlaps the card's write is caught by the torn-frame check.
+ * "fgtest badcard STATE" checks a card whose registers break a rule
+ * (loaded with test_* parameters).
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -21,6 +26,45 @@
 
 #include "tframes.h"
 
+/* The 1.1 registers (docs/card-protocol.md) */
+#define REG_CONTROL	0x020
+#define REG_IRQ_STATUS	0x024
+#define REG_DONE_SEQ_LO	0x030
+#define REG_DONE_SLOT	0x038
+#define REG_EPOCH	0x040
+#define REG_DROPPED	0x044
+#define REG_LIVE_SEQ_LO	0x048
+#define PROTO_1_1	0x00010001
+
+/* A register of the user block through fpgagdrN_user (0xffffffff: error) */
+static __u32 user_rd(__u32 off)
+{
+	char path[64];
+	__u32 v = ~0U;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s_user", t_dev);
+	fd = open(path, O_RDONLY);
+	if (fd < 0 || pread(fd, &v, 4, off) != 4)
+		t_fail(__FILE__, __LINE__, "read of user register %#x", off);
+	if (fd >= 0)
+		close(fd);
+	return v;
+}
+
+static void user_wr(__u32 off, __u32 v)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s_user", t_dev);
+	fd = open(path, O_WRONLY);
+	if (fd < 0 || pwrite(fd, &v, 4, off) != 4)
+		t_fail(__FILE__, __LINE__, "write of user register %#x", off);
+	if (fd >= 0)
+		close(fd);
+}
+
 /* The card's geometry and state as the module read them at bind. */
 static void test_frame_info(void)
 {
@@ -29,7 +73,7 @@ static void test_frame_info(void)
 
 	CHECK_OK(frame_info(fd, &fi));
 	CHECK(fi.state == FPGAGDR_FRAMES_OK, "state %u", fi.state);
-	CHECK(fi.proto_version == 0x10000, "version %#x", fi.proto_version);
+	CHECK(fi.proto_version == PROTO_1_1, "version %#x", fi.proto_version);
 	CHECK(fi.slot_count == SLOTS && fi.slot_size == SLOT_SIZE &&
 	      fi.slot_base == SLOT_BASE && fi.user_irq == 0,
 	      "geometry %u x %u at %#llx irq %u", fi.slot_count, fi.slot_size,
@@ -692,7 +736,7 @@ static void test_user_node(void)
 	fd = open(path, O_RDWR);
 	CHECK(fd >= 0, "open %s", path);
 	CHECK(pread(fd, r, 16, 0) == 16, "pread 16 bytes at 0");
-	CHECK(!memcmp(r, "FGDR", 4) && r[1] == 0x10000 &&
+	CHECK(!memcmp(r, "FGDR", 4) && r[1] == PROTO_1_1 &&
 	      r[2] == (__u32)SLOT_BASE && r[3] == 0,
 	      "registers %08x %08x %08x %08x", r[0], r[1], r[2], r[3]);
 	CHECK(pread(fd, r, 4, 2) < 0 && errno == EINVAL, "unaligned: not EINVAL");
@@ -788,7 +832,7 @@ static void test_removal_wakes_waiters(void)
 	struct fpgagdr_wait_frame w;
 	struct t_bg b = { 0 };
 	char bdf[32], dev[96], path[64];
-	__u32 *m;
+	__u32 *m, epoch;
 	pid_t pid;
 	int ufd, st, fd;
 	double t0;
@@ -809,6 +853,7 @@ static void test_removal_wakes_waiters(void)
 	CHECK_OK(pwrite(ufd, "FGDR", 4, 4096) == 4 ? 0 : -errno);
 	m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, ufd, 4096);
 	CHECK(m != MAP_FAILED && m[0] == 0x52444746, "mapping before removal");
+	epoch = user_rd(REG_EPOCH);
 	usleep(200000);
 	t0 = t_now();
 	CHECK_OK(t_dbg_write(dev, "1"));
@@ -833,7 +878,137 @@ static void test_removal_wakes_waiters(void)
 	CHECK(t_wait_path(t_dev, true, 10), "no %s after rescan", t_dev);
 	fd = t_open();
 	CHECK_OK(wait_frame(fd, 3000, 0, &w));
+	/* a card that came back is a new one: a new EPOCH, its own sequence */
+	CHECK(user_rd(REG_EPOCH) && user_rd(REG_EPOCH) != epoch,
+	      "EPOCH %#x after removal and rescan, %#x before",
+	      user_rd(REG_EPOCH), epoch);
+	CHECK(w.sequence < 100, "the rescanned card's first event is frame %llu",
+	      (unsigned long long)w.sequence);
 	close(fd);
+}
+
+/*
+ * Protocol 1.1 on the card's side, nobody subscribed, CONTROL set through
+ * the user node: EPOCH is not 0; LIVE_SEQ_LO follows the frames without
+ * latching the record; CAPTURE 0->1 clears a FRAME_PENDING nobody took.
+ */
+static void test_card_11_registers(void)
+{
+	__u32 epoch, done, slot, live;
+
+	sensor_defaults();
+	CHECK(t_dbg(DBG_FRAMES, "subscribers") == 0, "a file is subscribed");
+	epoch = user_rd(REG_EPOCH);
+	CHECK(epoch != 0, "EPOCH reads 0 on a 1.1 card");
+	CHECK(user_rd(REG_DROPPED) == (__u32)sensor_stat("dropped"),
+	      "DROPPED %u, the card dropped %lld", user_rd(REG_DROPPED),
+	      sensor_stat("dropped"));
+	user_wr(REG_CONTROL, 1);		/* CAPTURE, no interrupt */
+	usleep(100000);
+	done = user_rd(REG_DONE_SEQ_LO);	/* latches */
+	slot = user_rd(REG_DONE_SLOT);
+	usleep(100000);
+	live = user_rd(REG_LIVE_SEQ_LO);
+	CHECK(live - done >= 1 && live - done < 100,
+	      "LIVE_SEQ_LO %u, latched %u 100 ms before at 50 fps", live, done);
+	CHECK(user_rd(REG_DONE_SLOT) == slot,
+	      "reading LIVE_SEQ_LO latched the record (DONE_SLOT %u -> %u)",
+	      slot, user_rd(REG_DONE_SLOT));
+	CHECK(user_rd(REG_IRQ_STATUS) == 1, "no FRAME_PENDING after frames");
+	sensor("stall", 1);
+	user_wr(REG_CONTROL, 0);
+	user_wr(REG_CONTROL, 1);
+	CHECK(user_rd(REG_IRQ_STATUS) == 0,
+	      "FRAME_PENDING from before CAPTURE 0->1 still set");
+	user_wr(REG_CONTROL, 0);
+	sensor("stall", 0);
+	CHECK(user_rd(REG_EPOCH) == epoch, "EPOCH changed without a reset");
+}
+
+/*
+ * Frames dropped whole (card memory too slow, sensor_drop): DROPPED counts
+ * them, they take no sequence number, so the events stay consecutive and
+ * every frame read is whole.
+ */
+static void test_dropped(void)
+{
+	struct fpgagdr_wait_frame w;
+	__u32 dropped;
+	__u64 prev;
+	int i, kind;
+	struct cap c;
+
+	sensor_defaults();
+	sensor("fps", 20);
+	cap_open(&c);
+	CHECK_OK(wait_frame(c.fd, 2000, 0, &w));
+	prev = w.sequence;
+	dropped = user_rd(REG_DROPPED);
+	sensor("drop", 3);
+	for (i = 0; i < 8; i++) {
+		CHECK_OK(wait_frame(c.fd, 2000, 0, &w));
+		CHECK(w.sequence == prev + 1 && w.missed == 0,
+		      "frame %llu after %llu (missed %llu): a drop took a sequence number",
+		      (unsigned long long)w.sequence, (unsigned long long)prev,
+		      (unsigned long long)w.missed);
+		kind = cap_check(&c, &w);
+		CHECK(kind == FRAME_OK, "frame %llu after drops: %d",
+		      (unsigned long long)w.sequence, kind);
+		prev = w.sequence;
+	}
+	CHECK(user_rd(REG_DROPPED) - dropped == 3, "DROPPED grew by %u, 3 dropped",
+	      user_rd(REG_DROPPED) - dropped);
+	cap_close(&c);
+}
+
+/*
+ * The header is written last: while frame s + N has its payload in slot
+ * s mod N and its header not yet written (sensor_tear), a copy of the slot
+ * shows frame s's header over another payload (its CRC fails), and the
+ * host's torn-frame check sees it: LIVE_SEQ_LO read after the copy is at
+ * least s + N - 1, so the frame counts as an overrun, not a checksum
+ * error.  Frame s + N is not announced before its header is written.
+ */
+static void test_torn_frame(void)
+{
+	struct fpgagdr_wait_frame w;
+	unsigned char *h;
+	__u32 live;
+	double end;
+	struct cap c;
+
+	sensor_defaults();
+	cap_open(&c);
+	CHECK_OK(wait_frame(c.fd, 2000, 0, &w));
+	sensor("tear", (long long)(w.sequence + SLOTS + 1));
+	end = t_now() + 3;
+	while (sensor_stat("tearing") != 1 && t_now() < end)
+		usleep(5000);
+	CHECK(sensor_stat("tearing") == 1, "frame %llu never held its header back",
+	      (unsigned long long)(w.sequence + SLOTS));
+	CHECK_OK(cap_read(&c, &w));
+	live = user_rd(REG_LIVE_SEQ_LO);
+	h = c.buf;
+	CHECK(le64(h + 32) == w.sequence && le32(h + 60) == crc32(h, 60),
+	      "slot %u: header of frame %llu, want the old one (%llu) whole",
+	      w.slot, (unsigned long long)le64(h + 32),
+	      (unsigned long long)w.sequence);
+	CHECK(le32(h + 48) != crc32(h + 64, le32(h + 28)),
+	      "the copy is not torn: the payload was not written first");
+	CHECK(live == (__u32)(w.sequence + SLOTS - 1),
+	      "LIVE_SEQ_LO %u while frame %llu holds its header back", live,
+	      (unsigned long long)(w.sequence + SLOTS));
+	CHECK(live - (__u32)w.sequence >= SLOTS - 1,
+	      "the torn-frame check would pass the copy of frame %llu",
+	      (unsigned long long)w.sequence);
+	sensor("tear", 0);
+	end = t_now() + 3;
+	do {
+		CHECK_OK(wait_frame(c.fd, 2000, 0, &w));
+	} while (w.sequence < live + 1 && t_now() < end);
+	CHECK(cap_check(&c, &w) == FRAME_OK, "frame %llu after the tear",
+	      (unsigned long long)w.sequence);
+	cap_close(&c);
 }
 
 int suite_frames(void)
@@ -853,6 +1028,9 @@ int suite_frames(void)
 		{ "event_nodes", test_event_nodes },
 		{ "user_node", test_user_node },
 		{ "kill_with_wait", test_kill_with_wait },
+		{ "card_11_registers", test_card_11_registers },
+		{ "dropped", test_dropped },
+		{ "torn_frame", test_torn_frame },
 		{ "removal_wakes_waiters", test_removal_wakes_waiters },
 	};
 

@@ -160,6 +160,8 @@ void sensor_defaults(void)
 	sensor("format", 1);
 	sensor("bad_crc", 0);
 	sensor("bad_event", 0);
+	sensor("drop", 0);
+	sensor("tear", 0);
 	CHECK_OK(t_dbg_write(DBG_TE "sensor_frames_clear", "1"));
 	CHECK_OK(t_dbg_write(DBG_TE "card_gone", "0"));
 	CHECK_OK(t_dbg_write(DBG_TE "irq_storm", "0"));
