@@ -36,7 +36,7 @@ use crate::config::Config;
         system::system,
         ota::status, ota::upload, ota::install,
         live::stream,
-        results::results_page, results::results_stream, frames::latest_frame,
+        results::results_page, results::result_by_key, results::results_stream, frames::latest_frame,
         alerts::kept_frames, alerts::kept_frame,
         prometheus::metrics,
         openapi, openapi_v1,
