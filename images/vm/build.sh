@@ -71,6 +71,11 @@ need_vm_tools
 bin=${FPGAGDRD_BIN:-$root/target/debug/fpgagdrd}
 if [ -z "${FPGAGDRD_BIN:-}" ]; then cargo build --locked -q -p fpgagdrd --bin fpgagdrd; fi
 [ -x "$bin" ] || die "$bin is missing"
+# The data directory as fpgagdr-data installs it: appliance/scripts/fetch-deps.sh fills it.
+data=$root/.deps/share
+if [ ! -d "$data/models" ] || [ ! -d "$data/frames" ]; then
+	die "$data has no models/ or frames/: run appliance/scripts/fetch-deps.sh"
+fi
 images/rauc/make-dev-keys.sh >/dev/null
 mkdir -p "$cache"
 
@@ -95,7 +100,8 @@ inputs=("$here/build.sh" "$here/lib.sh" "$here/grub.cfg" "$here/nvbootctrl-grube
 	"$layer/recipes-appliance/fpgagdrd/files/fpgagdrd.service"
 	"$layer/recipes-appliance/fpgagdrd/files/fpgagdrd.default"
 	"$layer/recipes-core/bundles/files/fpgagdr-bundle-hooks.sh"
-	"$bin" "$keys/ca.cert.pem" "$keys/signing.cert.pem")
+	"$bin" "$keys/ca.cert.pem" "$keys/signing.cert.pem"
+	"$data"/models/* "$data"/frames/*)
 key=$( (
 	echo "$deb_key"
 	sha256sum "${inputs[@]}" | cut -d' ' -f1
@@ -116,15 +122,21 @@ mkdir -p "$tree"
 tar -C "$tree" --numeric-owner -xpf "$deb"
 
 # Installed as the layer's recipes install them (fpgagdrd_git.bb, rauc-conf.bbappend,
-# fpgagdr-mark-good_1.0.bb), Debian paths for libdir. Not installed: ONNX Runtime, the
-# model and the frames (fpgagdr-data). The VM never starts the pipeline (its config says
-# autostart false): loading the model alone takes minutes of emulated CPU.
+# fpgagdr-mark-good_1.0.bb, fpgagdr-data_1.0.bb), Debian paths for libdir. Not installed:
+# ONNX Runtime. The VM never starts the pipeline (its config says autostart false):
+# loading the model alone takes minutes of emulated CPU. The data directory is there all
+# the same: a config is judged at boot by the rules a PUT passes, its files found and
+# opened, so the site config is in force (and a PATCH that changes nothing is a no-op).
 subst() { # subst FILE: the layer's @...@ placeholders
 	sed -e 's,@bindir@,/usr/bin,g' -e 's,@libdir@,/usr/lib,g' -e 's,@datadir@,/usr/share,g' \
 		-e 's,@sysconfdir@,/etc,g' -e "s,@COMPATIBLE@,$compatible," -e 's,@KEYRING@,ca.cert.pem,' \
 		-e 's,@STATUSFILE@,/var/lib/rauc/central.raucs,' -e 's,@LIBEXECDIR@,/usr/libexec,' "$1"
 }
 objcopy --strip-debug "$bin" "$tree/usr/bin/fpgagdrd"
+install -d "$tree/usr/share/fpgagdr/models" "$tree/usr/share/fpgagdr/frames"
+install -m 0644 "$data"/models/efficientnet-lite0.onnx "$data"/models/efficientnet-lite0.labels.txt \
+	"$tree/usr/share/fpgagdr/models/"
+install -m 0644 "$data"/frames/* "$tree/usr/share/fpgagdr/frames/"
 subst "$layer/recipes-appliance/fpgagdrd/files/fpgagdrd.service" >"$tree/usr/lib/systemd/system/fpgagdrd.service"
 subst "$layer/recipes-core/rauc-health/files/fpgagdr-mark-good.service" \
 	>"$tree/usr/lib/systemd/system/fpgagdr-mark-good.service"
