@@ -242,6 +242,11 @@ describe('dashboard', { timeout: 240_000, skip: !BIN && 'FPGAGDRD_BIN is not set
     assert.ok(side && Math.abs(side.ax - side.bx) < 2 && side.below, `results panel not under the latest result: ${JSON.stringify(side)}`);
   });
 
+  it('states the latency table\'s window', async () => {
+    const t = (await page.getByTestId('latency-window').textContent()) ?? '';
+    assert.match(t, /last second/, t);
+  });
+
   it('shows end-to-end latency and draws the latency chart', async () => {
     await page.waitForFunction(
       () => /\d/.test(document.querySelector('[data-metric="e2e_p50"]')?.textContent ?? ''),
