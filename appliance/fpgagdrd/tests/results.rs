@@ -1105,3 +1105,49 @@ fn mqtt_keeps_its_queue_and_counts_every_result_through_settings_changes() {
     }
     promtool_clean(&metrics);
 }
+
+#[test]
+fn the_openapi_document_declares_each_stream_event_and_its_data() {
+    let svc = Service::start(&replay("chelsea.png"));
+    let doc = svc.get_json("/openapi.json");
+    let resolve = |r: &Value| -> Value {
+        let name = r["$ref"]
+            .as_str()
+            .and_then(|s| s.strip_prefix("#/components/schemas/"))
+            .unwrap_or_else(|| panic!("not a component ref: {r}"));
+        let s = doc["components"]["schemas"][name].clone();
+        assert!(s.is_object(), "{name} is not in the components");
+        s
+    };
+    let events = &doc["paths"]["/api/v1/results/stream"]["get"]["responses"]["200"]["x-sse-events"];
+    let result = resolve(&events["result"]["data"]);
+    for r in events["alert"]["data"]["oneOf"].as_array().unwrap() {
+        resolve(r);
+    }
+    resolve(&events["dropped"]["data"]);
+    let live = &doc["paths"]["/api/v1/stream"]["get"]["responses"]["200"]["x-sse-events"];
+    resolve(&live["snapshot"]["data"]["properties"]["batch"]["items"]);
+    // The first result event's data is what the schema says: every required field
+    // there, no field it does not name.
+    svc.wait_frames_above(2);
+    let resp = svc
+        .agent()
+        .get(&svc.url("/api/v1/results/stream"))
+        .call()
+        .unwrap();
+    let mut body = BufReader::new(resp.into_body().into_reader());
+    let (_, first) = results_of(&read_events(&mut body, |e| {
+        e.iter().any(|e| e.event == "result")
+    }))
+    .remove(0);
+    let props = result["properties"].as_object().unwrap();
+    for k in first.as_object().unwrap().keys() {
+        assert!(props.contains_key(k), "{k} is not in ResultRecord's schema");
+    }
+    for k in result["required"].as_array().unwrap() {
+        assert!(
+            first.get(k.as_str().unwrap()).is_some(),
+            "{k} missing: {first}"
+        );
+    }
+}
