@@ -74,7 +74,7 @@ module_text() {
 		/proc/modules
 }
 
-# Trimmed frame capture selections (CI budget: ./test.sh stays under 60 minutes, docs/testing.md): polled, arm64.
+# Trimmed frame capture selections (CI budget: ./test.sh stays under 60 minutes, README.md): polled, arm64.
 frames_only_polled=frame_info,frames_flow,queue_overflow,stall_timeout_abort,kill_with_wait
 frames_only_arm64=frame_info,frames_flow,stall_timeout_abort,bad_events,event_nodes,user_node,link_path
 # Through the IOMMU: engines running through a non-fatal PCIe error.
