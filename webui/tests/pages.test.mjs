@@ -501,7 +501,7 @@ describe('power, config and system pages', { timeout: 240_000, skip: !BIN && 'FP
     assert.ok(replay.snapshots >= 100, `replay holds ${replay.snapshots} snapshots`);
     // budget: a Jetson on a slow link; uPlot is about half of it
     assert.ok(raw < 200_000, `dashboard is ${raw} bytes`);
-    // 70 KB before issue 20's results list, alert banner and rules box, 72 KB before its
+    // 70 KB before the results list, alert banner and rules box, 72 KB before its
     // condition alerts' banner text (docs/decisions.md)
     assert.ok(sent < 73_000, `dashboard is ${sent} bytes on the wire`);
   });

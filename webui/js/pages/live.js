@@ -82,7 +82,7 @@ export function livePage(view) {
     return l;
   }));
 
-  // The frame view (issue 20): a recent frame (GET /api/v1/frames/latest, a copy the
+  // The frame view: a recent frame (GET /api/v1/frames/latest, a copy the
   // inference thread takes about once a second), reloaded once a second while shown.
   const frameImg = /** @type {HTMLImageElement} */ (view.el('[data-testid="frame-view"]'));
   frameImg.addEventListener('load', () => { frameImg.hidden = false; });
@@ -95,7 +95,7 @@ export function livePage(view) {
     frameImg.src = `/api/v1/frames/latest?t=${Date.now()}`;
   }, 1000);
 
-  // The live results list (issue 20): every frame's result and alert from
+  // The live results list: every frame's result and alert from
   // GET /api/v1/results/stream (its own EventSource: the snapshot stream carries one
   // result per 100 ms); EventSource reconnects by itself after an outage.
   const results = new ResultsView(view.el('[data-testid="results-list"]'), view.el('[data-testid="alert-banner"]'));
