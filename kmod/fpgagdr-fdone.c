@@ -219,10 +219,12 @@ fpgagdr_fdone_judge(struct fpgagdr_fdone *fd,
 	ev->epoch = fd->epoch;
 	if (fpgagdr_fdone_same(fd, ev)) {
 		fd->repeated++;
-		if (++fd->repeats < FPGAGDR_FDONE_STORM_REPEATS)
+		/* once declared, a storm lasts until the caller ends it */
+		if (++fd->repeats < FPGAGDR_FDONE_STORM_REPEATS || fd->stormed)
 			return FPGAGDR_FDONE_REPEAT;
 		fd->repeats = 0;
 		fd->storms++;
+		fd->stormed = true;
 		return FPGAGDR_FDONE_STORM;
 	}
 	fd->repeats = 0;
@@ -324,6 +326,22 @@ void fpgagdr_fdone_rebase(struct fpgagdr_fdone *fd, bool soft)
 	fd->have_rec = false;
 	fd->repeats = 0;
 	fd->rebases++;
+}
+
+/**
+ * fpgagdr_fdone_storm_over() - the caller ended a storm
+ * @fd: the card's state
+ *
+ * After FPGAGDR_FDONE_STORM the caller polls, and a card that ignores
+ * HOST_ACK keeps showing the same record until its next frame: those
+ * repeats are the same storm, not new ones.  When the caller lets
+ * interrupts back (capture restarted, the card reset), repeats count
+ * towards a new storm again.
+ */
+void fpgagdr_fdone_storm_over(struct fpgagdr_fdone *fd)
+{
+	fd->stormed = false;
+	fd->repeats = 0;
 }
 
 /**

@@ -110,7 +110,10 @@ struct fpgagdr_fdone_ev {
  * @protocol_errors: events that broke a rule
  * @repeated: records taken again without a new frame (storm or a late
  *	interrupt), never handed out
- * @storms: times @repeats reached FPGAGDR_FDONE_STORM_REPEATS
+ * @storms: times @repeats reached FPGAGDR_FDONE_STORM_REPEATS outside a
+ *	storm
+ * @stormed: a storm was declared and the caller has not ended it
+ *	(fpgagdr_fdone_storm_over()): repeats are part of it
  * @gone_reads: times the card was found gone (each episode once)
  * @rebases: baselines dropped (attach not counted)
  * @epoch_changes: times EPOCH read a value other than the one before
@@ -140,6 +143,7 @@ struct fpgagdr_fdone {
 	u64 protocol_errors;
 	u64 repeated;
 	u64 storms;
+	bool stormed;
 	u64 gone_reads;
 	u64 rebases;
 	u64 epoch_changes;
@@ -157,6 +161,7 @@ void fpgagdr_fdone_rebase(struct fpgagdr_fdone *fd, bool soft);
 bool fpgagdr_fdone_set_gone(struct fpgagdr_fdone *fd);
 enum fpgagdr_fdone_action fpgagdr_fdone_probe(struct fpgagdr_fdone *fd,
 					      const struct fpgagdr_fdone_io *io);
+void fpgagdr_fdone_storm_over(struct fpgagdr_fdone *fd);
 enum fpgagdr_fdone_action fpgagdr_fdone_epoch(struct fpgagdr_fdone *fd,
 					      const struct fpgagdr_fdone_io *io);
 u64 fpgagdr_fdone_dropped(struct fpgagdr_fdone *fd,

@@ -152,8 +152,10 @@ static void fpgagdr_frames_apply(struct fpgagdr_frames *fr)
 	bool irq;
 
 	/* a storm ends with the capture it interrupted */
-	if (!on)
+	if (!on && fr->storm) {
 		fr->storm = false;
+		fpgagdr_fdone_storm_over(&fr->fd);
+	}
 	/* a card reset while nobody listened: found before capture starts */
 	if (on && !fr->capturing)
 		fpgagdr_frames_epoch(fr);
@@ -715,6 +717,7 @@ void fpgagdr_frames_resume(struct fpgagdr_dev *fdev)
 			fpgagdr_fdone_rebase(&fr->fd, true);
 		fr->reset_seen = false;
 		fr->storm = false;
+		fpgagdr_fdone_storm_over(&fr->fd);
 		/* reapply reads EPOCH when someone listens; this when not */
 		fpgagdr_frames_epoch(fr);
 		fpgagdr_frames_reapply(fr);

@@ -422,6 +422,18 @@ static void test_storm(void)
 	CHECK_EQ(ev.rule, FPGAGDR_FRAMES_RULE_OK);
 	CHECK_EQ(take(), FPGAGDR_FDONE_REPEAT);
 	CHECK_EQ(fd.storms, 1);
+	/*
+	 * polled, the card's next frame late: the record repeats many times
+	 * more, the same storm (counted once), until the caller ends it
+	 */
+	for (i = 0; i < 3 * FPGAGDR_FDONE_STORM_REPEATS; i++)
+		CHECK_EQ(take(), FPGAGDR_FDONE_REPEAT);
+	CHECK_EQ(fd.storms, 1);
+	fpgagdr_fdone_storm_over(&fd);
+	for (i = 1; i < FPGAGDR_FDONE_STORM_REPEATS; i++)
+		CHECK_EQ(take(), FPGAGDR_FDONE_REPEAT);
+	CHECK_EQ(take(), FPGAGDR_FDONE_STORM);
+	CHECK_EQ(fd.storms, 2);
 }
 
 /*

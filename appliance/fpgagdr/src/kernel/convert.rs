@@ -1020,11 +1020,9 @@ mod tests {
         };
         let (named, _) = card_status(Path::new(PATH), &orin, Some("0.1.0"));
         assert!(
-            named
-                .name
-                .contains(&format!(
-                    "(kernel module ABI {FPGAGDR_ABI_VERSION}, fpgagdr.ko 0.1.0, platform orin,"
-                )),
+            named.name.contains(&format!(
+                "(kernel module ABI {FPGAGDR_ABI_VERSION}, fpgagdr.ko 0.1.0, platform orin,"
+            )),
             "{}",
             named.name
         );
