@@ -62,7 +62,7 @@ apt_need node nodejs
 apt_need npm npm
 apt_need valgrind valgrind
 apt_need pkg-config pkg-config
-# The real MQTT broker and its clients for the results-out tests (issue 20).
+# The real MQTT broker and its clients for the results-out tests.
 apt_need mosquitto mosquitto
 apt_need mosquitto_sub mosquitto-clients
 # openssl makes the CA and the broker certificate of the MQTT-over-TLS test.
@@ -123,12 +123,12 @@ t=$SECONDS
 hdl/run.sh
 echo "the card's RTL: passed in $((SECONDS - t)) s"
 
-say "kernel module in real kernels (QEMU: x86, swiotlb, IOMMU, arm64), driven by the C tests, the Rust library and libfpgagdr's C test; the service itself in a guest against the module (issue 15)"
+say "kernel module in real kernels (QEMU: x86, swiotlb, IOMMU, arm64), driven by the C tests, the Rust library and libfpgagdr's C test; the service itself in a guest against the module"
 # The library's suites against the module: kernel_functional, and kernel_nvp2p (its
 # nvidia_p2p path against the double, in the plain pass's pass A).
 ktest=$(cargo test --locked -q -p fpgagdr --test kernel_functional --test kernel_nvp2p --no-run --message-format=json |
   python3 -c 'import json, sys; print(*[m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable")])')
-# fpgagdr-bench's CLI against the module (issue 24): its test runs as an extra, the tool
+# fpgagdr-bench's CLI against the module: its test runs as an extra, the tool
 # itself goes to the guest's /bin.
 btest=$(cargo test --locked -q -p fpgagdr-bench --test kernel_cli --no-run --message-format=json |
   python3 -c 'import json, sys; print([m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable") and m["target"]["name"] == "kernel_cli"][-1])')

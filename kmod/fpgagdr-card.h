@@ -24,7 +24,7 @@ int fpgagdr_card_request_irq(struct fpgagdr_dev *fdev, unsigned int irq,
 			     irq_handler_t handler, void *data);
 
 /*
- * A test-only software card (issues 5 and 13) plugs in here: built only
+ * A test-only software card plugs in here: built only
  * with FPGAGDR_TEST_ENGINE=y, it is a PCI driver for QEMU's edu device
  * whose engines execute the real descriptor chains in software.
  */

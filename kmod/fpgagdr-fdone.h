@@ -5,10 +5,10 @@
  * rules, acknowledge it, and decide what the caller does with it.  Pure
  * logic with a small interface: the register block's read and write
  * callbacks and this state go in, a decision and the event come out.  The
- * module's interrupt handler and poll worker (fpgagdr-frames.c) call it
- * with the card's accessors; the unit tests (tests/test-fdone.c) with a
- * model of the card's registers; a testbench may call it as its host.
- * Queuing, time stamps, waking and masking are the caller's.
+ * module's interrupt handler, poll worker and transfer path
+ * (fpgagdr-frames.c) call it with the card's accessors; the unit tests
+ * (tests/test-fdone.c) with a model of the card's registers.  Queuing,
+ * time stamps, waking and masking are the caller's.
  */
 #ifndef FPGAGDR_FDONE_H
 #define FPGAGDR_FDONE_H
@@ -44,6 +44,7 @@ enum fpgagdr_fdone_action {
 	FPGAGDR_FDONE_STORM,	/* too many repeats: mask the interrupt, poll */
 	FPGAGDR_FDONE_GONE,	/* the block reads all ones: the card is gone */
 	FPGAGDR_FDONE_BACK,	/* the card answers again after being gone */
+	FPGAGDR_FDONE_EPOCH,	/* EPOCH changed: the card was reset since */
 };
 
 /* Why an event broke the protocol (fpgagdr_fdone_ev.rule). */
@@ -64,6 +65,11 @@ enum {
  *	event reported (0 when @fresh or the rule is broken)
  * @fresh: the first event since the baseline was dropped (attach, a reset,
  *	the card coming back): no gap can be known before it
+ * @new_epoch: taking it found EPOCH changed (the sequence had not grown):
+ *	the card was reset since the events before it, whose slots no longer
+ *	hold their frames
+ * @epoch: EPOCH as the host knows it after taking the event (0 on a card
+ *	without one)
  */
 struct fpgagdr_fdone_ev {
 	u64 seq;
@@ -72,12 +78,21 @@ struct fpgagdr_fdone_ev {
 	u32 rule;
 	u64 gap;
 	bool fresh;
+	bool new_epoch;
+	u32 epoch;
 };
 
 /**
  * struct fpgagdr_fdone - the host's state of one card's frame-done record
- * @slot_count: SLOT_COUNT, at least 1 (the caller checked the geometry)
+ * @slot_count: SLOT_COUNT, at least FPROTO_SLOT_COUNT_MIN (the caller checked
+ *	the geometry)
  * @slot_size: SLOT_SIZE, bytes
+ * @v11: the card speaks protocol 1.1 or later (VERSION minor >= 1): it has
+ *	DROPPED and LIVE_SEQ_LO
+ * @has_epoch: its EPOCH read non-zero at attach: a changed EPOCH says the
+ *	card was reset (else the sequence alone, the soft rule of 1.0)
+ * @epoch: EPOCH as last read
+ * @dropped_reg: DROPPED as last read (in this epoch)
  * @have_last: @last_seq is a baseline: the sequence of the last event
  *	that broke no rule
  * @last_seq: that sequence
@@ -95,13 +110,25 @@ struct fpgagdr_fdone_ev {
  * @protocol_errors: events that broke a rule
  * @repeated: records taken again without a new frame (storm or a late
  *	interrupt), never handed out
- * @storms: times @repeats reached FPGAGDR_FDONE_STORM_REPEATS
+ * @storms: times @repeats reached FPGAGDR_FDONE_STORM_REPEATS outside a
+ *	storm
+ * @stormed: a storm was declared and the caller has not ended it
+ *	(fpgagdr_fdone_storm_over()): repeats are part of it
  * @gone_reads: times the card was found gone (each episode once)
  * @rebases: baselines dropped (attach not counted)
+ * @epoch_changes: times EPOCH read a value other than the one before
+ * @dropped: frames the card dropped whole (DROPPED), summed over its
+ *	epochs as read since attach (a reset loses what its epoch dropped
+ *	after the last read)
+ * @torn: copies the torn-frame check did not vouch for
  */
 struct fpgagdr_fdone {
 	u32 slot_count;
 	u32 slot_size;
+	bool v11;
+	bool has_epoch;
+	u32 epoch;
+	u32 dropped_reg;
 	bool have_last;
 	u64 last_seq;
 	bool soft_rebase;
@@ -116,12 +143,17 @@ struct fpgagdr_fdone {
 	u64 protocol_errors;
 	u64 repeated;
 	u64 storms;
+	bool stormed;
 	u64 gone_reads;
 	u64 rebases;
+	u64 epoch_changes;
+	u64 dropped;
+	u64 torn;
 };
 
 void fpgagdr_fdone_init(struct fpgagdr_fdone *fd, u32 slot_count,
-			u32 slot_size);
+			u32 slot_size, u32 version,
+			const struct fpgagdr_fdone_io *io);
 enum fpgagdr_fdone_action fpgagdr_fdone_take(struct fpgagdr_fdone *fd,
 					     const struct fpgagdr_fdone_io *io,
 					     struct fpgagdr_fdone_ev *ev);
@@ -129,5 +161,12 @@ void fpgagdr_fdone_rebase(struct fpgagdr_fdone *fd, bool soft);
 bool fpgagdr_fdone_set_gone(struct fpgagdr_fdone *fd);
 enum fpgagdr_fdone_action fpgagdr_fdone_probe(struct fpgagdr_fdone *fd,
 					      const struct fpgagdr_fdone_io *io);
+void fpgagdr_fdone_storm_over(struct fpgagdr_fdone *fd);
+enum fpgagdr_fdone_action fpgagdr_fdone_epoch(struct fpgagdr_fdone *fd,
+					      const struct fpgagdr_fdone_io *io);
+u64 fpgagdr_fdone_dropped(struct fpgagdr_fdone *fd,
+			  const struct fpgagdr_fdone_io *io);
+u32 fpgagdr_fdone_torn(struct fpgagdr_fdone *fd,
+		       const struct fpgagdr_fdone_io *io, u64 seq, u32 epoch);
 
 #endif /* FPGAGDR_FDONE_H */

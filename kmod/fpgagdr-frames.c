@@ -69,15 +69,6 @@ MODULE_PARM_DESC(events_wait_ms, "Longest a read() of an fpgagdrN_events_K node 
 /* Records the poll worker takes per tick (each with the lock on its own). */
 #define FPGAGDR_POLL_TAKES	FPGAGDR_EVENT_QUEUE_LEN
 
-/*
- * LOCAL until the card protocol 1.1 register header lands: the protocol's
- * least SLOT_COUNT (FPROTO_SLOT_COUNT_MIN there).  With one slot the card
- * rewrites the frame the host is reading.
- */
-#ifndef FPROTO_SLOT_COUNT_MIN
-#define FPROTO_SLOT_COUNT_MIN	2
-#endif
-
 /**
  * struct fpgagdr_frame_sub - an open control node subscribed to frames
  * @node: in fpgagdr_frames.subs
@@ -132,6 +123,17 @@ static struct fpgagdr_dev *fpgagdr_frames_dev(struct fpgagdr_frames *fr)
 	return container_of(fr, struct fpgagdr_dev, frames);
 }
 
+static enum fpgagdr_fdone_action fpgagdr_frames_epoch(struct fpgagdr_frames *fr);
+static void fpgagdr_frames_gone(struct fpgagdr_frames *fr, const char *where);
+
+/* The user register block as fpgagdr-fdone.c reaches it. */
+static struct fpgagdr_fdone_io fpgagdr_frames_io(const struct fpgagdr_frames *fr)
+{
+	return (struct fpgagdr_fdone_io){ .read = fr->ops->read,
+					  .write = fr->ops->write,
+					  .ctx = fr->ctx };
+}
+
 /* Whoever listens to frame-done: subscribed files, its event node. */
 static bool fpgagdr_frames_listened(const struct fpgagdr_frames *fr)
 {
@@ -147,12 +149,17 @@ static void fpgagdr_frames_apply(struct fpgagdr_frames *fr)
 {
 	bool on = fpgagdr_frames_listened(fr);
 	u32 want = 0, k;
-
 	bool irq;
 
 	/* a storm ends with the capture it interrupted */
-	if (!on)
+	if (!on && fr->storm) {
 		fr->storm = false;
+		fpgagdr_fdone_storm_over(&fr->fd);
+	}
+	/* a card reset while nobody listened: found before capture starts */
+	if (on && !fr->capturing)
+		fpgagdr_frames_epoch(fr);
+	fr->capturing = on;
 	irq = !fr->polled && !fr->storm;
 	for (k = 0; k < FPROTO_USER_IRQS && !fr->polled; k++)
 		if (fr->ev_open[k] && !(fr->oneshot & BIT(k)))
@@ -178,7 +185,54 @@ static void fpgagdr_frames_apply(struct fpgagdr_frames *fr)
 static void fpgagdr_frames_reapply(struct fpgagdr_frames *fr)
 {
 	fr->enabled = 0;
+	fr->capturing = false;
 	fpgagdr_frames_apply(fr);
+}
+
+/*
+ * The card was reset (a new EPOCH, or the function reset): every queued
+ * event is dropped, its slot no longer holds its frame.  A subscriber's
+ * next event counts them in its missed.  @lock held.
+ */
+static void fpgagdr_frames_drop_queued(struct fpgagdr_frames *fr)
+{
+	struct fpgagdr_frame_sub *sub;
+
+	list_for_each_entry(sub, &fr->subs, node) {
+		sub->reset_drops += sub->count;
+		sub->count = 0;
+	}
+}
+
+/* A new EPOCH was read: the card was reset since it was last looked at. */
+static void fpgagdr_frames_new_epoch(struct fpgagdr_frames *fr)
+{
+	struct fpgagdr_dev *fdev = fpgagdr_frames_dev(fr);
+
+	dev_info_ratelimited(fdev->dev, "%s: card reset seen: EPOCH %#x (change %llu); sequence re-baselined, queued events dropped\n",
+			     fdev->name, fr->fd.epoch, fr->fd.epoch_changes);
+	fpgagdr_frames_drop_queued(fr);
+}
+
+/*
+ * Read EPOCH (fpgagdr-fdone.c) where a reset may have passed unseen;
+ * a new one drops the queued events.  Returns the decision.  @lock held,
+ * attached.
+ */
+static enum fpgagdr_fdone_action fpgagdr_frames_epoch(struct fpgagdr_frames *fr)
+{
+	struct fpgagdr_fdone_io io = fpgagdr_frames_io(fr);
+	enum fpgagdr_fdone_action act;
+	u64 gone = fr->fd.gone_reads;
+
+	if (fr->state != FPGAGDR_FRAMES_OK)
+		return FPGAGDR_FDONE_NONE;
+	act = fpgagdr_fdone_epoch(&fr->fd, &io);
+	if (act == FPGAGDR_FDONE_EPOCH)
+		fpgagdr_frames_new_epoch(fr);
+	else if (act == FPGAGDR_FDONE_GONE && fr->fd.gone_reads != gone)
+		fpgagdr_frames_gone(fr, "EPOCH");
+	return act;
 }
 
 /*
@@ -234,14 +288,6 @@ static void fpgagdr_frames_warn(struct fpgagdr_frames *fr,
 	}
 }
 
-/* The user register block as fpgagdr-fdone.c reaches it. */
-static struct fpgagdr_fdone_io fpgagdr_frames_io(const struct fpgagdr_frames *fr)
-{
-	return (struct fpgagdr_fdone_io){ .read = fr->ops->read,
-					  .write = fr->ops->write,
-					  .ctx = fr->ctx };
-}
-
 /* The card reads all ones: say so once, wake the waiters (EIO). */
 static void fpgagdr_frames_gone(struct fpgagdr_frames *fr, const char *where)
 {
@@ -253,13 +299,23 @@ static void fpgagdr_frames_gone(struct fpgagdr_frames *fr, const char *where)
 		schedule_delayed_work(&fr->poll_work, 1);
 }
 
-/* The card answers again: it may have been reset meanwhile. */
-static void fpgagdr_frames_back(struct fpgagdr_frames *fr)
+/*
+ * The card answers again (@act FPGAGDR_FDONE_BACK), or was found reset
+ * (_EPOCH: a new EPOCH, so CONTROL and the mask are in their reset
+ * state): set them again.
+ */
+static void fpgagdr_frames_back(struct fpgagdr_frames *fr,
+				enum fpgagdr_fdone_action act)
 {
 	struct fpgagdr_dev *fdev = fpgagdr_frames_dev(fr);
 
-	dev_info_ratelimited(fdev->dev, "%s: card back: MAGIC reads \"FGDR\" again; CONTROL and the user interrupt mask set again, sequence re-baselined\n",
-			     fdev->name);
+	if (act == FPGAGDR_FDONE_EPOCH)
+		fpgagdr_frames_new_epoch(fr);
+	else
+		dev_info_ratelimited(fdev->dev, "%s: card back: MAGIC reads \"FGDR\" again; CONTROL and the user interrupt mask set again%s\n",
+				     fdev->name, fr->fd.has_epoch ?
+				     " (the same EPOCH: the sequence goes on)" :
+				     ", sequence re-baselined");
 	fpgagdr_frames_reapply(fr);
 }
 
@@ -287,10 +343,13 @@ static void fpgagdr_frames_event(struct fpgagdr_frames *fr,
 		.len = rec->len,
 		.rule = rec->rule,
 		.fresh = rec->fresh,
+		.epoch = rec->epoch,
 		.arrival_ns = ktime_get_ns(),
 	};
 	struct fpgagdr_frame_sub *sub;
 
+	if (rec->new_epoch)
+		fpgagdr_frames_new_epoch(fr);
 	fr->irq_count[fr->user_irq]++;
 	if (ev.rule)
 		fpgagdr_frames_warn(fr, &ev);
@@ -312,8 +371,8 @@ static enum fpgagdr_fdone_action fpgagdr_frames_take(struct fpgagdr_frames *fr)
 	u64 gone = fr->fd.gone_reads;
 
 	act = fpgagdr_fdone_take(&fr->fd, &io, &rec);
-	if (act == FPGAGDR_FDONE_BACK) {
-		fpgagdr_frames_back(fr);
+	if (act == FPGAGDR_FDONE_BACK || act == FPGAGDR_FDONE_EPOCH) {
+		fpgagdr_frames_back(fr, act);
 		act = fpgagdr_fdone_take(&fr->fd, &io, &rec);
 	}
 	switch (act) {
@@ -514,6 +573,7 @@ void fpgagdr_frames_attach(struct fpgagdr_dev *fdev,
 			   u32 len, bool polled)
 {
 	struct fpgagdr_frames *fr = &fdev->frames;
+	struct fpgagdr_fdone_io io;
 	unsigned long flags;
 	u32 magic = 0, lo = 0, hi = 0;
 
@@ -535,28 +595,35 @@ void fpgagdr_frames_attach(struct fpgagdr_dev *fdev,
 	}
 	fr->slot_base = (u64)hi << 32 | lo;
 	fr->state = fpgagdr_frames_validate(fr, magic, fdev->card_size);
-	if (fr->state != FPGAGDR_FRAMES_OK)
+	if (fr->state != FPGAGDR_FRAMES_OK) {
 		fr->user_irq = 0;
-	else
-		fpgagdr_fdone_init(&fr->fd, fr->slot_count, fr->slot_size);
+	} else {
+		io = fpgagdr_frames_io(fr);
+		fpgagdr_fdone_init(&fr->fd, fr->slot_count, fr->slot_size,
+				   fr->proto_version, &io);
+	}
 	ops->irq_enable(ctx, FPGAGDR_USER_IRQ_MASK, false);
 	fr->enabled = 0;
 	if (fr->state == FPGAGDR_FRAMES_OK)
 		ops->write(ctx, FPROTO_REG_CONTROL, 0);
 	spin_unlock_irqrestore(&fr->lock, flags);
 
-	if (fr->state == FPGAGDR_FRAMES_OK)
-		dev_info(fdev->dev, "%s: frame protocol %lu.%lu: %u slots of %u bytes at card address %#llx, user interrupt %u%s\n",
+	if (fr->state == FPGAGDR_FRAMES_OK) {
+		dev_info(fdev->dev, "%s: frame protocol %lu.%lu: %u slots of %u bytes at card address %#llx, user interrupt %u, EPOCH %#x%s\n",
 			 fdev->name,
 			 FIELD_GET(FPROTO_VERSION_MAJOR, fr->proto_version),
 			 FIELD_GET(FPROTO_VERSION_MINOR, fr->proto_version),
 			 fr->slot_count, fr->slot_size, fr->slot_base,
-			 fr->user_irq, polled ? " (polled)" : "");
-	else
+			 fr->user_irq, fr->fd.epoch, polled ? " (polled)" : "");
+		if (fr->fd.v11 && !fr->fd.has_epoch)
+			dev_warn(fdev->dev, "%s: EPOCH reads %#x on a protocol 1.1 card (docs/card-protocol.md: never 0): resets are told by the sequence alone\n",
+				 fdev->name, fr->fd.epoch);
+	} else {
 		dev_warn(fdev->dev, "%s: no frame capture: %s (magic %#x, version %#x, %u slots of %u bytes at %#llx; docs/card-protocol.md); the DMA channels work\n",
 			 fdev->name, fpgagdr_frames_state_name[fr->state],
 			 magic, fr->proto_version, fr->slot_count,
 			 fr->slot_size, fr->slot_base);
+	}
 }
 
 /**
@@ -607,7 +674,6 @@ void fpgagdr_frames_detach(struct fpgagdr_dev *fdev)
 void fpgagdr_frames_reset_done(struct fpgagdr_dev *fdev)
 {
 	struct fpgagdr_frames *fr = &fdev->frames;
-	struct fpgagdr_frame_sub *sub;
 	unsigned long flags;
 
 	if (!fr->ops)
@@ -617,10 +683,7 @@ void fpgagdr_frames_reset_done(struct fpgagdr_dev *fdev)
 		fpgagdr_fdone_rebase(&fr->fd, false);
 		fr->fd.gone = false;
 		fr->reset_seen = true;
-		list_for_each_entry(sub, &fr->subs, node) {
-			sub->reset_drops += sub->count;
-			sub->count = 0;
-		}
+		fpgagdr_frames_drop_queued(fr);
 	}
 	spin_unlock_irqrestore(&fr->lock, flags);
 }
@@ -630,9 +693,12 @@ void fpgagdr_frames_reset_done(struct fpgagdr_dev *fdev)
  * @fdev: the card; after a reset every user interrupt is masked
  *
  * CONTROL and the user interrupt mask are written again as they were.
- * Without a reset before (a non-fatal error) the sequence is re-baselined
- * softly: the next record starts afresh only if its sequence did not grow
- * (the card may have reset itself), else its gap counts.
+ * EPOCH is read: after a reset it is the new run's; without a reset before
+ * (a non-fatal error) a new one says the card reset itself (the sequence
+ * is re-baselined, the queued events dropped) and the same one that the
+ * sequence goes on (its gap counts).  A card without EPOCH is re-baselined
+ * softly: the next record starts afresh only if its sequence did not
+ * grow, else its gap counts.
  *
  * Context: process context (AER resume).
  */
@@ -645,11 +711,15 @@ void fpgagdr_frames_resume(struct fpgagdr_dev *fdev)
 		return;
 	spin_lock_irqsave(&fr->lock, flags);
 	if (fr->attached) {
-		if (fr->state == FPGAGDR_FRAMES_OK && !fr->reset_seen)
+		fr->fd.gone = false;
+		if (fr->state == FPGAGDR_FRAMES_OK && !fr->reset_seen &&
+		    !fr->fd.has_epoch)
 			fpgagdr_fdone_rebase(&fr->fd, true);
 		fr->reset_seen = false;
-		fr->fd.gone = false;
 		fr->storm = false;
+		fpgagdr_fdone_storm_over(&fr->fd);
+		/* reapply reads EPOCH when someone listens; this when not */
+		fpgagdr_frames_epoch(fr);
 		fpgagdr_frames_reapply(fr);
 	}
 	spin_unlock_irqrestore(&fr->lock, flags);
@@ -667,9 +737,17 @@ void fpgagdr_frames_resume(struct fpgagdr_dev *fdev)
 int fpgagdr_frames_info(struct fpgagdr_dev *fdev, struct fpgagdr_frame_info *fi)
 {
 	struct fpgagdr_frames *fr = &fdev->frames;
+	struct fpgagdr_fdone_io io;
 	unsigned long flags;
 
 	spin_lock_irqsave(&fr->lock, flags);
+	if (fr->attached && fr->state == FPGAGDR_FRAMES_OK) {
+		/* a reset since the last look first: DROPPED restarted */
+		if (fpgagdr_frames_epoch(fr) == FPGAGDR_FDONE_EPOCH)
+			fpgagdr_frames_reapply(fr);
+		io = fpgagdr_frames_io(fr);
+		fpgagdr_fdone_dropped(&fr->fd, &io);
+	}
 	fi->state = fr->state;
 	fi->proto_version = fr->proto_version;
 	fi->slot_count = fr->slot_count;
@@ -680,8 +758,70 @@ int fpgagdr_frames_info(struct fpgagdr_dev *fdev, struct fpgagdr_frame_info *fi)
 	fi->missed = fr->fd.missed;
 	fi->queue_overflows = fr->queue_overflows;
 	fi->protocol_errors = fr->fd.protocol_errors;
+	fi->epoch = fr->fd.epoch;
+	fi->dropped = fr->fd.dropped;
+	fi->torn = fr->fd.torn;
+	fi->epoch_changes = fr->fd.epoch_changes;
 	spin_unlock_irqrestore(&fr->lock, flags);
 	return 0;
+}
+
+/**
+ * fpgagdr_frames_frame_range() - may a C2H of a frame's slot be checked
+ * @fdev: the card
+ * @seq: the frame's sequence (WAIT_FRAME's)
+ * @card_addr: where the C2H reads
+ * @len: bytes it reads
+ *
+ * For TRANSFER's FPGAGDR_XFER_FRAME, before the run.
+ *
+ * Context: any.
+ * Return: 0; -EINVAL when the card does not speak the frame protocol or
+ * [@card_addr, +@len) is not inside slot @seq mod SLOT_COUNT.
+ */
+int fpgagdr_frames_frame_range(struct fpgagdr_dev *fdev, u64 seq,
+			       u64 card_addr, u64 len)
+{
+	struct fpgagdr_frames *fr = &fdev->frames;
+	u64 start, end;
+	u32 slot;
+
+	if (fr->state != FPGAGDR_FRAMES_OK)
+		return -EINVAL;
+	div_u64_rem(seq, fr->slot_count, &slot);
+	start = fr->slot_base + (u64)slot * fr->slot_size;
+	if (card_addr < start || check_add_overflow(card_addr, len, &end) ||
+	    end > start + fr->slot_size)
+		return -EINVAL;
+	return 0;
+}
+
+/**
+ * fpgagdr_frames_check_copy() - the torn-frame check after a C2H of a slot
+ * @fdev: the card, speaking the frame protocol
+ * @seq: the frame's sequence (WAIT_FRAME's)
+ * @epoch: its event's epoch (WAIT_FRAME's)
+ *
+ * fpgagdr-fdone.c's check: LIVE_SEQ_LO read now, after the run completed.
+ *
+ * Context: process context, after the C2H run completed.
+ * Return: enum fpgagdr_frame_check (FPGAGDR_FRAME_CHECK_TORN once the
+ * card is detached: nothing vouches for the copy).
+ */
+u32 fpgagdr_frames_check_copy(struct fpgagdr_dev *fdev, u64 seq, u32 epoch)
+{
+	struct fpgagdr_frames *fr = &fdev->frames;
+	u32 check = FPGAGDR_FRAME_CHECK_TORN;
+	struct fpgagdr_fdone_io io;
+	unsigned long flags;
+
+	spin_lock_irqsave(&fr->lock, flags);
+	if (fr->attached && fr->state == FPGAGDR_FRAMES_OK) {
+		io = fpgagdr_frames_io(fr);
+		check = fpgagdr_fdone_torn(&fr->fd, &io, seq, epoch);
+	}
+	spin_unlock_irqrestore(&fr->lock, flags);
+	return check;
 }
 
 /* The file's subscription, made on its first wait or poll. */
@@ -749,24 +889,28 @@ static bool fpgagdr_frames_ready(struct fpgagdr_dev *fdev,
 }
 
 /*
- * A wait that found no event: is the card gone (-EIO)?  One read of the
- * block (MAGIC while it is gone; back, it is set up again).  @lock held.
+ * A wait that found no event: is the card gone (-EIO), or was it reset
+ * (a new EPOCH: CONTROL and the mask are set again, capture goes on)?
+ * One or two reads of the block (MAGIC while it is gone; back, it is set
+ * up again).  @lock held.
  */
 static int fpgagdr_frames_no_event(struct fpgagdr_frames *fr)
 {
+	enum fpgagdr_fdone_action act;
 	struct fpgagdr_fdone_io io;
 	u64 gone = fr->fd.gone_reads;
 
 	if (!fr->attached)
 		return 0;
 	io = fpgagdr_frames_io(fr);
-	switch (fpgagdr_fdone_probe(&fr->fd, &io)) {
+	switch (act = fpgagdr_fdone_probe(&fr->fd, &io)) {
 	case FPGAGDR_FDONE_GONE:
 		if (fr->fd.gone_reads != gone)
 			fpgagdr_frames_gone(fr, "the user register block");
 		return -EIO;
 	case FPGAGDR_FDONE_BACK:
-		fpgagdr_frames_back(fr);
+	case FPGAGDR_FDONE_EPOCH:
+		fpgagdr_frames_back(fr, act);
 		return 0;
 	default:
 		return 0;
@@ -843,6 +987,7 @@ int fpgagdr_frames_wait(struct fpgagdr_dev *fdev,
 		w->sequence = ev.seq;
 		w->slot = ev.slot;
 		w->length = ev.len;
+		w->epoch = ev.epoch;
 		w->arrival_ns = ev.arrival_ns;
 		w->overflows = ev.overflows;
 		w->queued = sub->count;
@@ -957,6 +1102,10 @@ static int fpgagdr_frames_show(struct seq_file *m, void *unused)
 	seq_printf(m, "gone %d\n", fd.gone);
 	seq_printf(m, "gone_reads %llu\n", fd.gone_reads);
 	seq_printf(m, "rebases %llu\n", fd.rebases);
+	seq_printf(m, "epoch %#x\n", fd.epoch);
+	seq_printf(m, "epoch_changes %llu\n", fd.epoch_changes);
+	seq_printf(m, "dropped %llu\n", fd.dropped);
+	seq_printf(m, "torn %llu\n", fd.torn);
 	for (k = 0; k < FPROTO_USER_IRQS; k++)
 		if (count[k])
 			seq_printf(m, "user_irq_%u %llu\n", k, count[k]);

@@ -62,6 +62,7 @@ struct fpgagdr_user_ops {
  * @rule: 0, or the FPGAGDR_FRAMES_RULE_* the event broke
  * @fresh: the first event of a new baseline (attach, a reset, the card
  *	back): no gap is known before it
+ * @epoch: the card's EPOCH the event belongs to (0 without one)
  * @arrival_ns: ktime_get_ns() in the handler
  * @overflows: events this file's full queue dropped just before this one
  * @reset_drops: events a reset of the card dropped from this file's
@@ -73,6 +74,7 @@ struct fpgagdr_frame_ev {
 	u32 len;
 	u32 rule;
 	bool fresh;
+	u32 epoch;
 	u64 arrival_ns;
 	u64 overflows;
 	u64 reset_drops;
@@ -89,6 +91,8 @@ struct fpgagdr_frame_ev {
  *	frame-done stays masked and the worker polls until capture restarts
  *	or the card is reset
  * @reset_seen: the function was reset since the PCIe error (hard rebase)
+ * @capturing: CONTROL was last set for someone listening (EPOCH is read
+ *	when that starts)
  * @state: enum fpgagdr_frames_state, decided when attached
  * @proto_version: the VERSION register
  * @slot_base: card address of slot 0
@@ -124,6 +128,7 @@ struct fpgagdr_frames {
 	bool polled;
 	bool storm;
 	bool reset_seen;
+	bool capturing;
 	u32 state;
 	u32 proto_version;
 	u64 slot_base;
@@ -162,6 +167,9 @@ void fpgagdr_frames_debugfs(struct fpgagdr_dev *fdev);
 
 int fpgagdr_frames_info(struct fpgagdr_dev *fdev,
 			struct fpgagdr_frame_info *fi);
+int fpgagdr_frames_frame_range(struct fpgagdr_dev *fdev, u64 seq,
+			       u64 card_addr, u64 len);
+u32 fpgagdr_frames_check_copy(struct fpgagdr_dev *fdev, u64 seq, u32 epoch);
 int fpgagdr_frames_wait(struct fpgagdr_dev *fdev,
 			struct fpgagdr_frame_sub **subp,
 			struct fpgagdr_wait_frame *w);

@@ -260,13 +260,25 @@ static long fpgagdr_ioc_transfer(struct fpgagdr_file *f, void __user *uarg)
 	ret = fpgagdr_check_version(uarg, t.abi_version);
 	if (ret)
 		return ret;
-	if (t.flags || t.bytes || t.duration_ns ||
-	    t.direction > FPGAGDR_DIR_H2C ||
+	if ((t.flags & ~FPGAGDR_XFER_FRAME) || t.bytes || t.duration_ns ||
+	    t.frame_check || t.direction > FPGAGDR_DIR_H2C ||
 	    fpgagdr_timeout_check(t.timeout_ms, FPGAGDR_TIMEOUT_MAX_MS))
 		return -EINVAL;
+	if (!(t.flags & FPGAGDR_XFER_FRAME)) {
+		if (t.frame_seq || t.frame_epoch)
+			return -EINVAL;
+	} else if (t.direction != FPGAGDR_DIR_C2H ||
+		   fpgagdr_frames_frame_range(f->fdev, t.frame_seq,
+					      t.card_addr, t.length)) {
+		return -EINVAL;
+	}
 	ret = fpgagdr_transfer(f, &t);
 	if (ret)
 		return ret;
+	/* the card protocol's torn-frame check, once the run completed */
+	if (t.flags & FPGAGDR_XFER_FRAME)
+		t.frame_check = fpgagdr_frames_check_copy(f->fdev, t.frame_seq,
+							  t.frame_epoch);
 	return copy_to_user(uarg, &t, sizeof(t)) ? -EFAULT : 0;
 }
 
@@ -306,7 +318,7 @@ static long fpgagdr_ioc_wait_frame(struct fpgagdr_file *f, void __user *uarg)
 	if (ret)
 		return ret;
 	if ((w.flags & ~FPGAGDR_WAIT_NOWAIT) || w.slot || w.sequence ||
-	    w.length || w.pad0 || w.arrival_ns || w.missed || w.overflows ||
+	    w.length || w.epoch || w.arrival_ns || w.missed || w.overflows ||
 	    w.queued ||
 	    fpgagdr_timeout_check(w.timeout_ms, FPGAGDR_TIMEOUT_MAX_MS))
 		return -EINVAL;
@@ -328,11 +340,28 @@ static long fpgagdr_ioc_frame_info(struct fpgagdr_file *f, void __user *uarg)
 	if (ret)
 		return ret;
 	if (fi.flags || fi.state || fi.proto_version || fi.slot_count ||
-	    fi.slot_size || fi.user_irq || fi.pad0 || fi.slot_base ||
-	    fi.events || fi.missed || fi.queue_overflows || fi.protocol_errors)
+	    fi.slot_size || fi.user_irq || fi.epoch || fi.slot_base ||
+	    fi.events || fi.missed || fi.queue_overflows ||
+	    fi.protocol_errors || fi.dropped || fi.torn || fi.epoch_changes)
 		return -EINVAL;
 	fpgagdr_frames_info(f->fdev, &fi);
 	return copy_to_user(uarg, &fi, sizeof(fi)) ? -EFAULT : 0;
+}
+
+/*
+ * One of the ioctls above with another structure size: a binary built
+ * against another ABI version (TRANSFER and FRAME_INFO grew in version 4).
+ * It is told the module's version, as a wrong abi_version is; anything
+ * else is not ours.
+ */
+static long fpgagdr_ioc_other_size(void __user *uarg, unsigned int cmd)
+{
+	if (_IOC_TYPE(cmd) != FPGAGDR_IOC_MAGIC ||
+	    _IOC_DIR(cmd) != (_IOC_READ | _IOC_WRITE) ||
+	    _IOC_NR(cmd) > _IOC_NR(FPGAGDR_IOC_FRAME_INFO) ||
+	    _IOC_SIZE(cmd) < sizeof(u32))
+		return -ENOTTY;
+	return fpgagdr_check_version(uarg, 0);
 }
 
 static long fpgagdr_ctl_ioctl(struct file *file, unsigned int cmd,
@@ -360,7 +389,7 @@ static long fpgagdr_ctl_ioctl(struct file *file, unsigned int cmd,
 	case FPGAGDR_IOC_FRAME_INFO:
 		return fpgagdr_ioc_frame_info(f, uarg);
 	default:
-		return -ENOTTY;
+		return fpgagdr_ioc_other_size(uarg, cmd);
 	}
 }
 

@@ -337,7 +337,8 @@ static const struct pci_error_handlers fpgagdr_pci_err = {
 /*
  * Xilinx's default XDMA IDs (0x7xxx 7-series, 0x8xxx UltraScale, 0x9xxx
  * UltraScale+; the low digits give PCIe generation and lanes), and the
- * card of the seed design (reported as vendor 0x0b03, device 0x1004).
+ * card of the reference report's design (docs/bench.md; reported as
+ * vendor 0x0b03, device 0x1004).
  */
 static const struct pci_device_id fpgagdr_pci_ids[] = {
 	{ PCI_DEVICE(0x10ee, 0x7011) }, { PCI_DEVICE(0x10ee, 0x7012) },

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * TEST-ONLY frame sensor of the software card (issue 15).  Compiled in only
+ * TEST-ONLY frame sensor of the software card.  Compiled in only
  * with FPGAGDR_TEST_ENGINE=y, never part of a product build.
  *
  * It is the card side of docs/card-protocol.md, built from the same

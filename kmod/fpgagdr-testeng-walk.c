@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Test-only (issue 5): run a descriptor chain as the XDMA card would.
+ * Test-only: run a descriptor chain as the XDMA card would.
  *
  * The card is given the first descriptor's bus address and an adjacent
  * count (DESC_LO/HI, DESC_ADJ).  It fetches that descriptor and the count

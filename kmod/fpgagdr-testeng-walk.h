@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Test-only (issue 5), never in a product build: the XDMA engine's
+ * Test-only, never in a product build: the XDMA engine's
  * descriptor fetch, as a function.  It follows a descriptor chain the way
  * PG195 describes the card reading it, checks every rule the card relies
  * on, and has its caller move the bytes.  Two test doubles use it: the

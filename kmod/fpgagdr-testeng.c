@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * TEST-ONLY software card (issues 5 and 13).  Compiled in only with
+ * TEST-ONLY software card.  Compiled in only with
  * FPGAGDR_TEST_ENGINE=y, never part of a product build.
  *
  * It stands in for the FPGA card in a QEMU guest.  It is a PCI driver for
@@ -42,7 +42,7 @@
  * it still finds running ("TEST ENGINE: shutdown: N engines busy"); a
  * link reset stops its engines as it stops the hardware's.
  *
- * The card's user register block and its TEST-ONLY frame sensor (issue 15)
+ * The card's user register block and its TEST-ONLY frame sensor
  * are fpgagdr-testeng-sensor.c; user interrupt K arrives as edu's
  * interrupt with status bit 16 + K.  The user BAR the module sees is two
  * pages: the sensor's protocol block, then one page of the design's own
@@ -213,7 +213,7 @@ struct fpgagdr_te_chan {
  * @wq: runs
  * @node: in fpgagdr_te_cards
  * @chan: engines by direction and channel
- * @sensor: the user register block and frame sensor (issue 15)
+ * @sensor: the user register block and frame sensor
  * @design: the page of the design's own registers above the block
  * @user_mask: the user interrupt enable mask as the module set it
  */

@@ -1,6 +1,6 @@
 #!/bin/sh
 # shellcheck shell=sh
-# /init of the QEMU guests that kmod/qemu/run.sh boots (issues 5 and 13):
+# /init of the QEMU guests that kmod/qemu/run.sh boots:
 # mount, load the real fpgagdr module with its TEST-ONLY software card, run
 # the suites this guest's pass selects, print one "FPGAGDR-RESULT:
 # PASS|FAIL name" line per check and a final "FPGAGDR-QEMU-DONE: fails=N",
@@ -74,7 +74,7 @@ module_text() {
 		/proc/modules
 }
 
-# Trimmed frame capture selections (CI budget, DESIGN 10): polled, arm64.
+# Trimmed frame capture selections (CI budget: ./test.sh stays under 60 minutes, README.md): polled, arm64.
 frames_only_polled=frame_info,frames_flow,queue_overflow,stall_timeout_abort,kill_with_wait
 frames_only_arm64=frame_info,frames_flow,stall_timeout_abort,bad_events,event_nodes,user_node,link_path
 # Through the IOMMU: engines running through a non-fatal PCIe error.
@@ -124,7 +124,7 @@ pass_host() { # pass_host PREFIX "PARAMS" SUITE...
 	check "$p/unload" rmmod fpgagdr
 }
 
-# Cards whose user register block breaks a frame protocol rule (issue 15):
+# Cards whose user register block breaks a frame protocol rule:
 # the module names the rule, frame capture answers ENXIO, the DMA works.
 pass_badcards() {
 	mark "pass D: cards that break the frame protocol"

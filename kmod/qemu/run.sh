@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The real fpgagdr module in a real kernel (issues 5 and 13): build the
+# The real fpgagdr module in a real kernel: build the
 # module with its TEST-ONLY software card against Debian's kernel headers,
 # the TEST DOUBLE of nvidia_p2p and the guest tests; pack them with static
 # busybox into an initramfs; boot Debian's kernel of the same version in
@@ -168,7 +168,7 @@ build_modules_arm64() {
 	cp "$src/fpgagdr.ko" "$dst/fpgagdr-host.ko"
 }
 
-# The kernel's own udmabuf exporter as a TEST-ONLY module (issue 23):
+# The kernel's own udmabuf exporter as a TEST-ONLY module:
 # Debian's kernels leave CONFIG_UDMABUF unset, so drivers/dma-buf/udmabuf.c
 # is extracted from Debian's linux-source package of the guest kernel's
 # major.minor into kmod/.cache/udmabuf/ (never committed), given one

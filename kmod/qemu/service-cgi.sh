@@ -1,6 +1,6 @@
 #!/bin/sh
 # shellcheck shell=sh
-# The guest's control endpoint for kmod/qemu/service-test.py (issue 15), run
+# The guest's control endpoint for kmod/qemu/service-test.py, run
 # by busybox httpd as /cgi-bin/ctl?ACTION[&p=PATH][&v=VALUE][&card=CARD]:
 #   start     start fpgagdrd (--card CARD, default /dev/fpgagdr0) on :8080,
 #             with the stall and change bounds of an emulated machine: one model

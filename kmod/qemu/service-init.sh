@@ -1,6 +1,6 @@
 #!/bin/sh
 # shellcheck shell=sh
-# /init of the QEMU guest that runs the service (issue 15; kmod/qemu/run.sh's
+# /init of the QEMU guest that runs the service (kmod/qemu/run.sh's
 # "service" pass): mount, load the real fpgagdr module with its TEST-ONLY
 # software card and test sensor, bring up the network QEMU's user-mode NIC
 # offers, and serve a small control endpoint for the host's test driver

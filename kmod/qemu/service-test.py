@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The host side of kmod/qemu/run.sh's "service" pass (issue 15).
+"""The host side of kmod/qemu/run.sh's "service" pass.
 
 fpgagdrd runs inside the QEMU guest against the real fpgagdr module, its
 TEST-ONLY software card and test sensor, ONNX Runtime (CPU) and the real
@@ -10,7 +10,7 @@ kill -9 it, read the module's debugfs counters and drive the test sensor.
 
 Each check prints "ok - NAME" or "not ok - NAME: why"; the exit status is the
 number of failed checks (capped at 100).  Inference under TCG runs at well
-under a frame per second (../shared notes): capture and the counters are
+under a frame per second: capture and the counters are
 checked on every frame, top-1 on a few photos.
 """
 

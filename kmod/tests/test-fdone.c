@@ -4,10 +4,12 @@
  * record, against a TEST DOUBLE of the card's user register block: the
  * register side effects of docs/card-protocol.md (reading DONE_SEQ_LO
  * latches the record, HOST_ACK of the live sequence clears FRAME_PENDING,
- * a frame completing while one is pending only updates the live record),
- * and the faults a card shows on a bad day: gone from the bus (every read
- * all ones), an acknowledge it ignores (an interrupt storm), a garbage
- * record, a reset (the sequence back at 0).
+ * a frame completing while one is pending only updates the live record;
+ * protocol 1.1's EPOCH, DROPPED and LIVE_SEQ_LO, which a 1.0 card reads as
+ * 0), and the faults a card shows on a bad day: gone from the bus (every
+ * read all ones), an acknowledge it ignores (an interrupt storm), a
+ * garbage record, a reset (the sequence back at 0, a new EPOCH), a copy
+ * of a slot the card rewrote meanwhile (a torn frame).
  */
 #include <string.h>
 
@@ -22,9 +24,14 @@ int test_checks;
 #define SLOTS		8
 #define SLOT_SIZE	0x100000
 #define LOG_MAX		64
+#define V10		0x00010000
+#define V11		0x00010001
 
 /**
  * struct card - TEST DOUBLE of the user register block
+ * @version: VERSION (1.0 or 1.1)
+ * @epoch: EPOCH (1.1: never 0, new at every reset)
+ * @dropped: DROPPED
  * @seq: sequence of the next frame
  * @live_seq: the latest completed frame
  * @live_slot: its slot
@@ -39,6 +46,9 @@ int test_checks;
  * @nlog: entries in @log
  */
 struct card {
+	u32 version;
+	u32 epoch;
+	u32 dropped;
 	u64 seq;
 	u64 live_seq;
 	u32 live_slot;
@@ -77,6 +87,14 @@ static u32 card_read(void *ctx, u32 off)
 	switch (off) {
 	case FPROTO_REG_MAGIC:
 		return FPROTO_MAGIC_VALUE;
+	case FPROTO_REG_VERSION:
+		return c->version;
+	case FPROTO_REG_EPOCH:
+		return c->version == V11 ? c->epoch : 0;
+	case FPROTO_REG_DROPPED:
+		return c->version == V11 ? c->dropped : 0;
+	case FPROTO_REG_LIVE_SEQ_LO:
+		return c->version == V11 ? lower_32_bits(c->live_seq) : 0;
 	case FPROTO_REG_IRQ_STATUS:
 		return c->pending ? FPROTO_IRQ_STATUS_FRAME_PENDING : 0;
 	case FPROTO_REG_DONE_SEQ_LO:
@@ -126,10 +144,27 @@ static void card_record(struct card *c, u64 seq, u32 slot, u32 len)
 	c->pending = true;
 }
 
-/* The card's reset: the sequence starts again at 0. */
+/*
+ * The card's reset: the sequence starts again at 0, DROPPED at 0; a 1.1
+ * card's EPOCH changes (a counter the reset does not clear, skipping 0).
+ */
 static void card_reset(struct card *c)
 {
+	u32 version = c->version, epoch = c->epoch + 1;
+
 	memset(c, 0, sizeof(*c));
+	c->version = version ? version : V10;
+	c->epoch = epoch ? epoch : 1;
+}
+
+/* How many times the log has @op at @off. */
+static u32 card_count(const struct card *c, char op, u32 off)
+{
+	u32 i, n = 0;
+
+	for (i = 0; i < c->nlog && i < LOG_MAX; i++)
+		n += c->log[i].op == op && c->log[i].off == off;
+	return n;
 }
 
 static struct card card;
@@ -141,11 +176,27 @@ static const struct fpgagdr_fdone_io io = {
 static struct fpgagdr_fdone fd;
 static struct fpgagdr_fdone_ev ev;
 
+/* A card of @version, reset, and the host's state of it. */
+static void setup_version(u32 version)
+{
+	card.version = version;
+	card_reset(&card);
+	fpgagdr_fdone_init(&fd, SLOTS, SLOT_SIZE, version, &io);
+	memset(&ev, 0, sizeof(ev));
+	card.nlog = 0;
+}
+
+/* The host attaches again to the card as it is now. */
+static void reattach(void)
+{
+	fpgagdr_fdone_init(&fd, SLOTS, SLOT_SIZE, card.version, &io);
+	card.nlog = 0;
+}
+
+/* A protocol 1.0 card: no EPOCH, the sequence alone tells a reset. */
 static void setup(void)
 {
-	card_reset(&card);
-	fpgagdr_fdone_init(&fd, SLOTS, SLOT_SIZE);
-	memset(&ev, 0, sizeof(ev));
+	setup_version(V10);
 }
 
 static int take(void)
@@ -371,6 +422,18 @@ static void test_storm(void)
 	CHECK_EQ(ev.rule, FPGAGDR_FRAMES_RULE_OK);
 	CHECK_EQ(take(), FPGAGDR_FDONE_REPEAT);
 	CHECK_EQ(fd.storms, 1);
+	/*
+	 * polled, the card's next frame late: the record repeats many times
+	 * more, the same storm (counted once), until the caller ends it
+	 */
+	for (i = 0; i < 3 * FPGAGDR_FDONE_STORM_REPEATS; i++)
+		CHECK_EQ(take(), FPGAGDR_FDONE_REPEAT);
+	CHECK_EQ(fd.storms, 1);
+	fpgagdr_fdone_storm_over(&fd);
+	for (i = 1; i < FPGAGDR_FDONE_STORM_REPEATS; i++)
+		CHECK_EQ(take(), FPGAGDR_FDONE_REPEAT);
+	CHECK_EQ(take(), FPGAGDR_FDONE_STORM);
+	CHECK_EQ(fd.storms, 2);
 }
 
 /*
@@ -422,6 +485,283 @@ static void test_rebase(void)
 	CHECK_EQ(ev.rule, FPGAGDR_FRAMES_RULE_SEQUENCE);
 }
 
+/*
+ * Attach reads a 1.1 card's EPOCH and DROPPED (counted from there), and
+ * nothing of a 1.0 card's reserved words; every event carries its epoch.
+ */
+static void test_epoch_read_at_attach(void)
+{
+	setup();
+	CHECK_EQ(card_count(&card, 'r', FPROTO_REG_EPOCH), 0);
+	CHECK(!fd.v11);
+	CHECK(!fd.has_epoch);
+	setup_version(V11);
+	card.epoch = 41;
+	card.dropped = 7;
+	reattach();
+	CHECK(fd.v11);
+	CHECK(fd.has_epoch);
+	CHECK_EQ(fd.epoch, card.epoch);
+	CHECK_EQ(fpgagdr_fdone_dropped(&fd, &io), 0);
+	card_frame(&card, 100);
+	CHECK_EQ(take(), FPGAGDR_FDONE_EVENT);
+	CHECK_EQ(ev.epoch, card.epoch);
+	/* a sequence that grows costs no read of EPOCH */
+	card.nlog = 0;
+	card_frame(&card, 100);
+	CHECK_EQ(take(), FPGAGDR_FDONE_EVENT);
+	CHECK_EQ(card_count(&card, 'r', FPROTO_REG_EPOCH), 0);
+	CHECK(card.nlog <= 7);
+	CHECK_EQ(fd.epoch_changes, 0);
+}
+
+/*
+ * A 1.1 card reset behind the host's back (nothing told the module: no
+ * PCIe error, no function reset) starts again at sequence 0.  The record
+ * does not grow, so EPOCH is read: a new one is a new run, a fresh event
+ * (the queued ones void), not EBADMSG.  The same EPOCH with a sequence
+ * that does not grow is a broken rule as before.
+ */
+static void test_reset_seen_by_epoch(void)
+{
+	u32 epoch;
+
+	setup_version(V11);
+	card.seq = 40;
+	card_frame(&card, 100);
+	CHECK_EQ(take(), FPGAGDR_FDONE_EVENT);
+	card_frame(&card, 100);
+	CHECK_EQ(take(), FPGAGDR_FDONE_EVENT);
+	epoch = card.epoch;
+	card_reset(&card);
+	card.nlog = 0;
+	card_frame(&card, 100);
+	CHECK_EQ(take(), FPGAGDR_FDONE_EVENT);
+	CHECK_EQ(card_count(&card, 'r', FPROTO_REG_EPOCH), 1);
+	CHECK(card.nlog <= 8);
+	CHECK_EQ(ev.seq, 0);
+	CHECK_EQ(ev.rule, FPGAGDR_FRAMES_RULE_OK);
+	CHECK(ev.fresh);
+	CHECK(ev.new_epoch);
+	CHECK_EQ(ev.gap, 0);
+	CHECK_EQ(ev.epoch, card.epoch);
+	CHECK(ev.epoch != epoch);
+	CHECK_EQ(fd.epoch_changes, 1);
+	CHECK_EQ(fd.rebases, 1);
+	CHECK_EQ(fd.protocol_errors, 0);
+	card_frame(&card, 100);
+	card_frame(&card, 100);
+	CHECK_EQ(take(), FPGAGDR_FDONE_EVENT);
+	CHECK_EQ(ev.seq, 2);
+	CHECK_EQ(ev.gap, 1);
+	CHECK(!ev.fresh);
+	CHECK(!ev.new_epoch);
+	/* the same EPOCH and a sequence going back: the rule is broken */
+	card_record(&card, 1, 1, 100);
+	CHECK_EQ(take(), FPGAGDR_FDONE_EVENT);
+	CHECK_EQ(ev.rule, FPGAGDR_FRAMES_RULE_SEQUENCE);
+	CHECK(!ev.new_epoch);
+	CHECK_EQ(fd.epoch_changes, 1);
+
+	/* a reset whose first record equals the last one is no repeat */
+	setup_version(V11);
+	card_frame(&card, 100);
+	CHECK_EQ(take(), FPGAGDR_FDONE_EVENT);
+	card_reset(&card);
+	card_frame(&card, 100);
+	CHECK_EQ(take(), FPGAGDR_FDONE_EVENT);
+	CHECK(ev.new_epoch);
+	CHECK(ev.fresh);
+	CHECK_EQ(fd.repeated, 0);
+	/* a repeat on the same EPOCH is still a repeat */
+	card_record(&card, 0, 0, 100);
+	CHECK_EQ(take(), FPGAGDR_FDONE_REPEAT);
+}
+
+/*
+ * A 1.0 card (EPOCH reads 0, a reserved word) keeps the rule of its
+ * sequence: EPOCH is never read, a reset is a broken sequence unless the
+ * host was told (fpgagdr_fdone_rebase()).
+ */
+static void test_v10_keeps_the_soft_rule(void)
+{
+	setup();
+	card.seq = 40;
+	card_frame(&card, 100);
+	CHECK_EQ(take(), FPGAGDR_FDONE_EVENT);
+	card_reset(&card);
+	card_frame(&card, 100);
+	card.nlog = 0;
+	CHECK_EQ(take(), FPGAGDR_FDONE_EVENT);
+	CHECK_EQ(ev.rule, FPGAGDR_FRAMES_RULE_SEQUENCE);
+	CHECK(!ev.new_epoch);
+	CHECK_EQ(ev.epoch, 0);
+	CHECK_EQ(card_count(&card, 'r', FPROTO_REG_EPOCH), 0);
+	CHECK_EQ(fpgagdr_fdone_epoch(&fd, &io), FPGAGDR_FDONE_NONE);
+	CHECK_EQ(fd.epoch_changes, 0);
+	CHECK_EQ(fpgagdr_fdone_dropped(&fd, &io), 0);
+	CHECK_EQ(card_count(&card, 'r', FPROTO_REG_DROPPED), 0);
+}
+
+/*
+ * Where a reset may have passed unseen (a PCIe error, capture starting,
+ * a wait with no frame: a reset clears CONTROL, so no frame comes to
+ * show it), the caller reads EPOCH: changed, the baseline goes for good.
+ */
+static void test_epoch_when_asked(void)
+{
+	setup_version(V11);
+	card.seq = 10;
+	card_frame(&card, 100);
+	CHECK_EQ(take(), FPGAGDR_FDONE_EVENT);
+	CHECK_EQ(fpgagdr_fdone_epoch(&fd, &io), FPGAGDR_FDONE_NONE);
+	CHECK_EQ(fpgagdr_fdone_probe(&fd, &io), FPGAGDR_FDONE_NONE);
+	CHECK_EQ(fd.rebases, 0);
+	card_reset(&card);
+	CHECK_EQ(fpgagdr_fdone_probe(&fd, &io), FPGAGDR_FDONE_EPOCH);
+	CHECK_EQ(fd.epoch, card.epoch);
+	CHECK_EQ(fd.epoch_changes, 1);
+	CHECK_EQ(fd.rebases, 1);
+	CHECK_EQ(fpgagdr_fdone_epoch(&fd, &io), FPGAGDR_FDONE_NONE);
+	/* the new run's first frame is fresh, found without another read */
+	card_frame(&card, 100);
+	card.nlog = 0;
+	CHECK_EQ(take(), FPGAGDR_FDONE_EVENT);
+	CHECK_EQ(ev.seq, 0);
+	CHECK(ev.fresh);
+	CHECK(!ev.new_epoch);
+	CHECK_EQ(card_count(&card, 'r', FPROTO_REG_EPOCH), 0);
+	/* the function reset told by the PCI core: a hard rebase, then
+	 * EPOCH read for the new run counts no second rebase
+	 */
+	card_frame(&card, 100);
+	CHECK_EQ(take(), FPGAGDR_FDONE_EVENT);
+	card_reset(&card);
+	fpgagdr_fdone_rebase(&fd, false);
+	CHECK_EQ(fpgagdr_fdone_epoch(&fd, &io), FPGAGDR_FDONE_EPOCH);
+	CHECK_EQ(fd.rebases, 2);
+	CHECK_EQ(fd.epoch_changes, 2);
+	/* all ones where EPOCH is: gone */
+	card.gone = true;
+	CHECK_EQ(fpgagdr_fdone_epoch(&fd, &io), FPGAGDR_FDONE_GONE);
+	CHECK(fd.gone);
+}
+
+/*
+ * A 1.1 card back after being gone: with the same EPOCH it was not reset
+ * (the sequence went on: its gap counts), with a new one it was (a new
+ * run).  No soft guess either way.
+ */
+static void test_back_with_epoch(void)
+{
+	setup_version(V11);
+	card_frame(&card, 100);
+	CHECK_EQ(take(), FPGAGDR_FDONE_EVENT);
+	card.gone = true;
+	CHECK_EQ(take(), FPGAGDR_FDONE_GONE);
+	card.gone = false;
+	card_frame(&card, 100);
+	card_frame(&card, 100);
+	CHECK_EQ(take(), FPGAGDR_FDONE_BACK);
+	CHECK_EQ(take(), FPGAGDR_FDONE_EVENT);
+	CHECK_EQ(ev.seq, 2);
+	CHECK_EQ(ev.gap, 1);
+	CHECK(!ev.fresh);
+	CHECK_EQ(fd.rebases, 0);
+	card.gone = true;
+	CHECK_EQ(take(), FPGAGDR_FDONE_GONE);
+	card.gone = false;
+	card_reset(&card);
+	card.seq = 5;		/* a new run that got further than the old */
+	card_frame(&card, 100);
+	CHECK_EQ(take(), FPGAGDR_FDONE_EPOCH);
+	CHECK_EQ(take(), FPGAGDR_FDONE_EVENT);
+	CHECK_EQ(ev.seq, 5);
+	CHECK(ev.fresh);
+	CHECK_EQ(ev.gap, 0);
+	CHECK_EQ(fd.epoch_changes, 1);
+}
+
+/*
+ * DROPPED (32 bits, wrapping, 0 after a reset) summed over the card's
+ * epochs as read; a gone card adds nothing.
+ */
+static void test_dropped(void)
+{
+	setup_version(V11);
+	card.dropped = 0xfffffffe;
+	reattach();
+	CHECK_EQ(fpgagdr_fdone_dropped(&fd, &io), 0);
+	card.dropped = 3;		/* wrapped: 5 more */
+	CHECK_EQ(fpgagdr_fdone_dropped(&fd, &io), 5);
+	card.dropped = 4;
+	CHECK_EQ(fpgagdr_fdone_dropped(&fd, &io), 6);
+	/* a reset: what it dropped after the last read is lost */
+	card.dropped = 9;
+	card_reset(&card);
+	card.dropped = 2;
+	CHECK_EQ(fpgagdr_fdone_epoch(&fd, &io), FPGAGDR_FDONE_EPOCH);
+	CHECK_EQ(fpgagdr_fdone_dropped(&fd, &io), 8);
+	/* DROPPED may read all ones on a live card ... */
+	card.dropped = 0xffffffff;
+	CHECK_EQ(fpgagdr_fdone_dropped(&fd, &io), 8 + 0xfffffffdULL);
+	CHECK(!fd.gone);
+	/* ... and on a gone one it adds nothing */
+	card.gone = true;
+	CHECK_EQ(fpgagdr_fdone_dropped(&fd, &io), 8 + 0xfffffffdULL);
+	CHECK(fd.gone);
+}
+
+/*
+ * The torn-frame check after the copy of frame s: LIVE_SEQ_LO - s (mod
+ * 2^32) >= N - 1 means frame s + N may have been started in its slot.
+ */
+static void test_torn(void)
+{
+	setup_version(V11);
+	card.live_seq = 100;
+	card.nlog = 0;
+	CHECK_EQ(fpgagdr_fdone_torn(&fd, &io, 100, fd.epoch),
+		 FPGAGDR_FRAME_CHECK_WHOLE);
+	CHECK_EQ(card.nlog, 1);
+	CHECK_EQ(card.log[0].off, FPROTO_REG_LIVE_SEQ_LO);
+	CHECK_EQ(fpgagdr_fdone_torn(&fd, &io, 100 - SLOTS + 2, fd.epoch),
+		 FPGAGDR_FRAME_CHECK_WHOLE);
+	CHECK_EQ(fpgagdr_fdone_torn(&fd, &io, 100 - SLOTS + 1, fd.epoch),
+		 FPGAGDR_FRAME_CHECK_TORN);
+	CHECK_EQ(fd.torn, 1);
+	/* against the low word of a 64-bit sequence, across a wrap */
+	card.live_seq = 0x100000003ULL;
+	CHECK_EQ(fpgagdr_fdone_torn(&fd, &io, 0xfffffffeULL, fd.epoch),
+		 FPGAGDR_FRAME_CHECK_WHOLE);		/* 5 < 7 */
+	card.live_seq = 0x100000005ULL;
+	CHECK_EQ(fpgagdr_fdone_torn(&fd, &io, 0xfffffffeULL, fd.epoch),
+		 FPGAGDR_FRAME_CHECK_TORN);		/* 7 */
+	card.live_seq = 0x300000005ULL;
+	CHECK_EQ(fpgagdr_fdone_torn(&fd, &io, 0x700000004ULL, fd.epoch),
+		 FPGAGDR_FRAME_CHECK_WHOLE);
+	/* a frame of an epoch the card left */
+	CHECK_EQ(fpgagdr_fdone_torn(&fd, &io, 0x300000005ULL, fd.epoch + 1),
+		 FPGAGDR_FRAME_CHECK_TORN);
+	/* a live sequence whose low word is all ones is one */
+	card.live_seq = 0xffffffffULL;
+	CHECK_EQ(fpgagdr_fdone_torn(&fd, &io, 0xfffffffeULL, fd.epoch),
+		 FPGAGDR_FRAME_CHECK_WHOLE);
+	CHECK(!fd.gone);
+	/* a card gone: nothing vouches for the copy */
+	card.gone = true;
+	CHECK_EQ(fpgagdr_fdone_torn(&fd, &io, 0xfffffffeULL, fd.epoch),
+		 FPGAGDR_FRAME_CHECK_TORN);
+	CHECK(fd.gone);
+	CHECK_EQ(fd.torn, 4);
+	/* a 1.0 card has no LIVE_SEQ_LO: not checked, nothing read */
+	setup();
+	CHECK_EQ(fpgagdr_fdone_torn(&fd, &io, 5, 0),
+		 FPGAGDR_FRAME_CHECK_UNCHECKED);
+	CHECK_EQ(card.nlog, 0);
+	CHECK_EQ(fd.torn, 0);
+}
+
 int main(void)
 {
 	RUN(test_frames_in_order);
@@ -432,5 +772,12 @@ int main(void)
 	RUN(test_probe);
 	RUN(test_storm);
 	RUN(test_rebase);
+	RUN(test_epoch_read_at_attach);
+	RUN(test_reset_seen_by_epoch);
+	RUN(test_v10_keeps_the_soft_rule);
+	RUN(test_epoch_when_asked);
+	RUN(test_back_with_epoch);
+	RUN(test_dropped);
+	RUN(test_torn);
 	return test_summary();
 }

@@ -524,7 +524,7 @@ describe('power, config and system pages', { timeout: 240_000, skip: !BIN && 'FP
     // (200 000 and 73 KB before the Outputs panel, the frame view's own caption and the
     // Config page's MQTT connection check: about 10 KB raw, 4 KB gzipped)
     assert.ok(raw < 212_000, `dashboard is ${raw} bytes`);
-    // 70 KB before issue 20's results list, alert banner and rules box, 72 KB before its
+    // 70 KB before the results list, alert banner and rules box, 72 KB before its
     // condition alerts' banner text (docs/decisions.md)
     assert.ok(sent < 78_000, `dashboard is ${sent} bytes on the wire`);
   });

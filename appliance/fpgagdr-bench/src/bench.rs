@@ -1,4 +1,4 @@
-//! The card and GPU a run measures, and the three data paths of the seed report (§3.2).
+//! The card and GPU a run measures, and the three data paths of the reference report (§3.2).
 //!
 //! Owns: [`Bench`] (the open card, what GPU is here, channel and timeout), the paths
 //! [`PathKind`] A / B / C and their [`Runner`]s, and the memory helpers.
@@ -29,10 +29,10 @@ use fpgagdr::{Card, CardStatus, DmaMemory, GpuMemory, MemoryKind, PinnedBuffer, 
 use fpgagdr_sim::{LinkPreset, SimConfig};
 
 use crate::error::{BenchError, Context, Result};
-use crate::seed::SeedPlatform;
+use crate::reference::RefPlatform;
 use crate::units::fmt_size;
 
-/// The three data paths of the seed report (§3.2).
+/// The three data paths of the reference report (§3.2).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]
@@ -77,7 +77,7 @@ impl PathKind {
     }
 }
 
-/// Transfer direction as the seed's tables name it.
+/// Transfer direction as the reference report's tables name it.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]
@@ -90,10 +90,10 @@ pub(crate) enum Dir {
 }
 
 impl Dir {
-    /// Both, read first (the seed's "Read / Write" order).
+    /// Both, read first (the reference report's "Read / Write" order).
     pub(crate) const BOTH: [Dir; 2] = [Dir::Read, Dir::Write];
 
-    /// Picks this direction's entry of a seed table's `[read, write]` pair.
+    /// Picks this direction's entry of a reference table's `[read, write]` pair.
     pub(crate) fn pick(self, pair: [f64; 2]) -> f64 {
         match self {
             Dir::Read => pair[0],
@@ -265,7 +265,7 @@ impl Bench {
         len.div_ceil(self.alignment()) * self.alignment()
     }
 
-    /// The card address space the sweeps cover: the card's memory, or 2 GiB (the seed's
+    /// The card address space the sweeps cover: the card's memory, or 2 GiB (the reference report's
     /// card) when the module does not know its size.
     pub(crate) fn card_span(&self) -> u64 {
         match self.target.status.card_memory_bytes {
@@ -304,12 +304,12 @@ impl Bench {
         }
     }
 
-    /// The seed report's platform that matches this card, if any: the Orin preset or a
+    /// The reference report's platform that matches this card, if any: the Orin preset or a
     /// Tegra card → Jetson Orin; the x86 preset or a desktop card → x86 + H100.
-    pub(crate) fn seed_platform(&self) -> Option<SeedPlatform> {
+    pub(crate) fn reference_platform(&self) -> Option<RefPlatform> {
         match (self.target.link, self.target.status.platform) {
-            (Some("orin-gen3x4"), _) | (None, Platform::Tegra) => Some(SeedPlatform::Orin),
-            (Some("x86-gen3x8"), _) | (None, Platform::Desktop) => Some(SeedPlatform::Desktop),
+            (Some("orin-gen3x4"), _) | (None, Platform::Tegra) => Some(RefPlatform::Orin),
+            (Some("x86-gen3x8"), _) | (None, Platform::Desktop) => Some(RefPlatform::Desktop),
             _ => None,
         }
     }

@@ -1,7 +1,7 @@
 //! `capture`: frames from the card's frame trigger (the frame-done interrupt on a real
 //! card, `SimSensor` on the simulated one), each DMA'd (C2H) into a frame ring of
 //! k × N pinned entries where entry i always meets card slot i mod N, as the service
-//! captures them (DESIGN §10).
+//! captures them (docs/architecture.md; slot = seq mod N: docs/card-protocol.md).
 //!
 //! Reports the frame rate, the latency from the frame's arrival (the interrupt's
 //! `ktime_get_ns()`, or the simulated sensor's write) to its DMA done, the frames the
@@ -16,8 +16,8 @@ use fpgagdr_sim::{SimSensor, TestPattern};
 
 use crate::bench::{Bench, PinnedMemory};
 use crate::error::{BenchError, Context, Result};
+use crate::reference::{Compare, RefData};
 use crate::report::{Outcome, Section, Table};
-use crate::seed::{Compare, SeedData};
 use crate::stats::Summary;
 use crate::units::{fmt_size, us};
 
@@ -231,7 +231,9 @@ impl Outcome for CaptureOutcome {
         ]
     }
 
-    fn compare(&self, _seed: &SeedData, cmp: &mut Compare) {
-        cmp.note("capture not compared: the seed report has no frame-trigger figures".to_string());
+    fn compare(&self, _reference: &RefData, cmp: &mut Compare) {
+        cmp.note(
+            "capture not compared: the reference report has no frame-trigger figures".to_string(),
+        );
     }
 }

@@ -1,5 +1,5 @@
-//! `compat`: the legacy TransferMode routes at the seed's sizes (§4.2, §4.5.3): CPU mode
-//! against GPU_PINNED mode, write and read, with the speed-up.
+//! `compat`: the legacy TransferMode routes at the reference report's sizes (§4.2, §4.5.3):
+//! CPU mode against GPU_PINNED mode, write and read, with the speed-up.
 //!
 //! What runs: in `TransferMode::Cpu` the library's `mm_read_c2h` / `mm_write_h2c` call
 //! `read_c2h_to_host` / `write_h2c_from_host` on the caller's host memory, which is what
@@ -13,8 +13,8 @@
 use crate::bench::{Bench, Dir, Measured, PathKind, cell_of, measure_interleaved};
 use crate::error::Result;
 use crate::plot::{Plot, Series};
+use crate::reference::{Compare, RefData};
 use crate::report::{Outcome, Section, Table};
-use crate::seed::{Compare, SeedData};
 use crate::sizes::fig;
 use crate::stats::{PairedRatio, paired_cell};
 use crate::units::{SizeList, fmt_size, size_list, us};
@@ -22,7 +22,7 @@ use crate::units::{SizeList, fmt_size, size_list, us};
 /// Arguments of `compat`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct CompatArgs {
-    /// Transfer sizes, comma-separated (the seed's TransferMode table by default).
+    /// Transfer sizes, comma-separated (the reference report's TransferMode table by default).
     #[arg(long, default_value = "4K,64K,256K,1M,4M,8M", value_parser = size_list)]
     pub(crate) sizes: SizeList,
     /// Timed transfers per cell.
@@ -73,7 +73,7 @@ pub(crate) struct CompatSpeedup {
     pub(crate) size_bytes: u64,
     /// Direction.
     pub(crate) dir: Dir,
-    /// mean(CPU) / mean(GPU_PINNED), the seed's rule; `None` when GPU_PINNED is not
+    /// mean(CPU) / mean(GPU_PINNED), the reference report's rule; `None` when GPU_PINNED is not
     /// available.
     pub(crate) speedup: Option<f64>,
     /// CPU_i / GPU_PINNED_i over the interleaved rounds: median, 95 % interval, verdict.
@@ -109,7 +109,7 @@ pub(crate) fn run(b: &Bench, a: &CompatArgs) -> Result<CompatOutcome> {
     let mut speedups = Vec::new();
     let mut progress = crate::progress::Progress::new("compat", (sizes.len() * 2) as u64);
     for &size in &sizes {
-        // The seed's tables put Write before Read.
+        // The reference report's tables put Write before Read.
         let mut by_dir = Vec::new();
         for dir in [Dir::Write, Dir::Read] {
             progress.inc(1);
@@ -191,7 +191,7 @@ impl Outcome for CompatOutcome {
         }
         let mut sec = Section::new("TransferMode: CPU mode vs GPU_PINNED mode (mean latency)", t)
             .note(format!(
-                "{} rounds of one timed transfer per mode, interleaved (CPU, GPU_PINNED, then the other way round); speed-up = median over the rounds of CPU_i / GPU_PINNED_i with its 95 % interval, or the noisy verdict; the ratio of the means (the seed's rule) is in the JSON",
+                "{} rounds of one timed transfer per mode, interleaved (CPU, GPU_PINNED, then the other way round); speed-up = median over the rounds of CPU_i / GPU_PINNED_i with its 95 % interval, or the noisy verdict; the ratio of the means (the reference report's rule) is in the JSON",
                 self.iterations
             ))
             .note("CPU = the route of mm_* in TransferMode::Cpu (read_c2h_to_host / write_h2c_from_host, path A); GPU_PINNED = the route in TransferMode::GpuPinned (read_c2h_at / write_h2c_at on a pinned GPU buffer, path C)");
@@ -234,9 +234,11 @@ impl Outcome for CompatOutcome {
         }]
     }
 
-    fn compare(&self, seed: &SeedData, cmp: &mut Compare) {
+    fn compare(&self, reference: &RefData, cmp: &mut Compare) {
         for &s in &self.sizes {
-            let Some(r) = seed.compat_at(s) else { continue };
+            let Some(r) = reference.compat_at(s) else {
+                continue;
+            };
             for dir in [Dir::Write, Dir::Read] {
                 cmp.row(
                     format!("CPU {} {}", dir.as_str(), fmt_size(s)),

@@ -404,7 +404,7 @@ mod tests {
         // Gen1 x1, MPS 128: 250 MB/s × 128 / 156 = 205 MB/s (WP350's ~ 86 % less DLLPs).
         let g1x1 = payload_limit_gbps(1, 1, 128, 128, Tlp::Write).unwrap();
         assert!((g1x1 - 0.20513).abs() < 1e-4, "{g1x1}");
-        // The seed's 2.84 GB/s cannot fit Gen2 x4 (at most 2 GB/s after encoding).
+        // The reference report's 2.84 GB/s cannot fit Gen2 x4 (at most 2 GB/s after encoding).
         assert!(payload_limit_gbps(2, 4, 4096, 4096, Tlp::Completion).unwrap() < 2.0);
         assert!(g3x4 > 2.84);
     }

@@ -1,12 +1,13 @@
 //! `fpgagdr-bench`: the validation and benchmark tool a user runs on their own card.
 //!
-//! It runs the test plan of the production driver's report (seed 000, §3–§4) against
-//! the `fpgagdr` library: the 15-check functional suite (`quick`), latency and bandwidth
-//! of the three data paths at six sizes (`sizes`), the legacy TransferMode routes
-//! (`compat`), a ring of buffers against one (`multibuf`), the 2 GiB card-address sweep
-//! (`sweep`) and the long soak with power samples (`soak`). Every subcommand prints a
-//! table, `--json` prints a JSON document instead, `--report DIR` writes Markdown, JSON
-//! and SVG plots, and `--compare seed` sets the seed's published figures beside ours.
+//! It runs the test plan of the reference report (a production driver's, §3–§4;
+//! docs/bench.md) against the `fpgagdr` library: the 15-check functional suite (`quick`),
+//! latency and bandwidth of the three data paths at six sizes (`sizes`), the legacy
+//! TransferMode routes (`compat`), a ring of buffers against one (`multibuf`), the 2 GiB
+//! card-address sweep (`sweep`) and the long soak with power samples (`soak`). Every
+//! subcommand prints a table, `--json` prints a JSON document instead, `--report DIR`
+//! writes Markdown, JSON and SVG plots, and `--compare reference` sets the reference
+//! report's published figures beside ours.
 //!
 //! Cards: `--card sim` (the simulated card, `--link orin|desktop-gen3x8|off`) or a
 //! control node of the kernel module (`--card /dev/fpgagdr0`). Paths B and C need a
@@ -28,8 +29,8 @@ mod multibuf;
 mod plot;
 mod progress;
 mod quick;
+mod reference;
 mod report;
-mod seed;
 mod sizes;
 mod soak;
 mod stats;
@@ -43,10 +44,10 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 
 use bench::{Bench, LinkArg};
+use reference::RefPlatform;
 use report::{OutputOptions, emit};
-use seed::SeedPlatform;
 
-/// Validate an fpgagdr card and measure it the way the seed report did (quick functional
+/// Validate an fpgagdr card and measure it the way the reference report did (quick functional
 /// suite, sizes, TransferMode compatibility, multi-buffer, address sweep, soak).
 #[derive(Debug, Parser)]
 #[command(name = "fpgagdr-bench", version, about, long_about = None)]
@@ -63,13 +64,14 @@ struct Cli {
     /// Write DIR/SUBCOMMAND.md, DIR/SUBCOMMAND.json and SVG plots (DIR is created if missing).
     #[arg(long, global = true, value_name = "DIR")]
     report: Option<PathBuf>,
-    /// Set the published figures of a reference beside ours (`seed`: the seed report).
+    /// Set the published figures of a reference beside ours (`reference`: the reference
+    /// report, docs/bench.md).
     #[arg(long, global = true, value_enum)]
     compare: Option<CompareWith>,
-    /// Seed platform to compare with; default: the card's (Orin preset or Tegra → orin,
+    /// Reference platform to compare with; default: the card's (Orin preset or Tegra → orin,
     /// x86 preset or desktop → desktop).
-    #[arg(long, global = true, value_enum)]
-    seed_platform: Option<SeedPlatform>,
+    #[arg(long, global = true, value_enum, alias = "seed-platform")]
+    reference_platform: Option<RefPlatform>,
     /// Behave as if no GPU were present (paths B and C not available).
     #[arg(long, global = true)]
     no_gpu: bool,
@@ -86,8 +88,10 @@ struct Cli {
 /// What `--compare` can compare with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum CompareWith {
-    /// The seed report's published figures (seed 000, §4).
-    Seed,
+    /// The reference report's published figures (§4).
+    // `seed`: the name before the rename, a hidden alias so scripts keep working.
+    #[value(alias = "seed")]
+    Reference,
 }
 
 #[derive(Debug, Subcommand)]
@@ -96,7 +100,7 @@ enum Command {
     Quick,
     /// Latency and bandwidth of paths A, B, C at several sizes, read and write.
     Sizes(sizes::SizesArgs),
-    /// The legacy TransferMode routes: CPU mode vs GPU_PINNED mode at the seed's sizes.
+    /// The legacy TransferMode routes: CPU mode vs GPU_PINNED mode at the reference report's sizes.
     Compat(compat::CompatArgs),
     /// A ring of N pinned buffers vs one buffer, 1 MiB frames.
     Multibuf(multibuf::MultibufArgs),
@@ -122,8 +126,8 @@ fn run(cli: Cli) -> error::Result<i32> {
     let opts = OutputOptions {
         json: cli.json,
         report: cli.report.clone(),
-        compare: cli.compare == Some(CompareWith::Seed),
-        seed_platform: cli.seed_platform,
+        compare: cli.compare == Some(CompareWith::Reference),
+        reference_platform: cli.reference_platform,
         command: std::env::args().collect::<Vec<_>>().join(" "),
     };
     match &cli.command {

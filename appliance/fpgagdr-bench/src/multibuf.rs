@@ -1,18 +1,18 @@
-//! `multibuf`: a ring of N pinned buffers against one buffer (seed §4.3, §4.5.4), as an
+//! `multibuf`: a ring of N pinned buffers against one buffer (reference report §4.3, §4.5.4), as an
 //! image-capture loop: every iteration reads one frame (C2H) from the same card address,
 //! into ring entry `i mod N` or into the single buffer.
 //!
 //! The two are interleaved frame by frame (single, ring, single, ring …) so that the
 //! machine's other work falls on both alike. Frames/s = 10^6 / median latency (µs);
-//! ratio = ring frames/s ÷ single frames/s (the seed's "0.98x": 491.9 µs / 501.7 µs) as
+//! ratio = ring frames/s ÷ single frames/s (the reference report's "0.98x": 491.9 µs / 501.7 µs) as
 //! the median of the per-pair ratios with its 95 % interval, or "noisy — rerun on an
 //! idle machine" when the interval or either side's spread is too wide.
 
 use crate::bench::{Bench, Measured, PinnedMemory, time_read};
 use crate::error::Result;
 use crate::plot::{Plot, Series};
+use crate::reference::{Compare, MultibufColumn, RefData};
 use crate::report::{Outcome, Section, Table};
-use crate::seed::{Compare, MultibufColumn, SeedData};
 use crate::sizes::{fig, gb};
 use crate::units::{MIB, fmt_addr, fmt_size, parse_addr, parse_size, us};
 
@@ -221,19 +221,19 @@ impl Outcome for MultibufOutcome {
         }]
     }
 
-    fn compare(&self, seed: &SeedData, cmp: &mut Compare) {
+    fn compare(&self, reference: &RefData, cmp: &mut Compare) {
         if self.memory.path != "C" {
             cmp.note(format!(
-                "multibuf not compared: the seed's figures are GPU buffers, ours ran on {}",
+                "multibuf not compared: the reference report's figures are GPU buffers, ours ran on {}",
                 self.memory.note
             ));
             return;
         }
         if self.frame_bytes != MIB || self.multi.buffers != 4 {
-            cmp.note("multibuf not compared: the seed measured 4 buffers of 1 MiB");
+            cmp.note("multibuf not compared: the reference report measured 4 buffers of 1 MiB");
             return;
         }
-        let s = &seed.multibuf;
+        let s = &reference.multibuf;
         let mut add = |label: &str, r: &Run, c: &MultibufColumn| {
             let lat = r.measured.latency;
             cmp.row(

@@ -1,16 +1,16 @@
 //! `quick`: the functional suite — 15 checks, each PASS or FAIL with its figure.
 //!
-//! Checks 1–10 are the seed's list (§3.3, §4.5.1): status, pin (timed), C2H read, H2C
+//! Checks 1–10 are the reference report's list (§3.3, §4.5.1): status, pin (timed), C2H read, H2C
 //! write, unpin (timed), data integrity over a 1 MiB pattern (every 32-bit word
 //! compared), 10 × batch read, the 2 GiB card address space at 7 points, 6 stress
 //! offsets, 6 boundary points. Checks 11–15 cover the rest of the API a capture program
 //! uses: path A round trip, every DMA channel, the pin lifecycle (repeated pin/unpin, a
 //! released handle refused), the argument rules, and the TransferMode buffer registry.
 //!
-//! Pinned buffers are frame memory: GPU memory with a GPU (the seed's case), pinned host
-//! memory without one (stated in the output). Data in GPU device memory is read back by
-//! unpinning it and copying it to the host, so every comparison sees the bytes the DMA
-//! wrote. A check that fails does not stop the others; the exit status is 1 if any
+//! Pinned buffers are frame memory: GPU memory with a GPU (the reference report's case),
+//! pinned host memory without one (stated in the output). Data in GPU device memory is read
+//! back by unpinning it and copying it to the host, so every comparison sees the bytes the
+//! DMA wrote. A check that fails does not stop the others; the exit status is 1 if any
 //! failed. A progress bar counts the checks (hidden off a terminal and with `--json`);
 //! after Ctrl-C the checks not yet run are listed as FAIL "not run: interrupted".
 
@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 use fpgagdr::{Direction, DmaMemory, PinnedBuffer, TransferMode};
 
 use crate::bench::{Bench, PinnedMemory};
+use crate::reference::{Compare, RefData};
 use crate::report::{Outcome, Section, Table};
-use crate::seed::{Compare, SeedData};
 use crate::stats::gbps;
 use crate::units::{KIB, MIB, fmt_size};
 
@@ -790,7 +790,7 @@ impl Outcome for QuickOutcome {
         ]
     }
 
-    fn compare(&self, seed: &SeedData, cmp: &mut Compare) {
+    fn compare(&self, reference: &RefData, cmp: &mut Compare) {
         let v = |n: u32, k: &str| {
             self.checks
                 .iter()
@@ -800,11 +800,11 @@ impl Outcome for QuickOutcome {
         };
         if self.memory.path != "C" {
             cmp.note(format!(
-                "the seed's functional figures are GPU memory; ours ran on {}",
+                "the reference report's functional figures are GPU memory; ours ran on {}",
                 self.memory.note
             ));
         }
-        let q = &seed.quick;
+        let q = &reference.quick;
         cmp.row("pin 1 MiB", "µs", v(2, "pin_us"), q.pin_us);
         cmp.row("unpin", "µs", v(5, "unpin_us"), q.unpin_us);
         if let Some((us, g)) = q.read_1m {

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use crate::bench::{Bench, GpuInfo, Target};
 use crate::error::{BenchError, Result};
 use crate::plot::Plot;
-use crate::seed::{Compare, SeedData, SeedPlatform};
+use crate::reference::{Compare, RefData, RefPlatform};
 
 /// A table whose cells are already formatted.
 #[derive(Debug, Clone, Default)]
@@ -158,8 +158,8 @@ pub(crate) trait Outcome: serde::Serialize {
     fn plots(&self) -> Vec<Plot> {
         Vec::new()
     }
-    /// Adds its cells to a seed comparison.
-    fn compare(&self, seed: &SeedData, cmp: &mut Compare);
+    /// Adds its cells to a reference comparison.
+    fn compare(&self, reference: &RefData, cmp: &mut Compare);
     /// Whether the run passed (only the functional suite can fail).
     fn passed(&self) -> bool {
         true
@@ -177,10 +177,10 @@ pub(crate) struct OutputOptions {
     pub(crate) json: bool,
     /// Write the report here.
     pub(crate) report: Option<PathBuf>,
-    /// Compare with the seed report.
+    /// Compare with the reference report.
     pub(crate) compare: bool,
-    /// Seed platform to compare with, overriding the card's.
-    pub(crate) seed_platform: Option<SeedPlatform>,
+    /// Reference platform to compare with, overriding the card's.
+    pub(crate) reference_platform: Option<RefPlatform>,
     /// The command line, recorded in reports.
     pub(crate) command: String,
 }
@@ -217,7 +217,7 @@ struct Document<'a, T: serde::Serialize> {
     passed: bool,
     /// The subcommand's result.
     result: &'a T,
-    /// `--compare seed`.
+    /// `--compare reference`.
     #[serde(skip_serializing_if = "Option::is_none")]
     compare: Option<&'a Compare>,
     /// Files of `--report` (and the soak CSV).
@@ -240,7 +240,7 @@ pub(crate) fn comparison<T: Outcome>(
     if !opts.compare {
         return None;
     }
-    let platform = opts.seed_platform.or_else(|| b.seed_platform());
+    let platform = opts.reference_platform.or_else(|| b.reference_platform());
     let mut cmp = Compare::new(platform, b.target.status.simulated);
     if let Some(p) = platform {
         outcome.compare(p.data(), &mut cmp);
@@ -249,19 +249,19 @@ pub(crate) fn comparison<T: Outcome>(
 }
 
 fn compare_section(cmp: &Compare) -> Section {
-    let mut t = Table::new(&["metric", "unit", "ours", "seed", "ours/seed"]);
+    let mut t = Table::new(&["metric", "unit", "ours", "reference", "ours/reference"]);
     for r in &cmp.rows {
         t.row(vec![
             r.metric.clone(),
             r.unit.clone(),
             r.ours.map_or("n/a".into(), |v| format!("{v:.2}")),
-            format!("{:.2}", r.seed),
+            format!("{:.2}", r.reference),
             r.ratio.map_or("—".into(), |v| format!("{v:.3}")),
         ]);
     }
     let mut s = Section::new(
         format!(
-            "compared with the seed report — platform: {}",
+            "compared with the reference report — platform: {}",
             cmp.platform_name
         ),
         t,
@@ -270,7 +270,7 @@ fn compare_section(cmp: &Compare) -> Section {
         s.table = None;
     }
     if !cmp.sections.is_empty() {
-        s = s.note(format!("seed figures from {}", cmp.sections));
+        s = s.note(format!("reference figures from {}", cmp.sections));
     }
     for n in &cmp.notes {
         s = s.note(n.clone());

@@ -1,19 +1,19 @@
 //! `sizes`: latency and bandwidth of paths A, B and C at several transfer sizes, read and
-//! write, and the speed-up of C over A and over B (seed §4.1, §4.5.2).
+//! write, and the speed-up of C over A and over B (reference report §4.1, §4.5.2).
 //!
 //! For each size and direction the three paths are measured interleaved
-//! ([`measure_interleaved`]): `--warmup` untimed transfers each, then `--iterations`
-//! rounds of one timed transfer per path (A B C, C B A, …) at the same card address.
-//! GB/s = bytes / mean latency (the seed's rule). The speed-up of C is the median of the
-//! per-round ratios A_i / C_i (and B_i / C_i) with its 95 % interval, or the noisy
-//! verdict ([`PairedRatio`]); the ratio of the cells' means, the seed's rule, is kept
+//! ([`measure_interleaved`]): `--warmup` untimed transfers each, then `--iterations` rounds
+//! of one timed transfer per path (A B C, C B A, …) at the same card address. GB/s = bytes
+//! / mean latency (the reference report's rule). The speed-up of C is the median of the
+//! per-round ratios A_i / C_i (and B_i / C_i) with its 95 % interval, or the noisy verdict
+//! ([`PairedRatio`]); the ratio of the cells' means, the reference report's rule, is kept
 //! beside it.
 
 use crate::bench::{Bench, Dir, Measured, PathKind, cell_of, measure_interleaved};
 use crate::error::Result;
 use crate::plot::{Plot, Series};
+use crate::reference::{Compare, RefData};
 use crate::report::{Outcome, Section, Table};
-use crate::seed::{Compare, SeedData};
 use crate::stats::{PairedRatio, paired_cell, speedup};
 use crate::units::{SizeList, fmt_addr, fmt_size, parse_addr, size_list, us};
 
@@ -72,9 +72,9 @@ pub(crate) struct Speedup {
     pub(crate) size_bytes: u64,
     /// Direction.
     pub(crate) dir: Dir,
-    /// mean(A) / mean(C), the seed's rule.
+    /// mean(A) / mean(C), the reference report's rule.
     pub(crate) c_over_a: Option<f64>,
-    /// mean(B) / mean(C), the seed's rule.
+    /// mean(B) / mean(C), the reference report's rule.
     pub(crate) c_over_b: Option<f64>,
     /// A_i / C_i over the interleaved rounds: median, 95 % interval, verdict.
     pub(crate) c_over_a_paired: Option<PairedRatio>,
@@ -297,7 +297,7 @@ impl Outcome for SizesOutcome {
         }
         let sp = Section::new("speed-up of C (paired, interleaved transfers)", sp)
             .note("C/A = median over the rounds of A_i / C_i with its 95 % interval, C/B likewise; above 1 means C is faster; noisy — rerun on an idle machine instead of a figure when the pairs spread too wide; n/a where a path is not available")
-            .note("the ratio of the cells' means (the seed's rule) is in the JSON: c_over_a, c_over_b");
+            .note("the ratio of the cells' means (the reference report's rule) is in the JSON: c_over_a, c_over_b");
         vec![s, sp]
     }
 
@@ -354,10 +354,10 @@ impl Outcome for SizesOutcome {
         ]
     }
 
-    fn compare(&self, seed: &SeedData, cmp: &mut Compare) {
+    fn compare(&self, reference: &RefData, cmp: &mut Compare) {
         for &size in &self.sizes {
-            let lat = seed.latency_at(size);
-            let bwr = seed.bandwidth_at(size);
+            let lat = reference.latency_at(size);
+            let bwr = reference.bandwidth_at(size);
             for p in PathKind::ALL {
                 for dir in Dir::BOTH {
                     let Some(c) = self.cell(size, p, dir) else {
@@ -388,8 +388,12 @@ impl Outcome for SizesOutcome {
                 }
             }
         }
-        if self.sizes.iter().all(|&s| seed.latency_at(s).is_none()) {
-            cmp.note("none of these sizes is in the seed's tables (4K, 64K, 512K, 1M, 4M, 8M)");
+        if self
+            .sizes
+            .iter()
+            .all(|&s| reference.latency_at(s).is_none())
+        {
+            cmp.note("none of these sizes is in the reference report's tables (4K, 64K, 512K, 1M, 4M, 8M)");
         }
     }
 }
@@ -409,7 +413,7 @@ mod tests {
         let s = Speedup::of(1 << 20, Dir::Read, &[a, Vec::new(), c]);
         let p = s.c_over_a_paired.expect("pairs");
         assert_eq!((p.median, p.pairs, p.verdict), (2.0, 20, Verdict::Steady));
-        // The seed's ratio of means takes the spike in: (19·200 + 2000) / 2000.
+        // The reference report's ratio of means takes the spike in: (19·200 + 2000) / 2000.
         assert!((s.c_over_a.unwrap() - 2.9).abs() < 1e-9, "{s:?}");
         assert!(
             s.c_over_b.is_none() && s.c_over_b_paired.is_none(),

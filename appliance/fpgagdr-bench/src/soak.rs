@@ -1,4 +1,4 @@
-//! `soak`: the long stability run (seed §4.4, §4.5.5): one sample every `--every` for
+//! `soak`: the long stability run (reference report §4.4, §4.5.5): one sample every `--every` for
 //! `--duration`, each sample `--iterations` transfers of `--size` per available path and
 //! direction at the next card address of the 64 MiB-step sweep, plus the board's power
 //! from the INA3221 rails when the machine has them.
@@ -39,8 +39,8 @@ use fpgagdr_telemetry::{SourceState, Sysfs};
 use crate::bench::{Bench, Dir, PathKind, Runner};
 use crate::error::{BenchError, Result};
 use crate::plot::{Plot, Series};
+use crate::reference::{Compare, RefData};
 use crate::report::{Outcome, OutputOptions, Section, Table, create_dir};
-use crate::seed::{Compare, SeedData};
 use crate::sizes::{PathInfo, fig, gb};
 use crate::stats::{Robust, Summary, gbps, mean};
 use crate::sweep::addresses;
@@ -116,7 +116,7 @@ pub(crate) struct SoakSample {
 }
 
 /// Trend and jitter of one path and direction over the run (statistics of the sample
-/// means, as the seed's tables are).
+/// means, as the reference report's tables are).
 #[derive(Debug, Clone, serde::Serialize)]
 pub(crate) struct Trend {
     /// Path.
@@ -137,7 +137,7 @@ pub(crate) struct Trend {
     pub(crate) max_us: f64,
     /// max − min, µs.
     pub(crate) jitter_us: f64,
-    /// ± jitter / (2 · mean), % (the seed's "相对波动": 258.4 / (2 · 1785.1) = ±7.2 %).
+    /// ± jitter / (2 · mean), % (the reference report's "相对波动": 258.4 / (2 · 1785.1) = ±7.2 %).
     pub(crate) relative_pct: f64,
     /// size / mean, GB/s.
     pub(crate) gbps: f64,
@@ -665,7 +665,7 @@ impl Outcome for SoakOutcome {
             fmt_size(self.step_bytes),
             fmt_addr(self.step_bytes * (self.sweep_points as u64 - 1))
         ))
-        .note("statistics of the per-sample means; median, p10–p90 and spread = (p90 − p10) / p50 with the verdict of docs/bench.md (Statistics): the figures to read; jitter = max − min (the seed's, which one busy sample sets); ± % = jitter / (2 · mean); drift = median of the last third vs the first, only from ≥ 30 samples per third and when their 95 % intervals do not overlap (else n/a, see the JSON's drift_note)")
+        .note("statistics of the per-sample means; median, p10–p90 and spread = (p90 − p10) / p50 with the verdict of docs/bench.md (Statistics): the figures to read; jitter = max − min (the reference report's, which one busy sample sets); ± % = jitter / (2 · mean); drift = median of the last third vs the first, only from ≥ 30 samples per third and when their 95 % intervals do not overlap (else n/a, see the JSON's drift_note)")
         .note(format!(
             "{} transfer errors, {} samples started over 1 s late",
             self.errors, self.late_samples
@@ -798,17 +798,17 @@ impl Outcome for SoakOutcome {
         plots
     }
 
-    fn compare(&self, seed: &SeedData, cmp: &mut Compare) {
+    fn compare(&self, reference: &RefData, cmp: &mut Compare) {
         if self.size_bytes != 4 * MIB {
-            cmp.note("soak not compared: the seed's soak used 4 MiB transfers");
+            cmp.note("soak not compared: the reference report's soak used 4 MiB transfers");
             return;
         }
         cmp.note(format!(
-            "the seed's soak: 12 h, 72 samples; ours: {} over {} samples",
+            "the reference report's soak: 12 h, 72 samples; ours: {} over {} samples",
             fmt_duration(Duration::from_secs_f64(self.duration_s)),
             self.samples.len()
         ));
-        let s = &seed.soak;
+        let s = &reference.soak;
         let tr = |p: PathKind, d: Dir| self.trends.iter().find(|t| t.path == p && t.dir == d);
         for (i, p) in PathKind::ALL.into_iter().enumerate() {
             for d in Dir::BOTH {

@@ -2,7 +2,7 @@
 //!
 //! Owns: [`Summary`] (count, mean, min, max, p50, p99, standard deviation, all µs) and
 //! the bandwidth rule used everywhere: GB/s = bytes / mean latency (10^9 bytes per
-//! second), the same rule as the seed report's bandwidth tables (its 1 MB row is
+//! second), the same rule as the reference report's bandwidth tables (its 1 MB row is
 //! 1 048 576 bytes / 521.2 µs = 2.01 GB/s).
 //!
 //! For verdicts: [`Robust`] (median, p10/p90, their relative spread, the median's
@@ -245,7 +245,7 @@ impl PairedRatio {
 }
 
 /// How much faster `fast` is than `slow`, from their interleaved samples (µs, the i-th
-/// of each a pair): the ratio of the means (the seed's rule) and the paired ratio
+/// of each a pair): the ratio of the means (the reference report's rule) and the paired ratio
 /// `slow_i / fast_i`; `None` where a side has no samples.
 pub(crate) fn speedup(slow: &[f64], fast: &[f64]) -> (Option<f64>, Option<PairedRatio>) {
     let of_means = mean(fast).zip(mean(slow)).map(|(f, s)| s / f);
@@ -387,8 +387,8 @@ mod tests {
     }
 
     #[test]
-    fn bandwidth_follows_the_seed_rule() {
-        // Seed §4.1: 1 MB GPU Direct read, 521.2 µs -> 2.01 GB/s.
+    fn bandwidth_follows_the_reference_rule() {
+        // Reference report §4.1: 1 MB GPU Direct read, 521.2 µs -> 2.01 GB/s.
         assert!((gbps(1 << 20, 521.2) - 2.012).abs() < 0.001);
     }
 }

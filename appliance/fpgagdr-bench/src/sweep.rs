@@ -1,11 +1,11 @@
-//! `sweep`: the card-address sweep (seed §4.4 / §4.5.5 "address-space consistency"):
+//! `sweep`: the card-address sweep (reference report §4.4 / §4.5.5 "address-space consistency"):
 //! transfers of `--size` at card addresses 0, 64 MiB, … up to the end of the card's
 //! 2 GiB, read and write, `--iterations` at each. Whether the FPGA's DDR is equally fast
 //! everywhere is judged on medians: the per-address medians, their lowest and highest,
 //! the noise within an address (every transfer against its own address's median, pooled
 //! over the addresses, so an address effect does not count as noise), and a hot spot
 //! named only when the slowest address's median interval lies wholly above every other
-//! address's. The seed's figure, the standard deviation of the per-address means, is
+//! address's. The reference report's figure, the standard deviation of the per-address means, is
 //! kept beside them, and given only when the noise is not too wide (docs/bench.md,
 //! *Statistics*).
 //!
@@ -15,8 +15,8 @@
 use crate::bench::{Bench, Dir, PinnedMemory, time_read, time_write};
 use crate::error::{BenchError, Result};
 use crate::plot::{Plot, Series};
+use crate::reference::{Compare, RefData};
 use crate::report::{Outcome, Section, Table};
-use crate::seed::{Compare, SeedData};
 use crate::stats::{Robust, Summary, Verdict, mean};
 use crate::units::{MIB, fmt_addr, fmt_size, parse_size, us};
 
@@ -89,11 +89,11 @@ pub(crate) struct Spread {
     /// other address's (never when the noise is too wide); `None`: no hot spot the
     /// samples can show.
     pub(crate) hot_spot: Option<u64>,
-    /// Mean of the per-address means, µs (the seed's rule).
+    /// Mean of the per-address means, µs (the reference report's rule).
     pub(crate) mean_us: f64,
-    /// Population standard deviation of the per-address means, µs (the seed's figure).
+    /// Population standard deviation of the per-address means, µs (the reference report's figure).
     pub(crate) std_us: f64,
-    /// Transfer size ÷ mean, GB/s (the seed's rule).
+    /// Transfer size ÷ mean, GB/s (the reference report's rule).
     pub(crate) gbps: f64,
 }
 
@@ -327,7 +327,7 @@ impl Outcome for SweepOutcome {
             )
             .note(
                 "std dev (population) of the per-address medians, the figure to read; of \
-                 the means, the seed's figure, which one slow transfer can inflate",
+                 the means, the reference report's figure, which one slow transfer can inflate",
             );
         vec![per_addr, summary]
     }
@@ -352,37 +352,37 @@ impl Outcome for SweepOutcome {
         }]
     }
 
-    fn compare(&self, seed: &SeedData, cmp: &mut Compare) {
+    fn compare(&self, reference: &RefData, cmp: &mut Compare) {
         if self.memory.path != "C" {
             cmp.note(format!(
-                "sweep not compared: the seed's sweep is GPU Direct (path C), ours ran on {}",
+                "sweep not compared: the reference report's sweep is GPU Direct (path C), ours ran on {}",
                 self.memory.note
             ));
             return;
         }
         if self.size_bytes != 4 * MIB {
-            cmp.note("sweep not compared: the seed swept 4 MiB transfers");
+            cmp.note("sweep not compared: the reference report swept 4 MiB transfers");
             return;
         }
         if self.read.noise.verdict == Verdict::Noisy || self.write.noise.verdict == Verdict::Noisy {
             cmp.note(format!("sweep not compared: {}", Verdict::Noisy.as_str()));
             return;
         }
-        // The seed gives one standard deviation for its GPU Direct sweep (of means, as
+        // The reference report gives one standard deviation for its GPU Direct sweep (of means, as
         // its tables are), and the sweep's means in its soak table (C, 4 MiB over
         // 0–2 GiB).
         cmp.row(
             "C read std dev over addresses",
             "µs",
             Some(self.read.std_us),
-            seed.soak.sweep_std_us,
+            reference.soak.sweep_std_us,
         );
         for (dir, sp) in [(Dir::Read, &self.read), (Dir::Write, &self.write)] {
             cmp.row(
                 format!("C {} 4 MiB mean over addresses", dir.as_str()),
                 "µs",
                 Some(sp.mean_us),
-                dir.pick(seed.soak.mean_us[2]),
+                dir.pick(reference.soak.mean_us[2]),
             );
         }
     }
@@ -394,7 +394,7 @@ mod tests {
     use crate::units::GIB;
 
     #[test]
-    fn the_seeds_sweep_has_32_points() {
+    fn the_reference_sweep_has_32_points() {
         let a = addresses(2 * GIB, 64 * MIB, 4 * MIB);
         assert_eq!(a.len(), 32);
         assert_eq!(*a.last().unwrap(), 1984 * MIB);

@@ -11,7 +11,7 @@ pub(crate) const MIB: u64 = 1 << 20;
 pub(crate) const GIB: u64 = 1 << 30;
 
 /// Parses a byte count: a plain number of bytes, or a number with `K`, `M`, `G`
-/// (optionally `KiB`, `MiB`, `GiB`, `KB`, `MB`, `GB`; all binary, as the seed's "1MB"
+/// (optionally `KiB`, `MiB`, `GiB`, `KB`, `MB`, `GB`; all binary, as the reference report's "1MB"
 /// is 1 048 576 bytes). Zero is refused.
 pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();

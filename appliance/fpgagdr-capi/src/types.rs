@@ -55,11 +55,11 @@ pub const FPGAGDR_TRANSFER_MODE_CPU: u32 = 0;
 /// that contains the caller's address.
 pub const FPGAGDR_TRANSFER_MODE_GPU_PINNED: u32 = 1;
 
-/// `struct fpgagdr_sim_config.link_preset`: Jetson Orin, PCIe Gen3 x4 (seed report
-/// §4.1); 4 KiB pin alignment.
+/// `struct fpgagdr_sim_config.link_preset`: Jetson Orin, PCIe Gen3 x4 (reference
+/// report §4.1, docs/bench.md); 4 KiB pin alignment.
 pub const FPGAGDR_SIM_LINK_ORIN_GEN3X4: u32 = 0;
-/// `struct fpgagdr_sim_config.link_preset`: x86 + discrete GPU, PCIe Gen3 x8 (seed
-/// report §4.5.2); 64 KiB pin alignment.
+/// `struct fpgagdr_sim_config.link_preset`: x86 + discrete GPU, PCIe Gen3 x8
+/// (reference report §4.5.2); 64 KiB pin alignment.
 pub const FPGAGDR_SIM_LINK_X86_GEN3X8: u32 = 1;
 /// `struct fpgagdr_sim_config.link_preset`: no link model (only the copy's time);
 /// Orin's alignment.

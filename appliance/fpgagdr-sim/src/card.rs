@@ -3,8 +3,8 @@
 //! Owns: [`SimCard`] (a [`Backend`]), [`SimConfig`], [`open_sim`]. The simulated sensor
 //! that plays the FPGA's capture logic is `sensor.rs`. The card holds 2 GiB of card
 //! memory sparsely, copies bytes for real (so integrity checks mean something), and,
-//! unless the link model is off, makes each transfer last as long as the seed report
-//! measured on the platform its [`LinkPreset`] names.
+//! unless the link model is off, makes each transfer last as long as the reference report
+//! (docs/bench.md) measured on the platform its [`LinkPreset`] names.
 //!
 //! DMA engines: each channel is one engine, its transfers serialised, as on the XDMA
 //! (PG195); channels run side by side, one caller thread each. The link is shared: a
@@ -35,7 +35,7 @@ use crate::link::LinkPreset;
 pub struct SimConfig {
     /// Which measured platform the transfer times follow.
     pub preset: LinkPreset,
-    /// Card memory, bytes (a multiple of 64 KiB). Default 2 GiB, as the seed's card.
+    /// Card memory, bytes (a multiple of 64 KiB). Default 2 GiB, as the reference report's card.
     pub card_memory_bytes: u64,
     /// C2H channels (1..=4). Default 4, the XDMA maximum (PG195).
     pub c2h_channels: u32,
@@ -269,7 +269,7 @@ impl SimCard {
     /// bytes cross the link at the model's bandwidth once the link is free of the bytes
     /// of earlier transfers of the same direction on any channel: set-up overlaps other
     /// channels' data, data does not. One channel used back to back therefore takes
-    /// exactly set-up + bytes / bandwidth per transfer (the seed report's latency), and
+    /// exactly set-up + bytes / bandwidth per transfer (the reference report's latency), and
     /// several channels together reach at most the bandwidth.
     fn finish(
         &self,

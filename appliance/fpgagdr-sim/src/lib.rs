@@ -2,11 +2,12 @@
 //!
 //! An XDMA card in software, for machines with no FPGA: [`SimCard`] is a
 //! [`fpgagdr::Backend`] that holds 2 GiB of card memory sparsely, copies every byte for
-//! real and, unless its link model is off, makes each transfer last as long as the seed
-//! report measured on the platform its [`LinkPreset`] names. [`SimSensor`] plays the
-//! FPGA's capture logic (a [`fpgagdr::FrameTrigger`]), writing frames from a
-//! [`FrameSource`] ([`TestPattern`], or [`Replay`] of real image files) into card memory
-//! at a fixed rate. Everything here says it is simulated (`CardStatus::simulated`).
+//! real and, unless its link model is off, makes each transfer last as long as the
+//! reference report (docs/bench.md) measured on the platform its [`LinkPreset`] names.
+//! [`SimSensor`] plays the FPGA's capture logic (a [`fpgagdr::FrameTrigger`]), writing
+//! frames from a [`FrameSource`] ([`TestPattern`], or [`Replay`] of real image files) into
+//! card memory at a fixed rate. Everything here says it is simulated
+//! (`CardStatus::simulated`).
 //!
 //! Modules, one way down: `sensor` → `card` → `card_memory`, `link`; `sensor` →
 //! `source`. The crate depends on `fpgagdr` and nothing depends on it but the programs

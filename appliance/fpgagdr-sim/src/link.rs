@@ -1,11 +1,11 @@
 //! Link presets of the simulated card: how long a transfer takes on the platforms the
-//! seed report measured.
+//! reference report measured (docs/bench.md, "The reference report").
 //!
 //! Owns: [`LinkPreset`], [`LinkModel`], [`PathCost`]. Must not: move bytes.
 //!
 //! Each figure is a weighted least-squares fit (weights 1/latency², so every size counts
 //! by its relative error) of `latency = setup + bytes / bandwidth` to the six sizes
-//! (4 KiB … 8 MiB) of the seed report `000_750e3317a82f9231.txt`: §4.1 (Jetson Orin,
+//! (4 KiB … 8 MiB) of the reference report's latency tables: §4.1 (Jetson Orin,
 //! FPGA on PCIe Gen3 x4) and §4.5.2 (x86 + H100, FPGA on PCIe Gen3 x8), columns
 //! "CPU DMA only" (path A) and "GPU Direct" (path C), read and write. The fit, its
 //! residuals and the script are in `docs/simcard-calibration.md`.
@@ -61,10 +61,11 @@ impl LinkModel {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum LinkPreset {
-    /// Jetson Orin with the FPGA on PCIe Gen3 x4 (seed §4.1); 4 KiB pin alignment.
+    /// Jetson Orin with the FPGA on PCIe Gen3 x4 (reference report §4.1); 4 KiB pin alignment.
     #[default]
     OrinGen3x4,
-    /// x86 + discrete GPU with the FPGA on PCIe Gen3 x8 (seed §4.5.2); 64 KiB GPU pages.
+    /// x86 + discrete GPU with the FPGA on PCIe Gen3 x8 (reference report §4.5.2); 64 KiB
+    /// GPU pages.
     X86Gen3x8,
     /// No link model: transfers take only the time of the copy (for measuring the
     /// library's own overhead). Keeps the Orin alignment rules.
@@ -89,9 +90,9 @@ impl LinkPreset {
         }
     }
 
-    /// The PCIe link this preset states (marked simulated): the seed report's Orin
+    /// The PCIe link this preset states (marked simulated): the reference report's Orin
     /// card on Gen3 x4 and its desktop card on Gen3 x8, both with MPS 256 and MRRS 512
-    /// (the values Orin's root port and common x86 root ports set; the seed report does
+    /// (the values Orin's root port and common x86 root ports set; the reference report does
     /// not state them); `None` for [`LinkPreset::Off`], which models no link. No path
     /// above the card is modelled: the path fields are 0 (unknown).
     pub fn pcie_link(self) -> Option<fpgagdr::PcieLink> {
@@ -140,7 +141,7 @@ impl LinkPreset {
 mod tests {
     use super::*;
 
-    /// The seed's measured GPU Direct read latencies (µs) at 4 KiB … 8 MiB.
+    /// The reference report's measured GPU Direct read latencies (µs) at 4 KiB … 8 MiB.
     const ORIN_C_READ: [f64; 6] = [54.4, 70.2, 292.0, 521.2, 1773.6, 3557.4];
     const X86_C_READ: [f64; 6] = [12.8, 20.4, 82.2, 152.2, 574.8, 1138.8];
     const SIZES_KIB: [u64; 6] = [4, 64, 512, 1024, 4096, 8192];

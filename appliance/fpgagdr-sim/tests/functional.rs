@@ -1,7 +1,7 @@
-//! The functional suite of the seed report (§3.3, §4.5.1) on the simulated card: status,
-//! data integrity through pinned buffers, batch reads, the 2 GiB card-address sweep and
-//! its end, the legacy `mm_*` path in both modes, the link model's timing, and unpin
-//! racing transfers.
+//! The functional suite of the reference report (§3.3, §4.5.1; docs/bench.md) on the
+//! simulated card: status, data integrity through pinned buffers, batch reads, the 2 GiB
+//! card-address sweep and its end, the legacy `mm_*` path in both modes, the link model's
+//! timing, and unpin racing transfers.
 //!
 //! `unsafe` appears only to call the legacy `mm_*` functions (`unsafe fn` because of
 //! their CPU mode); each call states why its pointer is valid.
@@ -259,7 +259,7 @@ fn legacy_gpu_pinned_mode_routes_by_address_among_3_buffers() {
 
 #[test]
 fn timing_1_mib_c2h_on_orin_takes_at_least_400_us() {
-    // The seed measured 521.2 µs for a 1 MiB GPU Direct read on Orin; the model gives
+    // The reference report measured 521.2 µs for a 1 MiB GPU Direct read on Orin; the model gives
     // ≈ 496 µs. Only a lower bound: a loaded machine may take longer, never shorter.
     let card = sim(LinkPreset::OrinGen3x4);
     let buf = pinned(&card, MIB);
@@ -271,7 +271,7 @@ fn timing_1_mib_c2h_on_orin_takes_at_least_400_us() {
         assert!(wall >= t.elapsed, "{wall:?} < {:?}", t.elapsed);
         assert!(t.gbps() <= 2.7, "{} GB/s beats the Orin link", t.gbps());
     }
-    // x86 Gen3 x8 (seed 152.2 µs, model ≈ 152 µs).
+    // x86 Gen3 x8 (reference 152.2 µs, model ≈ 152 µs).
     let card = sim(LinkPreset::X86Gen3x8);
     let buf = pinned(&card, MIB);
     let t = card.read_c2h(0, &buf, 0, MIB, GENEROUS).unwrap();

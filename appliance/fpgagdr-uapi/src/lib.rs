@@ -9,8 +9,8 @@
 //! ## What is here
 //! - The argument structures, `#[repr(C)]` with the header's names and explicit padding:
 //!   [`fpgagdr_status`] (168 bytes), [`fpgagdr_pin`] (48), [`fpgagdr_unpin`] (16),
-//!   [`fpgagdr_transfer`] (64), [`fpgagdr_abort`] (16), [`fpgagdr_wait_frame`] (64),
-//!   [`fpgagdr_frame_info`] (72). Each has a `new()` that sets
+//!   [`fpgagdr_transfer`] (80), [`fpgagdr_abort`] (16), [`fpgagdr_wait_frame`] (64),
+//!   [`fpgagdr_frame_info`] (96). Each has a `new()` that sets
 //!   `abi_version` to [`FPGAGDR_ABI_VERSION`] and every other field to zero (and
 //!   `dmabuf_fd` to −1 for a pin), which is what the module requires of unused fields.
 //! - The constants: ABI version, ioctl type byte, limits, capability bits, and the values
@@ -30,8 +30,8 @@
 //! let req = fpgagdr_transfer { direction: FPGAGDR_DIR_C2H, length: 4096, timeout_ms: 100,
 //!                              ..fpgagdr_transfer::new() };
 //! assert_eq!(req.abi_version, FPGAGDR_ABI_VERSION);
-//! assert_eq!(FPGAGDR_IOC_TRANSFER, 0xc040_e703);
-//! assert_eq!(std::mem::size_of::<fpgagdr_transfer>(), 64);
+//! assert_eq!(FPGAGDR_IOC_TRANSFER, 0xc050_e703);
+//! assert_eq!(std::mem::size_of::<fpgagdr_transfer>(), 80);
 //! ```
 #![deny(missing_docs)]
 // The structures keep the header's names so that one grep finds both sides.
@@ -49,7 +49,7 @@ pub use nix::errno::Errno;
 
 /// ABI version every structure's `abi_version` must carry; the module bumps it on any
 /// incompatible change of a structure or a rule.
-pub const FPGAGDR_ABI_VERSION: u32 = 3;
+pub const FPGAGDR_ABI_VERSION: u32 = 4;
 
 /// The ioctl type byte (the "magic" of `_IOWR`).
 pub const FPGAGDR_IOC_MAGIC: u32 = 0xE7;
@@ -100,7 +100,8 @@ pub const FPGAGDR_FRAMES_NO_USER_BAR: u32 = 1;
 pub const FPGAGDR_FRAMES_BAD_MAGIC: u32 = 2;
 /// Frame protocol state: the protocol's major version is not 1.
 pub const FPGAGDR_FRAMES_BAD_VERSION: u32 = 3;
-/// Frame protocol state: slot count 0 or above [`FPGAGDR_MAX_SLOTS`].
+/// Frame protocol state: slot count under 2 (one slot would be rewritten while the host
+/// reads it) or above [`FPGAGDR_MAX_SLOTS`].
 pub const FPGAGDR_FRAMES_NO_SLOTS: u32 = 4;
 /// Frame protocol state: slot size smaller than the 64-byte frame header.
 pub const FPGAGDR_FRAMES_SLOT_TOO_SMALL: u32 = 5;
@@ -135,6 +136,24 @@ pub const FPGAGDR_MEM_DMABUF: u32 = 2;
 pub const FPGAGDR_DIR_C2H: u32 = 0;
 /// Direction value: host to card, from the pinned buffer.
 pub const FPGAGDR_DIR_H2C: u32 = 1;
+
+/// TRANSFER flag: the C2H copies the slot of a frame WAIT_FRAME announced
+/// (`frame_seq`, `frame_epoch`); after the run the module makes the card protocol's
+/// torn-frame check (docs/card-protocol.md) and answers it in `frame_check`.
+pub const FPGAGDR_XFER_FRAME: u32 = 1 << 0;
+
+/// [`fpgagdr_transfer::frame_check`]: not asked (no [`FPGAGDR_XFER_FRAME`]).
+pub const FPGAGDR_FRAME_CHECK_NONE: u32 = 0;
+/// [`fpgagdr_transfer::frame_check`]: LIVE_SEQ_LO read after the run says the card had
+/// not started the frame that rewrites the slot: the copy holds the frame whole.
+pub const FPGAGDR_FRAME_CHECK_WHOLE: u32 = 1;
+/// [`fpgagdr_transfer::frame_check`]: the card may have rewritten the slot during the
+/// copy (LIVE_SEQ_LO − frame_seq ≥ slot_count − 1, modulo 2^32), the frame is of an
+/// epoch the card has left, or the card reads all ones: count it as an overrun.
+pub const FPGAGDR_FRAME_CHECK_TORN: u32 = 2;
+/// [`fpgagdr_transfer::frame_check`]: the card speaks protocol 1.0 (no LIVE_SEQ_LO): the
+/// header's sequence is the only check.
+pub const FPGAGDR_FRAME_CHECK_UNCHECKED: u32 = 3;
 
 /// [`fpgagdr_status::link_path_dev`] when the limiting device's PCI domain does not fit
 /// in 16 bits (Linux numbers synthetic domains, e.g. Intel VMD's, from 0x10000) or is
@@ -293,7 +312,7 @@ pub struct fpgagdr_unpin {
 }
 
 /// Argument of [`FPGAGDR_IOC_TRANSFER`]: one DMA between a pinned buffer and the card.
-/// 64 bytes.
+/// 80 bytes.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct fpgagdr_transfer {
@@ -313,12 +332,20 @@ pub struct fpgagdr_transfer {
     pub length: u64,
     /// \[in\] Bound on the wait, in milliseconds: 1 to [`FPGAGDR_TIMEOUT_MAX_MS`].
     pub timeout_ms: u32,
-    /// \[in\] Must be 0.
+    /// \[in\] 0 or [`FPGAGDR_XFER_FRAME`].
     pub flags: u32,
     /// \[out\] Bytes moved: `length` on success, 0 on error. Must be 0 on input.
     pub bytes: u64,
     /// \[out\] Nanoseconds from engine start to completion. Must be 0 on input.
     pub duration_ns: u64,
+    /// \[in\] With [`FPGAGDR_XFER_FRAME`]: the sequence of the frame whose slot the C2H
+    /// copies (WAIT_FRAME's `sequence`); else 0.
+    pub frame_seq: u64,
+    /// \[in\] With [`FPGAGDR_XFER_FRAME`]: that event's `epoch`; else 0.
+    pub frame_epoch: u32,
+    /// \[out\] One of the `FPGAGDR_FRAME_CHECK_*` values (0 without
+    /// [`FPGAGDR_XFER_FRAME`]). Must be 0 on input.
+    pub frame_check: u32,
 }
 
 /// Argument of [`FPGAGDR_IOC_ABORT`]: stop the calling file's transfer on one engine
@@ -362,8 +389,9 @@ pub struct fpgagdr_wait_frame {
     pub sequence: u64,
     /// \[out\] Bytes of the frame in its slot, 64-byte header included.
     pub length: u32,
-    /// \[out\] Zero (padding).
-    pub pad0: u32,
+    /// \[out\] The card's reset epoch (EPOCH) the frame belongs to, 0 on a card without
+    /// one (protocol 1.0); the sequence restarts at 0 in a new epoch.
+    pub epoch: u32,
     /// \[out\] `ktime_get_ns()` (CLOCK_MONOTONIC, ns) in the interrupt handler that took
     /// the event: the frame's arrival time.
     pub arrival_ns: u64,
@@ -379,7 +407,7 @@ pub struct fpgagdr_wait_frame {
 }
 
 /// Argument of [`FPGAGDR_IOC_FRAME_INFO`]: whether the card speaks the frame protocol,
-/// its slot geometry, and the module's frame-event counters. 72 bytes.
+/// its slot geometry, and the module's frame-event counters. 96 bytes.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct fpgagdr_frame_info {
@@ -398,8 +426,9 @@ pub struct fpgagdr_frame_info {
     pub slot_size: u32,
     /// \[out\] The XDMA user interrupt (bit of `usr_irq_req`, 0..15) of frame-done.
     pub user_irq: u32,
-    /// \[out\] Zero (padding).
-    pub pad0: u32,
+    /// \[out\] The card's reset epoch (EPOCH, read by this call), which changes at every
+    /// reset of the card; 0 on a card without one (protocol 1.0).
+    pub epoch: u32,
     /// \[out\] Card (AXI) address of slot 0; slot i starts at `slot_base + i * slot_size`.
     pub slot_base: u64,
     /// \[out\] Frame-done events the module took from the card (all files).
@@ -411,6 +440,15 @@ pub struct fpgagdr_frame_info {
     pub queue_overflows: u64,
     /// \[out\] Events refused for breaking the frame protocol.
     pub protocol_errors: u64,
+    /// \[out\] Frames the card dropped whole (its DROPPED register, read by this call),
+    /// summed over the card's resets since it was bound. Dropped frames take no
+    /// sequence number: they are beside produced = captured + overrun + missed. 0 on a
+    /// protocol 1.0 card.
+    pub dropped: u64,
+    /// \[out\] C2H copies [`FPGAGDR_XFER_FRAME`]'s check found torn (all files).
+    pub torn: u64,
+    /// \[out\] Times the module found EPOCH changed: resets of the card it saw.
+    pub epoch_changes: u64,
 }
 
 impl fpgagdr_status {
@@ -500,6 +538,9 @@ impl fpgagdr_transfer {
             flags: 0,
             bytes: 0,
             duration_ns: 0,
+            frame_seq: 0,
+            frame_epoch: 0,
+            frame_check: 0,
         }
     }
 }
@@ -527,7 +568,7 @@ impl fpgagdr_wait_frame {
             slot: 0,
             sequence: 0,
             length: 0,
-            pad0: 0,
+            epoch: 0,
             arrival_ns: 0,
             missed: 0,
             overflows: 0,
@@ -547,12 +588,15 @@ impl fpgagdr_frame_info {
             slot_count: 0,
             slot_size: 0,
             user_irq: 0,
-            pad0: 0,
+            epoch: 0,
             slot_base: 0,
             events: 0,
             missed: 0,
             queue_overflows: 0,
             protocol_errors: 0,
+            dropped: 0,
+            torn: 0,
+            epoch_changes: 0,
         }
     }
 }
@@ -583,10 +627,10 @@ default_is_new!(
 const _: () = assert!(size_of::<fpgagdr_status>() == 168);
 const _: () = assert!(size_of::<fpgagdr_pin>() == 48);
 const _: () = assert!(size_of::<fpgagdr_unpin>() == 16);
-const _: () = assert!(size_of::<fpgagdr_transfer>() == 64);
+const _: () = assert!(size_of::<fpgagdr_transfer>() == 80);
 const _: () = assert!(size_of::<fpgagdr_abort>() == 16);
 const _: () = assert!(size_of::<fpgagdr_wait_frame>() == 64);
-const _: () = assert!(size_of::<fpgagdr_frame_info>() == 72);
+const _: () = assert!(size_of::<fpgagdr_frame_info>() == 96);
 
 // ---------------------------------------------------------------------------------------
 // ioctl numbers
@@ -611,13 +655,13 @@ pub const FPGAGDR_IOC_GET_STATUS: u32 = iowr(0x00, size_of::<fpgagdr_status>());
 pub const FPGAGDR_IOC_PIN: u32 = iowr(0x01, size_of::<fpgagdr_pin>());
 /// `_IOWR(0xE7, 0x02, struct fpgagdr_unpin)` = `0xc010e702`.
 pub const FPGAGDR_IOC_UNPIN: u32 = iowr(0x02, size_of::<fpgagdr_unpin>());
-/// `_IOWR(0xE7, 0x03, struct fpgagdr_transfer)` = `0xc040e703`.
+/// `_IOWR(0xE7, 0x03, struct fpgagdr_transfer)` = `0xc050e703`.
 pub const FPGAGDR_IOC_TRANSFER: u32 = iowr(0x03, size_of::<fpgagdr_transfer>());
 /// `_IOWR(0xE7, 0x04, struct fpgagdr_abort)` = `0xc010e704`.
 pub const FPGAGDR_IOC_ABORT: u32 = iowr(0x04, size_of::<fpgagdr_abort>());
 /// `_IOWR(0xE7, 0x05, struct fpgagdr_wait_frame)` = `0xc040e705`.
 pub const FPGAGDR_IOC_WAIT_FRAME: u32 = iowr(0x05, size_of::<fpgagdr_wait_frame>());
-/// `_IOWR(0xE7, 0x06, struct fpgagdr_frame_info)` = `0xc048e706`.
+/// `_IOWR(0xE7, 0x06, struct fpgagdr_frame_info)` = `0xc060e706`.
 pub const FPGAGDR_IOC_FRAME_INFO: u32 = iowr(0x06, size_of::<fpgagdr_frame_info>());
 
 // ---------------------------------------------------------------------------------------
@@ -659,8 +703,9 @@ pub const ERRNO_TABLE: &[ErrnoRule] = &[
         errno: Errno::EPROTO,
         name: "EPROTO",
         ioctls: &["any"],
-        rule: "abi_version differs from FPGAGDR_ABI_VERSION; the module's version is \
-               written back to abi_version",
+        rule: "abi_version differs from FPGAGDR_ABI_VERSION, or an ioctl of the table with \
+               another ABI version's structure size; the module's version is written back to \
+               abi_version",
     },
     ErrnoRule {
         errno: Errno::EINVAL,
@@ -669,7 +714,9 @@ pub const ERRNO_TABLE: &[ErrnoRule] = &[
         rule: "unknown flag bits; nonzero pad or reserved field; unknown kind or \
                direction; ABORT with FPGAGDR_ABORT_WAITS and a nonzero direction or channel; \
                zero length; misaligned address, length, offset or card address; timeout_ms 0 \
-               or over FPGAGDR_TIMEOUT_MAX_MS",
+               or over FPGAGDR_TIMEOUT_MAX_MS; TRANSFER with FPGAGDR_XFER_FRAME: not C2H, no \
+               frame protocol, or the range outside frame_seq's slot; frame_seq or \
+               frame_epoch nonzero without it; frame_check nonzero",
     },
     ErrnoRule {
         errno: Errno::EBADF,
@@ -860,10 +907,10 @@ mod tests {
         assert_eq!(FPGAGDR_IOC_GET_STATUS, 0xc0a8_e700);
         assert_eq!(FPGAGDR_IOC_PIN, 0xc030_e701);
         assert_eq!(FPGAGDR_IOC_UNPIN, 0xc010_e702);
-        assert_eq!(FPGAGDR_IOC_TRANSFER, 0xc040_e703);
+        assert_eq!(FPGAGDR_IOC_TRANSFER, 0xc050_e703);
         assert_eq!(FPGAGDR_IOC_ABORT, 0xc010_e704);
         assert_eq!(FPGAGDR_IOC_WAIT_FRAME, 0xc040_e705);
-        assert_eq!(FPGAGDR_IOC_FRAME_INFO, 0xc048_e706);
+        assert_eq!(FPGAGDR_IOC_FRAME_INFO, 0xc060_e706);
     }
 
     #[test]

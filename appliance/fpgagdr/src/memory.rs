@@ -35,8 +35,9 @@ pub fn gpu_memory() -> GpuMemory {
 }
 
 /// The frame-ring memory this platform wants, and why: `CudaHost` (`cuMemHostAlloc`,
-/// page-locked and GPU-mapped: what Tegra's pinning path pins, DESIGN §4) on an
-/// integrated GPU, `CudaDevice` on a discrete one, `Host` without CUDA.
+/// page-locked and GPU-mapped: what Tegra's pinning path pins; docs/kernel-module.md,
+/// "Pin methods by platform") on an integrated GPU, `CudaDevice` on a discrete one, `Host`
+/// without CUDA.
 pub fn frame_ring_kind() -> (MemoryKind, String) {
     match sys::cuda() {
         CudaProbe::Ready(ctx) => {

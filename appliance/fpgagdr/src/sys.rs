@@ -112,7 +112,7 @@ pub(crate) enum CudaProbe {
 /// Probes for the CUDA driver once and creates a context on device 0.
 ///
 /// `cudarc`'s dynamic loading panics when `libcuda` is missing, so the library is probed
-/// first (see `/work/shared/notes/gpu-machine.md`). `FPGAGDR_NO_CUDA=1` skips the probe.
+/// first. `FPGAGDR_NO_CUDA=1` skips the probe.
 #[allow(unsafe_code)]
 pub(crate) fn cuda() -> &'static CudaProbe {
     static PROBE: OnceLock<CudaProbe> = OnceLock::new();

@@ -7,9 +7,9 @@
 //! paths) or keep state (the mode and the registered buffers are `legacy.rs`'s).
 //!
 //! Modelled on the production driver's `SetGPUBuffer` / `SetTransferMode` /
-//! `DMA_MM_ReadC2H` (seed 000, §6.3), with two differences: several buffers are
-//! registered and found by address, and an address outside them is an error naming the
-//! rule instead of a silent CPU fallback.
+//! `DMA_MM_ReadC2H` (the reference report's §6.3, docs/bench.md), with two differences:
+//! several buffers are registered and found by address, and an address outside them is an
+//! error naming the rule instead of a silent CPU fallback.
 
 use std::time::Duration;
 

@@ -5,7 +5,8 @@
 //! trigger (the frame-done user interrupt, `docs/card-protocol.md`), handed out by
 //! [`crate::Card::frame_trigger`].
 //!
-//! The card writes frames round-robin into N slots (slot = seq mod N, DESIGN §10), so a
+//! The card writes frames round-robin into N slots (slot = seq mod N,
+//! `docs/card-protocol.md`), so a
 //! frame ring of k × N entries can give every slot the same k entries and every entry
 //! always the same card address: [`FrameTrigger::slots`] is N.
 

@@ -3,10 +3,10 @@
 //! executes the descriptor chains the driver builds), with `FPGAGDR_DEVICE` naming the
 //! control node. Elsewhere each test prints why it is skipped and passes.
 //!
-//! The plan is the seed report's functional check, through `fpgagdr::Card` and the
-//! kernel back-end: status, pin, C2H, H2C, unpin, data integrity over every byte, a
-//! batch of 10 reads, the 2 GiB card-address sweep at 7 points, and offsets near the end
-//! of card memory.
+//! The plan is the reference report's functional check (docs/bench.md), through
+//! `fpgagdr::Card` and the kernel back-end: status, pin, C2H, H2C, unpin, data integrity
+//! over every byte, a batch of 10 reads, the 2 GiB card-address sweep at 7 points, and
+//! offsets near the end of card memory.
 
 mod common;
 

@@ -1,5 +1,5 @@
-//! The service's resident memory across config changes (issue 18: it climbed from about
-//! 110 MB to 550 MB over 100 changes and stayed there). A benchmark, not a test: it
+//! The service's resident memory across config changes (it once climbed from
+//! about 110 MB to 550 MB over 100 changes and stayed there). A benchmark, not a test: it
 //! prints figures and checks nothing but that every change is accepted.
 //!
 //! ```sh

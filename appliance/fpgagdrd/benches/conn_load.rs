@@ -1,4 +1,4 @@
-//! The service holding many connections (issue 18): 10,000 idle TCP connections and
+//! The service holding many connections: 10,000 idle TCP connections and
 //! 1,000 live streams (SSE) open against the real binary while the pipeline runs. A
 //! benchmark, not a test: it prints figures and checks nothing but that the connections
 //! open and the requests succeed.

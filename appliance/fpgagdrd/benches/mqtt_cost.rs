@@ -1,4 +1,4 @@
-//! What publishing every result to MQTT costs the pipeline (issue 20): frames/s with
+//! What publishing every result to MQTT costs the pipeline: frames/s with
 //! MQTT at QoS 1 to a real local broker against no MQTT, and with the broker up against
 //! the broker stopped. A benchmark, not a test: it prints figures and checks nothing
 //! but that the service takes each change and that results reach the broker.

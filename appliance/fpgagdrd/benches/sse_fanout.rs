@@ -1,4 +1,4 @@
-//! The live stream's fan-out (issue 18): what one event costs per open stream, from
+//! The live stream's fan-out: what one event costs per open stream, from
 //! the board's channel to the bytes the HTTP connection is handed, in the way
 //! `api/live.rs` sends it (each stream sends the SSE bytes the board rendered once)
 //! against the way it did before (each stream built an `axum::response::sse::Event` of

@@ -1,5 +1,5 @@
 //! The files a config names (model, labels, replay frames, the MQTT broker's CA), as
-//! the service may read them (issue 18).
+//! the service may read them.
 //!
 //! Owns: [`Roots`] (where such files may lie: the data directory, and for models,
 //! frames and CA files the `--model-root` / `--frames-root` / `--cert-root`

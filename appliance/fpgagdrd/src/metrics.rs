@@ -36,7 +36,9 @@ pub struct Counters {
     /// event-queue overflow not included.
     pub frames_missed: AtomicU64,
     /// Frames whose frame-done event the kernel's per-file event queue dropped because
-    /// it was full. produced = captured + missed + this, exactly (DESIGN §10).
+    /// it was full. produced = captured + missed + this, exactly (the count of
+    /// docs/card-protocol.md, "The picture", with the module's queue overflow as a kind
+    /// of missed frame).
     pub event_queue_overflows: AtomicU64,
     /// Captured frames the card had overwritten in their slot before (or while) the C2H
     /// read it: the header carries a later sequence number than the frame-done event

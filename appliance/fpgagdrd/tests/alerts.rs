@@ -1,4 +1,4 @@
-//! Alert rules and kept frames (issue 20), on the real binary with the real model and
+//! Alert rules and kept frames, on the real binary with the real model and
 //! frames: a class rule marks every result it matches in the log and on the results
 //! stream, fires `alert` events and a counter per rule (status and `/metrics`); bad
 //! rules are refused naming the rule broken with nothing applied; the frames of

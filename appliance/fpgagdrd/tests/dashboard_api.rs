@@ -236,15 +236,15 @@ fn unix_now() -> f64 {
         .as_secs_f64()
 }
 
-/// The replay's bound of DESIGN §10: at most the last 60 s, at most this many bytes of
-/// event data (`board/replay.rs`'s `REPLAY_MAX_BYTES`).
+/// The replay's bound (docs/api.md, "Bounded replay"): at most the last 60 s, at most this
+/// many bytes of event data (`board/replay.rs`'s `REPLAY_MAX_BYTES`).
 const REPLAY_MAX_BYTES: usize = 192 * 1024;
 
 #[test]
 fn a_stream_opened_without_an_id_or_with_id_0_gets_the_bounded_replay() {
     // Thirty INA3221 rails make every snapshot large, so 25 s of them are far more than
-    // the bound: the replay has to thin them, not send the ring (issue 18: `Last-Event-ID:
-    // 0` returned 600 kB in one go) and not cut the minute short.
+    // the bound: the replay has to thin them, not send the ring (`Last-Event-ID:
+    // 0` once returned 600 kB in one go) and not cut the minute short.
     let dir = tempfile::tempdir().unwrap();
     for chip in 0..10 {
         let hwmon = format!(
@@ -282,7 +282,7 @@ fn a_stream_opened_without_an_id_or_with_id_0_gets_the_bounded_replay() {
         );
         std::thread::sleep(Duration::from_millis(500));
     }
-    // `Last-Event-ID: 0` first (issue 18), then a page opening (no id).
+    // `Last-Event-ID: 0` first, then a page opening (no id).
     for last_id in [Some(0), None] {
         let t0 = unix_now();
         let mut lines = open_stream(&svc, "/api/v1/stream", last_id);

@@ -558,7 +558,8 @@ fn fp16_on_the_cuda_provider_agrees_with_fp32() {
     }
 }
 
-/// The one test of the TensorRT path that can run here (DESIGN §10): with `auto`, the GPU
+/// The one test of the TensorRT path that can run here (TensorRT is written, not
+/// run: README, "What has run where"): with `auto`, the GPU
 /// build of ONNX Runtime tries its TensorRT provider first; TensorRT's libraries are not
 /// on this machine, so loading it fails, status says so (naming the missing library),
 /// and CUDA runs.

@@ -1,4 +1,4 @@
-//! The real `fpgagdrd` binary against hostile and careless clients (issue 18): idle,
+//! The real `fpgagdrd` binary against hostile and careless clients: idle,
 //! silent and slow connections, too many connections and streams, floods of changes,
 //! files named by the config that are not what they say (a FIFO, a huge file, a model
 //! declaring a 43 GB input, a replay folder too large to decode), paths outside the data
@@ -979,8 +979,8 @@ fn foreign_hosts_and_origins_are_refused_and_every_answer_says_nosniff() {
             ),
         )
     };
-    // DESIGN §10's default policy: IP literals, localhost, the host name and its .local
-    // name (a freshly flashed device is reached by one of them).
+    // The default Host policy (docs/api.md, "Host and Origin"): IP literals, localhost, the
+    // host name and its .local name (a freshly flashed device is reached by one of them).
     let name = hostname();
     for host in [
         format!("127.0.0.1:{port}"),

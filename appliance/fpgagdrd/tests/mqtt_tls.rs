@@ -1,4 +1,4 @@
-//! MQTT over TLS (issue 20), on the real binary with the real model and frames, against
+//! MQTT over TLS, on the real binary with the real model and frames, against
 //! Debian's real `mosquitto` with a TLS listener on a free loopback port. The CA and
 //! the broker's certificate are made by the test with Debian's `openssl` (`./test.sh`
 //! installs both): every result arrives over TLS with the content the results log

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * TEST DOUBLE of NVIDIA's nvidia_p2p kernel API (issue 5), for QEMU guests
+ * TEST DOUBLE of NVIDIA's nvidia_p2p kernel API, for QEMU guests
  * that have no NVIDIA GPU.  It exports the nvidia_p2p_* symbols that
  * fpgagdr's nvidia_p2p back-end (built with FPGAGDR_NVP2P=compat) uses,
  * and behaves as fpgagdr-nv-p2p-compat.h says NVIDIA's current driver does

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * fgtest: the guest tests of the fpgagdr module (issue 5).
+ * fgtest: the guest tests of the fpgagdr module.
  *
  *   fgtest SUITE          functional, host, nvp2p, faults, badioctl,
  *                         removal, stress, frames, dmabuf; exit status 0 when

@@ -66,6 +66,7 @@ static void test_wrong_abi_version(void)
 	struct fpgagdr_transfer t = { .abi_version = FPGAGDR_ABI_VERSION + 7,
 				      .length = 4096, .timeout_ms = 100 };
 	struct fpgagdr_abort a = { .abi_version = 0xffffffff };
+	__u32 old3[16];
 	int fd = t_open();
 
 	CHECK_ERR(raw(fd, FPGAGDR_IOC_GET_STATUS, &s), EPROTO);
@@ -82,6 +83,17 @@ static void test_wrong_abi_version(void)
 	      "transfer after EPROTO");
 	CHECK_ERR(raw(fd, FPGAGDR_IOC_ABORT, &a), EPROTO);
 	CHECK(a.abi_version == FPGAGDR_ABI_VERSION, "abort version");
+	/*
+	 * ABI 3's TRANSFER (64 bytes): another ioctl number, the same
+	 * answer as a wrong abi_version, the rest of it untouched
+	 */
+	memset(old3, 0, sizeof(old3));
+	old3[0] = 3;
+	old3[15] = 0x5a5a5a5a;
+	CHECK_ERR(raw(fd, _IOC(_IOC_READ | _IOC_WRITE, FPGAGDR_IOC_MAGIC, 3, 64),
+		      old3), EPROTO);
+	CHECK(old3[0] == FPGAGDR_ABI_VERSION && old3[15] == 0x5a5a5a5a,
+	      "ABI 3 TRANSFER: version %u written back", old3[0]);
 	close(fd);
 	still_works("after EPROTO");
 }
@@ -175,11 +187,27 @@ static void test_transfer_rules(void)
 	CHECK_ERR(xf(fd, h, 0, 0, 0, 0, 4096, FPGAGDR_TIMEOUT_MAX_MS + 1),
 		  EINVAL);
 	t.handle = h;
-	t.flags = 1;
+	t.flags = 2;
 	CHECK_ERR(t_xfer_full(fd, &t), EINVAL);
 	t.flags = 0;
 	t.bytes = 1;
 	CHECK_ERR(t_xfer_full(fd, &t), EINVAL);
+	t.bytes = 0;
+	/* the torn-frame check's fields: only with the flag, only on C2H */
+	t.frame_seq = 1;
+	CHECK_ERR(t_xfer_full(fd, &t), EINVAL);
+	t.frame_seq = 0;
+	t.frame_epoch = 1;
+	CHECK_ERR(t_xfer_full(fd, &t), EINVAL);
+	t.frame_epoch = 0;
+	t.frame_check = FPGAGDR_FRAME_CHECK_WHOLE;
+	CHECK_ERR(t_xfer_full(fd, &t), EINVAL);
+	t.frame_check = 0;
+	t.flags = FPGAGDR_XFER_FRAME;
+	t.direction = FPGAGDR_DIR_H2C;
+	CHECK_ERR(t_xfer_full(fd, &t), EINVAL);
+	t.direction = FPGAGDR_DIR_C2H;
+	t.flags = 0;
 	if (st.xfer_align > 1) {
 		CHECK_ERR(xf(fd, h, 0, 0, st.xfer_align / 2, 0, 4096, 1000),
 			  EINVAL);

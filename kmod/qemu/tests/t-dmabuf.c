@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The dma-buf back-end against real exporters of the guest's kernel
- * (issue 23), the same cases for each:
+ * The dma-buf back-end against real exporters of the guest's kernel, the
+ * same cases for each:
  *
  * - vgem, the kernel's virtual GEM driver: a dumb buffer (shmem pages,
  *   scattered) exported with PRIME; the CPU sees it through an mmap() of

@@ -26,45 +26,6 @@
 
 #include "tframes.h"
 
-/* The 1.1 registers (docs/card-protocol.md) */
-#define REG_CONTROL	0x020
-#define REG_IRQ_STATUS	0x024
-#define REG_DONE_SEQ_LO	0x030
-#define REG_DONE_SLOT	0x038
-#define REG_EPOCH	0x040
-#define REG_DROPPED	0x044
-#define REG_LIVE_SEQ_LO	0x048
-#define PROTO_1_1	0x00010001
-
-/* A register of the user block through fpgagdrN_user (0xffffffff: error) */
-static __u32 user_rd(__u32 off)
-{
-	char path[64];
-	__u32 v = ~0U;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s_user", t_dev);
-	fd = open(path, O_RDONLY);
-	if (fd < 0 || pread(fd, &v, 4, off) != 4)
-		t_fail(__FILE__, __LINE__, "read of user register %#x", off);
-	if (fd >= 0)
-		close(fd);
-	return v;
-}
-
-static void user_wr(__u32 off, __u32 v)
-{
-	char path[64];
-	int fd;
-
-	snprintf(path, sizeof(path), "%s_user", t_dev);
-	fd = open(path, O_WRONLY);
-	if (fd < 0 || pwrite(fd, &v, 4, off) != 4)
-		t_fail(__FILE__, __LINE__, "write of user register %#x", off);
-	if (fd >= 0)
-		close(fd);
-}
-
 /* The card's geometry and state as the module read them at bind. */
 static void test_frame_info(void)
 {
@@ -932,6 +893,7 @@ static void test_card_11_registers(void)
  */
 static void test_dropped(void)
 {
+	struct fpgagdr_frame_info a, b;
 	struct fpgagdr_wait_frame w;
 	__u32 dropped;
 	__u64 prev;
@@ -944,6 +906,7 @@ static void test_dropped(void)
 	CHECK_OK(wait_frame(c.fd, 2000, 0, &w));
 	prev = w.sequence;
 	dropped = user_rd(REG_DROPPED);
+	CHECK_OK(frame_info(c.fd, &a));
 	sensor("drop", 3);
 	for (i = 0; i < 8; i++) {
 		CHECK_OK(wait_frame(c.fd, 2000, 0, &w));
@@ -958,6 +921,12 @@ static void test_dropped(void)
 	}
 	CHECK(user_rd(REG_DROPPED) - dropped == 3, "DROPPED grew by %u, 3 dropped",
 	      user_rd(REG_DROPPED) - dropped);
+	/* and the module hands it out, beside the events */
+	CHECK_OK(frame_info(c.fd, &b));
+	CHECK(b.dropped - a.dropped == 3 && b.events > a.events,
+	      "FRAME_INFO dropped %llu -> %llu, 3 dropped",
+	      (unsigned long long)a.dropped, (unsigned long long)b.dropped);
+	CHECK(b.missed == a.missed, "drops counted as missed frames");
 	cap_close(&c);
 }
 
@@ -971,9 +940,10 @@ static void test_dropped(void)
  */
 static void test_torn_frame(void)
 {
+	struct fpgagdr_frame_info a, b;
 	struct fpgagdr_wait_frame w;
 	unsigned char *h;
-	__u32 live;
+	__u32 live, check;
 	double end;
 	struct cap c;
 
@@ -986,7 +956,8 @@ static void test_torn_frame(void)
 		usleep(5000);
 	CHECK(sensor_stat("tearing") == 1, "frame %llu never held its header back",
 	      (unsigned long long)(w.sequence + SLOTS));
-	CHECK_OK(cap_read(&c, &w));
+	CHECK_OK(frame_info(c.fd, &a));
+	CHECK_OK(cap_read_frame(&c, &w, &check));
 	live = user_rd(REG_LIVE_SEQ_LO);
 	h = c.buf;
 	CHECK(le64(h + 32) == w.sequence && le32(h + 60) == crc32(h, 60),
@@ -1001,6 +972,13 @@ static void test_torn_frame(void)
 	CHECK(live - (__u32)w.sequence >= SLOTS - 1,
 	      "the torn-frame check would pass the copy of frame %llu",
 	      (unsigned long long)w.sequence);
+	/* the module's check after the DMA says so: an overrun, counted */
+	CHECK(check == FPGAGDR_FRAME_CHECK_TORN,
+	      "TRANSFER's frame_check %u for the torn copy of frame %llu",
+	      check, (unsigned long long)w.sequence);
+	CHECK_OK(frame_info(c.fd, &b));
+	CHECK(b.torn == a.torn + 1, "FRAME_INFO torn %llu -> %llu",
+	      (unsigned long long)a.torn, (unsigned long long)b.torn);
 	sensor("tear", 0);
 	end = t_now() + 3;
 	do {
@@ -1008,6 +986,84 @@ static void test_torn_frame(void)
 	} while (w.sequence < live + 1 && t_now() < end);
 	CHECK(cap_check(&c, &w) == FRAME_OK, "frame %llu after the tear",
 	      (unsigned long long)w.sequence);
+	/* a fresh frame copied at once: the check vouches for it */
+	CHECK_OK(wait_frame(c.fd, 2000, 0, &w));
+	CHECK_OK(cap_read_frame(&c, &w, &check));
+	CHECK(check == FPGAGDR_FRAME_CHECK_WHOLE,
+	      "frame_check %u for frame %llu copied at once", check,
+	      (unsigned long long)w.sequence);
+	/* the rules of the flag: C2H of the frame's own slot only */
+	w.slot = (w.slot + 1) % SLOTS;
+	CHECK(cap_read_frame(&c, &w, &check) == -EINVAL,
+	      "FPGAGDR_XFER_FRAME over another slot: not EINVAL");
+	cap_close(&c);
+}
+
+/*
+ * The card resets itself (sensor_reset, as axi_aresetn does; the module is
+ * not told): EPOCH changes, the sequence restarts at 0, CONTROL is
+ * cleared.  The module sees the new EPOCH on the first wait that finds no
+ * frame, sets CONTROL again and re-baselines: the new run's frames come
+ * as events of the new epoch, none refused for a sequence that went
+ * backwards, every one whole after its DMA.
+ */
+static void test_card_reset_rebaselines(void)
+{
+	struct fpgagdr_frame_info a, b;
+	struct fpgagdr_wait_frame w;
+	__u64 before, prev;
+	int ret, i, timeouts = 0;
+	double end;
+	struct cap c;
+
+	sensor_defaults();
+	cap_open(&c);
+	for (i = 0; i < 5; i++)
+		CHECK_OK(wait_frame(c.fd, 2000, 0, &w));
+	before = w.sequence;
+	CHECK_OK(frame_info(c.fd, &a));
+	CHECK(w.epoch && w.epoch == a.epoch && a.epoch == user_rd(REG_EPOCH),
+	      "epoch: event %#x, FRAME_INFO %#x, EPOCH %#x", w.epoch, a.epoch,
+	      user_rd(REG_EPOCH));
+	CHECK_OK(t_dbg_write(DBG_TE "sensor_reset", "1"));
+	end = t_now() + 5;
+	do {
+		ret = wait_frame(c.fd, 300, 0, &w);
+		if (ret == -ETIMEDOUT)
+			timeouts++;
+		else if (!ret && w.epoch == a.epoch)
+			ret = -EAGAIN;	/* queued before the reset */
+		CHECK(ret != -EBADMSG,
+		      "an event after the reset refused (EBADMSG)");
+	} while (ret && t_now() < end);
+	CHECK_OK(ret);
+	printf("    first event after the reset: frame %llu (before %llu), %d timeouts\n",
+	       (unsigned long long)w.sequence, (unsigned long long)before,
+	       timeouts);
+	CHECK(w.epoch != a.epoch && w.epoch == user_rd(REG_EPOCH),
+	      "event's epoch %#x, before %#x, EPOCH %#x", w.epoch, a.epoch,
+	      user_rd(REG_EPOCH));
+	CHECK(w.sequence < before, "frame %llu after the reset, %llu before",
+	      (unsigned long long)w.sequence, (unsigned long long)before);
+	prev = w.sequence;
+	for (i = 0; i < 5; i++) {
+		CHECK_OK(wait_frame(c.fd, 2000, 0, &w));
+		CHECK(w.sequence > prev && w.epoch != a.epoch,
+		      "frame %llu (epoch %#x) after %llu", (unsigned long long)w.sequence,
+		      w.epoch, (unsigned long long)prev);
+		prev = w.sequence;
+	}
+	CHECK(cap_check(&c, &w) == FRAME_OK, "frame %llu of the new epoch",
+	      (unsigned long long)w.sequence);
+	CHECK_OK(frame_info(c.fd, &b));
+	CHECK(b.epoch_changes == a.epoch_changes + 1 && b.epoch == w.epoch,
+	      "FRAME_INFO: epoch changes %llu -> %llu, epoch %#x",
+	      (unsigned long long)a.epoch_changes,
+	      (unsigned long long)b.epoch_changes, b.epoch);
+	CHECK(b.protocol_errors == a.protocol_errors,
+	      "protocol errors %llu -> %llu", (unsigned long long)a.protocol_errors,
+	      (unsigned long long)b.protocol_errors);
+	CHECK(dmesg_has("card reset seen: EPOCH"), "the reset is not in the log");
 	cap_close(&c);
 }
 
@@ -1031,6 +1087,7 @@ int suite_frames(void)
 		{ "card_11_registers", test_card_11_registers },
 		{ "dropped", test_dropped },
 		{ "torn_frame", test_torn_frame },
+		{ "card_reset_rebaselines", test_card_reset_rebaselines },
 		{ "removal_wakes_waiters", test_removal_wakes_waiters },
 	};
 

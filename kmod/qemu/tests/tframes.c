@@ -2,6 +2,7 @@
 /*
  * Helpers of the frame capture tests: see tframes.h.
  */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -124,6 +125,31 @@ int cap_read(struct cap *c, const struct fpgagdr_wait_frame *w)
 	return ret;
 }
 
+/*
+ * The same C2H with FPGAGDR_XFER_FRAME: the module's torn-frame check
+ * after the run, its answer in @check (enum fpgagdr_frame_check).
+ */
+int cap_read_frame(struct cap *c, const struct fpgagdr_wait_frame *w,
+		   __u32 *check)
+{
+	struct fpgagdr_transfer t = {
+		.direction = FPGAGDR_DIR_C2H,
+		.handle = c->h,
+		.card_addr = SLOT_BASE + (__u64)w->slot * SLOT_SIZE,
+		.length = (w->length + c->gran - 1) / c->gran * c->gran,
+		.timeout_ms = 5000,
+		.flags = FPGAGDR_XFER_FRAME,
+		.frame_seq = w->sequence,
+		.frame_epoch = w->epoch,
+	};
+	int ret;
+
+	memset(c->buf, 0xee, SLOT_SIZE);
+	ret = t_xfer_full(c->fd, &t);
+	*check = t.frame_check;
+	return ret;
+}
+
 int cap_check(struct cap *c, const struct fpgagdr_wait_frame *w)
 {
 	unsigned char *h = c->buf;
@@ -173,4 +199,33 @@ bool dmesg_has(const char *text)
 
 	snprintf(cmd, sizeof(cmd), "dmesg | grep -qF '%s'", text);
 	return system(cmd) == 0;
+}
+
+/* A register of the user block through fpgagdrN_user (0xffffffff: error) */
+__u32 user_rd(__u32 off)
+{
+	char path[64];
+	__u32 v = ~0U;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s_user", t_dev);
+	fd = open(path, O_RDONLY);
+	if (fd < 0 || pread(fd, &v, 4, off) != 4)
+		t_fail(__FILE__, __LINE__, "read of user register %#x", off);
+	if (fd >= 0)
+		close(fd);
+	return v;
+}
+
+void user_wr(__u32 off, __u32 v)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s_user", t_dev);
+	fd = open(path, O_WRONLY);
+	if (fd < 0 || pwrite(fd, &v, 4, off) != 4)
+		t_fail(__FILE__, __LINE__, "write of user register %#x", off);
+	if (fd >= 0)
+		close(fd);
 }

@@ -32,6 +32,16 @@ struct cap {
 	__u32 gran;
 };
 
+/* Registers of the user block (docs/card-protocol.md, protocol 1.1) */
+#define REG_CONTROL	0x020
+#define REG_IRQ_STATUS	0x024
+#define REG_DONE_SEQ_LO	0x030
+#define REG_DONE_SLOT	0x038
+#define REG_EPOCH	0x040
+#define REG_DROPPED	0x044
+#define REG_LIVE_SEQ_LO	0x048
+#define PROTO_1_1	0x00010001
+
 enum { FRAME_OK, FRAME_OVERRUN, FRAME_BROKEN, FRAME_BAD_CRC };
 
 __u32 crc32(const void *p, size_t n);
@@ -46,9 +56,13 @@ int abort_waits(int fd, __u32 dir, __u32 ch, __u32 flags);
 void cap_open(struct cap *c);
 void cap_close(struct cap *c);
 int cap_read(struct cap *c, const struct fpgagdr_wait_frame *w);
+int cap_read_frame(struct cap *c, const struct fpgagdr_wait_frame *w,
+		   __u32 *check);
 int cap_check(struct cap *c, const struct fpgagdr_wait_frame *w);
 int capture_on(void);
 void sensor_defaults(void);
 bool dmesg_has(const char *text);
+__u32 user_rd(__u32 off);
+void user_wr(__u32 off, __u32 v);
 
 #endif /* FGT_TFRAMES_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The guest tests of the fpgagdr module (issue 5): plain ioctls against
+ * The guest tests of the fpgagdr module: plain ioctls against
  * the uapi header, run inside a QEMU guest by kmod/qemu/init.sh against
  * the real module and its TEST-ONLY software card.  Every check has a
  * right answer; a failed check prints where and why and fails its test.

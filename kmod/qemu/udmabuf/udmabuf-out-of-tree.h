@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * TEST-ONLY: what the kernel's drivers/dma-buf/udmabuf.c needs to build
- * as an external module against Debian's kernel headers (issue 23).
+ * as an external module against Debian's kernel headers.
  * kmod/qemu/run.sh includes this file into the extracted udmabuf.c right
  * after its last #include; nothing else of the kernel's file changes.
  *

@@ -113,7 +113,7 @@ export function livePage(view) {
   void readOutputs();
   setInterval(readOutputs, 2000);
 
-  // The live results list (issue 20): every frame's result and alert from
+  // The live results list: every frame's result and alert from
   // GET /api/v1/results/stream (its own EventSource: the snapshot stream carries one
   // result per 100 ms); EventSource reconnects by itself after an outage.
   const results = new ResultsView(view.el('[data-testid="results-list"]'), view.el('[data-testid="alert-banner"]'));

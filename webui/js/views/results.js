@@ -1,6 +1,6 @@
 // @ts-check
-// views/results.js: the live results list and the alert banner on the Live page
-// (issue 20). Owns: the last LIST_LENGTH results of GET /api/v1/results/stream
+// views/results.js: the live results list and the alert banner on the Live page.
+// Owns: the last LIST_LENGTH results of GET /api/v1/results/stream
 // (its `result` events; every frame's result, not the 100 ms snapshot's), newest
 // first, each with its sequence number, best class and score, end-to-end latency
 // and the alert rules it matched; and the banner that an `alert` event raises

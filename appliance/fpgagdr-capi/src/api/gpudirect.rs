@@ -43,8 +43,8 @@ pub(crate) unsafe fn caller_memory(m: &fpgagdr_memory) -> Result<DmaMemory, Fail
 }
 
 /// Pins the caller's memory `*memory` once for DMA by `card` and writes its handle into
-/// `*buffer_out`. Pin at start-up and reuse the handle for every transfer (the seed
-/// report's "pin once, use many").
+/// `*buffer_out`. Pin at start-up and reuse the handle for every transfer ("pin once, use
+/// many", as the reference report's driver does: docs/bench.md).
 ///
 /// WARNING: the memory must stay allocated until `fpgagdr_unpin_buffer` (or
 /// `fpgagdr_close`) returns: free it after, never before.

@@ -1,8 +1,9 @@
-//! The legacy memory-mapped calls (the seed report's `DMA_MM_ReadC2H` style): one
+//! The legacy memory-mapped calls (the `DMA_MM_ReadC2H` style of the
+//! reference report's vendor library, docs/bench.md): one
 //! read/write call with the caller's buffer address, routed by a per-card mode.
 //! `FPGAGDR_TRANSFER_MODE_CPU` (the default) moves bytes through host memory at the
 //! address; after `fpgagdr_register_buffer` and
-//! `fpgagdr_set_transfer_mode(FPGAGDR_TRANSFER_MODE_GPU_PINNED)` (the seed's two added
+//! `fpgagdr_set_transfer_mode(FPGAGDR_TRANSFER_MODE_GPU_PINNED)` (the reference report's two added
 //! lines) the same calls DMA into the registered GPU buffer containing the address.
 
 use std::ffi::c_void;
@@ -16,7 +17,7 @@ use crate::rules::{Fail, call};
 use crate::types::*;
 
 /// Pins the caller's memory `*memory` and registers it for the legacy calls' address
-/// lookup (the seed's `SetGPUBuffer`). Several buffers may be registered (a frame
+/// lookup (the reference report's `SetGPUBuffer`). Several buffers may be registered (a frame
 /// ring); each legacy call goes to the one that contains its whole range.
 ///
 /// WARNING: the memory must stay allocated until `fpgagdr_release_buffer` (or
@@ -49,7 +50,7 @@ pub unsafe extern "C" fn fpgagdr_register_buffer(
     })
 }
 
-/// Unregisters and unpins the registered buffer that starts at `addr` (the seed's
+/// Unregisters and unpins the registered buffer that starts at `addr` (the reference report's
 /// `ReleaseGPUBuffer`). The memory is the caller's again afterwards.
 ///
 /// Returns 0, `-ENXIO` (rule `registered-buffer`: no registered buffer starts there),
@@ -76,7 +77,7 @@ pub unsafe extern "C" fn fpgagdr_release_buffer(
 }
 
 /// Switches how `fpgagdr_mm_read_c2h` / `fpgagdr_mm_write_h2c` route on this card
-/// (the seed's `SetTransferMode`): `FPGAGDR_TRANSFER_MODE_CPU` or
+/// (the reference report's `SetTransferMode`): `FPGAGDR_TRANSFER_MODE_CPU` or
 /// `FPGAGDR_TRANSFER_MODE_GPU_PINNED`. The mode is per card, not per thread.
 ///
 /// Returns 0, `-EINVAL` (rules `argument-valid`: unknown mode; `flags`), `-EBADF`.

@@ -690,8 +690,9 @@ static void explicit_roundtrip(void)
 
 static uint8_t *legacy_leftover;
 
-/* Legacy routing: three registered buffers, the seed's two added calls, reads into
- * each by address, one straddling two (refused), CPU mode into plain memory. */
+/* Legacy routing: three registered buffers, the reference report's two added
+ * calls (docs/library.md), reads into each by address, one straddling two
+ * (refused), CPU mode into plain memory. */
 static void legacy_routing(void)
 {
 	enum { N = 3 };
@@ -715,7 +716,8 @@ static void legacy_routing(void)
 		must(fpgagdr_mm_write_h2c(card, 0, src, 0x200000 + i * n, n, TMO, 0, NULL),
 		     "CPU-mode legacy write");
 	}
-	/* The seed's two added lines are SetGPUBuffer (above) and SetTransferMode. */
+	/* The reference report's two added lines are SetGPUBuffer (above) and
+	 * SetTransferMode. */
 	must(fpgagdr_set_transfer_mode(card, FPGAGDR_TRANSFER_MODE_GPU_PINNED, 0), "mode");
 	must(fpgagdr_get_transfer_mode(card, &mode), "get mode");
 	check(mode == FPGAGDR_TRANSFER_MODE_GPU_PINNED, "mode reads back GPU_PINNED");

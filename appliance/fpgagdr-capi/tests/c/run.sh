@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The C API as a C program sees it (issue 21), from test.sh:
+# The C API as a C program sees it, from test.sh:
 #   1. install libfpgagdr (install.sh) into target/capi/prefix: library, generated
 #      header, fpgagdr.pc;
 #   2. build examples/c/capture.c and tests/c/capi_test.c with cc, flags from

@@ -1020,9 +1020,9 @@ mod tests {
         };
         let (named, _) = card_status(Path::new(PATH), &orin, Some("0.1.0"));
         assert!(
-            named
-                .name
-                .contains("(kernel module ABI 3, fpgagdr.ko 0.1.0, platform orin,"),
+            named.name.contains(&format!(
+                "(kernel module ABI {FPGAGDR_ABI_VERSION}, fpgagdr.ko 0.1.0, platform orin,"
+            )),
             "{}",
             named.name
         );
@@ -1197,6 +1197,9 @@ mod tests {
                 flags: 0,
                 bytes: 0,
                 duration_ns: 0,
+                frame_seq: 0,
+                frame_epoch: 0,
+                frame_check: 0,
             }
         );
         let h2c = TransferRequest {

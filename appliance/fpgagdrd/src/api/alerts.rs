@@ -1,4 +1,4 @@
-//! The kept frames of alerts (issue 20): `GET /api/v1/alerts/frames` (the list) and
+//! The kept frames of alerts: `GET /api/v1/alerts/frames` (the list) and
 //! `GET /api/v1/alerts/frames/{run}/{seq}` (one, PNG).
 //!
 //! Owns: those handlers. Must not: write or delete a kept frame (the frame keeper,

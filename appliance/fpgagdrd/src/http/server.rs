@@ -1,4 +1,4 @@
-//! The service's own accept loop over hyper (issue 18): `axum::serve` has no connection
+//! The service's own accept loop over hyper: `axum::serve` has no connection
 //! limit and no way to time out a request head, so this loop owns the connections.
 //!
 //! Owns: [`serve`] (accept, admit or refuse, one task per connection), the registry of

@@ -1,4 +1,4 @@
-//! Answers the accept loop writes itself, on the wire, as problem+json (issue 18).
+//! Answers the accept loop writes itself, on the wire, as problem+json.
 //!
 //! Owns: [`answer`] (an [`Refusal`] as a whole HTTP/1.1 response with
 //! `Connection: close`), [`hyper_answer`] (finding hyper's own bodiless answer to a

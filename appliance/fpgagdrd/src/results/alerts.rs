@@ -1,5 +1,5 @@
 //! Alert rules (`outputs.alerts`) compiled against one run's labels, and the alert
-//! payload (issue 20).
+//! payload.
 //!
 //! Owns: [`Matcher`] (class rules as sorted class indices: checking a result is a few
 //! comparisons, no allocation, so the inference thread can ask before it lets a frame

@@ -1,4 +1,4 @@
-//! Alert rules on a condition rather than on one result (issue 20): `drop_rate`,
+//! Alert rules on a condition rather than on one result: `drop_rate`,
 //! `e2e_p99`, `temperature` and `power`, evaluated on what the frame board reads every
 //! tick, once per episode.
 //!

@@ -242,7 +242,7 @@ fn command_wrapped(wrapper: &[&str], config: &Path, log: &Path, token: Option<&s
         None => cmd.env_remove("FPGAGDR_TOKEN"),
     };
     // The test models (tests/data) and the frames tests write to temporary directories
-    // lie outside the data directory: roots of their own (issue 18).
+    // lie outside the data directory: roots of their own.
     cmd.arg("--model-root")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data"))
         .arg("--frames-root")
@@ -689,7 +689,7 @@ pub(crate) fn parse_prometheus(text: &str) -> Vec<Sample> {
         .unwrap_or_else(|| panic!("no # TYPE before {line:?}"));
         if family != name {
             // _sum and _count belong to a summary or a histogram; _bucket to a
-            // histogram only (issue 20's stage histograms).
+            // histogram only (the stage histograms).
             let kind = types[family].as_str();
             if name.ends_with("_bucket") {
                 assert_eq!(kind, "histogram", "{line}");

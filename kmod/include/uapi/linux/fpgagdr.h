@@ -27,16 +27,25 @@
  *   ENOTTY      any             unknown ioctl number
  *   EFAULT      any             the argument pointer cannot be copied
  *               PIN             HOST: the range is not mapped user memory
- *   EPROTO      any             abi_version != FPGAGDR_ABI_VERSION; the
- *                               module's version is written back to
- *                               abi_version (only that field is written)
+ *   EPROTO      any             abi_version != FPGAGDR_ABI_VERSION, or an
+ *                               ioctl of this table with the structure
+ *                               size of another ABI version; the module's
+ *                               version is written back to abi_version
+ *                               (only that field is written)
  *   EINVAL      any             unknown flag bits; nonzero pad or reserved
  *                               field; unknown kind or direction; ABORT with
  *                               FPGAGDR_ABORT_WAITS and a nonzero direction
  *                               or channel; zero length; address,
  *                               length, offset or card address not a multiple
  *                               of the alignment GET_STATUS reports;
- *                               timeout_ms == 0 or > FPGAGDR_TIMEOUT_MAX_MS
+ *                               timeout_ms == 0 or > FPGAGDR_TIMEOUT_MAX_MS;
+ *                               TRANSFER with FPGAGDR_XFER_FRAME: not C2H,
+ *                               the card does not speak the frame protocol,
+ *                               or card_addr + length outside the slot of
+ *                               frame_seq (slot_base + (frame_seq mod
+ *                               slot_count) * slot_size, slot_size bytes);
+ *                               frame_seq or frame_epoch nonzero without
+ *                               it; frame_check nonzero
  *   EBADF       PIN             DMABUF: dmabuf_fd is not an open dma-buf
  *   EOPNOTSUPP  PIN             the memory kind's back-end is not built in
  *                               (see mem_kinds) or refuses the memory
@@ -134,6 +143,16 @@
  * narrowest link between the card and the root complex and the device
  * whose link it is.  Output only, zero from an older module (link_path_gen
  * 0: unknown, the other two then mean nothing), so the version stays 3.
+ *
+ * ABI version 4 (from 3): card protocol 1.1 (docs/card-protocol.md).
+ * TRANSFER grows to 80 bytes: FPGAGDR_XFER_FRAME asks for the torn-frame
+ * check after a C2H of a frame's slot (frame_seq, frame_epoch in;
+ * frame_check out), with the EINVAL rules for it.  FRAME_INFO
+ * grows to 96 bytes: the card's reset epoch (was pad0), the frames the
+ * card dropped whole, the copies found torn, the epoch changes.
+ * WAIT_FRAME's event carries its epoch (was pad0).  An ioctl number of ABI
+ * version 3 (TRANSFER and FRAME_INFO had other sizes) answers EPROTO with
+ * the module's version, as a wrong abi_version does.
  */
 #ifndef _UAPI_LINUX_FPGAGDR_H
 #define _UAPI_LINUX_FPGAGDR_H
@@ -142,7 +161,7 @@
 #include <linux/types.h>
 
 /* Bumped on any incompatible change of a structure or of a rule. */
-#define FPGAGDR_ABI_VERSION		3
+#define FPGAGDR_ABI_VERSION		4
 
 /* ioctl type byte; free in Documentation/userspace-api/ioctl/ioctl-number.rst */
 #define FPGAGDR_IOC_MAGIC		0xE7
@@ -369,8 +388,39 @@ struct fpgagdr_unpin {
 	__u32 pad0;
 };
 
+/*
+ * TRANSFER flag: the C2H copies the slot of a frame WAIT_FRAME announced
+ * (frame_seq, frame_epoch): after the run the module makes the card
+ * protocol's torn-frame check and answers it in frame_check.
+ */
+#define FPGAGDR_XFER_FRAME		(1U << 0)
+
 /**
- * struct fpgagdr_transfer - FPGAGDR_IOC_TRANSFER argument (64 bytes)
+ * enum fpgagdr_frame_check - TRANSFER's frame_check: the torn-frame check
+ *	of docs/card-protocol.md ("Write order and the torn-frame check")
+ * @FPGAGDR_FRAME_CHECK_NONE: not asked (no FPGAGDR_XFER_FRAME)
+ * @FPGAGDR_FRAME_CHECK_WHOLE: LIVE_SEQ_LO read after the run says the
+ *	card had not started the frame that rewrites the slot (frame_seq +
+ *	slot_count): the copy holds frame frame_seq whole
+ * @FPGAGDR_FRAME_CHECK_TORN: the card may have rewritten the slot during
+ *	the copy (LIVE_SEQ_LO - frame_seq >= slot_count - 1, modulo 2^32), the
+ *	frame is of an epoch the card has left, or the card reads all ones:
+ *	count it as an overrun, whatever its bytes say
+ * @FPGAGDR_FRAME_CHECK_UNCHECKED: the card speaks protocol 1.0 (no
+ *	LIVE_SEQ_LO): the header's sequence is the only check, and a payload
+ *	CRC error may be a torn copy
+ *
+ * Values are only ever added.
+ */
+enum fpgagdr_frame_check {
+	FPGAGDR_FRAME_CHECK_NONE = 0,
+	FPGAGDR_FRAME_CHECK_WHOLE = 1,
+	FPGAGDR_FRAME_CHECK_TORN = 2,
+	FPGAGDR_FRAME_CHECK_UNCHECKED = 3,
+};
+
+/**
+ * struct fpgagdr_transfer - FPGAGDR_IOC_TRANSFER argument (80 bytes)
  * @abi_version: [in/out] FPGAGDR_ABI_VERSION; the module's on EPROTO
  * @direction: [in] enum fpgagdr_dir
  * @channel: [in] engine index within @direction
@@ -379,9 +429,14 @@ struct fpgagdr_unpin {
  * @card_addr: [in] card (AXI) address; multiple of xfer_align
  * @length: [in] bytes; nonzero, multiple of len_granularity
  * @timeout_ms: [in] 1..FPGAGDR_TIMEOUT_MAX_MS
- * @flags: [in] must be 0
+ * @flags: [in] 0 or FPGAGDR_XFER_FRAME
  * @bytes: [out] bytes moved (== @length on success, 0 on error)
  * @duration_ns: [out] engine start to completion, in nanoseconds
+ * @frame_seq: [in] with FPGAGDR_XFER_FRAME: the sequence of the frame
+ *	whose slot the C2H copies (WAIT_FRAME's @sequence); else 0
+ * @frame_epoch: [in] with FPGAGDR_XFER_FRAME: that event's @epoch; else 0
+ * @frame_check: [out] enum fpgagdr_frame_check (0 without
+ *	FPGAGDR_XFER_FRAME); must be 0 on input
  */
 struct fpgagdr_transfer {
 	__u32 abi_version;
@@ -395,6 +450,9 @@ struct fpgagdr_transfer {
 	__u32 flags;
 	__u64 bytes;
 	__u64 duration_ns;
+	__u64 frame_seq;
+	__u32 frame_epoch;
+	__u32 frame_check;
 };
 
 /* ABORT flag: wake this file's WAIT_FRAME callers instead (ECANCELED). */
@@ -453,7 +511,7 @@ enum fpgagdr_frames_state {
 };
 
 /**
- * struct fpgagdr_frame_info - FPGAGDR_IOC_FRAME_INFO argument (72 bytes)
+ * struct fpgagdr_frame_info - FPGAGDR_IOC_FRAME_INFO argument (96 bytes)
  * @abi_version: [in/out] FPGAGDR_ABI_VERSION; the module's on EPROTO
  * @flags: [in] must be 0
  * @state: [out] enum fpgagdr_frames_state, read when the card was bound
@@ -463,7 +521,9 @@ enum fpgagdr_frames_state {
  *	slot s mod N)
  * @slot_size: [out] bytes per slot (a frame, header included, fits)
  * @user_irq: [out] XDMA user interrupt (usr_irq_req bit) of frame-done
- * @pad0: [out] zero
+ * @epoch: [out] the card's reset epoch (EPOCH, read by this call), which
+ *	changes at every reset of the card; 0 on a card without one
+ *	(protocol 1.0)
  * @slot_base: [out] card (AXI) address of slot 0; slot i is at
  *	slot_base + i * slot_size
  * @events: [out] frame-done events the module took from the card (all
@@ -473,8 +533,18 @@ enum fpgagdr_frames_state {
  * @queue_overflows: [out] events dropped because an open file's queue was
  *	full (summed over files)
  * @protocol_errors: [out] events refused for breaking the protocol
+ * @dropped: [out] frames the card dropped whole (its DROPPED register,
+ *	read by this call), summed over the card's resets since it was
+ *	bound; a reset loses what was dropped after the last read.  Frames
+ *	dropped take no sequence number: they are beside produced = captured
+ *	+ overrun + missed, not in it.  0 on a protocol 1.0 card
+ * @torn: [out] C2H copies FPGAGDR_XFER_FRAME's check found torn (all
+ *	files)
+ * @epoch_changes: [out] times the module found EPOCH changed: resets of
+ *	the card it saw (each drops the events still queued)
  *
- * Every field but the counters is fixed while the card is bound.
+ * Every field but the counters and @epoch is fixed while the card is
+ * bound.
  */
 struct fpgagdr_frame_info {
 	__u32 abi_version;
@@ -484,12 +554,15 @@ struct fpgagdr_frame_info {
 	__u32 slot_count;
 	__u32 slot_size;
 	__u32 user_irq;
-	__u32 pad0;
+	__u32 epoch;
 	__u64 slot_base;
 	__u64 events;
 	__u64 missed;
 	__u64 queue_overflows;
 	__u64 protocol_errors;
+	__u64 dropped;
+	__u64 torn;
+	__u64 epoch_changes;
 };
 
 /* WAIT_FRAME flag: do not wait; EAGAIN when the queue is empty. */
@@ -505,7 +578,10 @@ struct fpgagdr_frame_info {
  * @sequence: [out] the card's frame sequence number (0 = first frame
  *	since the card's reset, +1 per frame the card completed)
  * @length: [out] bytes of the frame in its slot, header included
- * @pad0: [out] zero
+ * @epoch: [out] the card's reset epoch the frame belongs to (0 on a card
+ *	without one); a sequence restarts at 0 in a new epoch, and the
+ *	event is then the first of a new run (@missed counts only the events
+ *	the reset or a full queue dropped)
  * @arrival_ns: [out] ktime_get_ns() (CLOCK_MONOTONIC) in the interrupt
  *	handler that took the event: the frame's arrival time
  * @missed: [out] frames the card completed between the event this file
@@ -530,7 +606,7 @@ struct fpgagdr_wait_frame {
 	__u32 slot;
 	__u64 sequence;
 	__u32 length;
-	__u32 pad0;
+	__u32 epoch;
 	__u64 arrival_ns;
 	__u64 missed;
 	__u64 overflows;

@@ -1,22 +1,24 @@
-//! The seed report's published figures, and `--compare seed`.
+//! The reference report's published figures, and `--compare reference`.
 //!
-//! Owns: [`SEED`], the one data table of every figure this tool compares against, and
-//! [`Compare`] (ours beside the seed's, with the ratio per cell and the platform named).
-//! Must not: measure anything.
+//! Owns: [`REFERENCE`], the one data table of every figure this tool compares against, and
+//! [`Compare`] (ours beside the reference figure, with the ratio per cell and the platform
+//! named). Must not: measure anything.
 //!
-//! Source: the production driver's test report `shared/seeds/000_750e3317a82f9231.txt`,
-//! §4 ("测试结果"). Each field cites its section. Sizes there are binary ("1MB" is
-//! 1 048 576 bytes: its bandwidth rows are bytes / mean latency with that size). Latency
-//! pairs are stored `[read, write]`; the seed prints its TransferMode tables (§4.2,
-//! §4.5.3) as Write / Read, and they are swapped into `[read, write]` here.
+//! Source: the reference report, the published test report of a production XDMA +
+//! GPUDirect RDMA driver (what it is and which of its tables are compared: docs/bench.md,
+//! "The reference report"), its §4 ("测试结果"). Each field cites its section. Sizes there
+//! are binary ("1MB" is 1 048 576 bytes: its bandwidth rows are bytes / mean latency with
+//! that size). Latency pairs are stored `[read, write]`; the report prints its
+//! TransferMode tables (§4.2, §4.5.3) as Write / Read, and they are swapped into
+//! `[read, write]` here.
 //!
-//! Ratios are ours ÷ seed for every metric: below 1 means a lower figure than the seed's
-//! (faster for a latency, slower for a bandwidth).
+//! Ratios are ours ÷ reference for every metric: below 1 means a lower figure than the
+//! reference's (faster for a latency, slower for a bandwidth).
 
-/// A platform the seed measured.
+/// A platform the reference report measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum SeedPlatform {
+pub(crate) enum RefPlatform {
     /// Jetson Orin (§4.1–§4.4).
     Orin,
     /// x86 Xeon 8462Y + H100 PCIe (§4.5).
@@ -122,12 +124,12 @@ pub(crate) struct Quick {
     pub(crate) batch_10m: Option<(f64, f64)>,
 }
 
-/// Everything the seed published for one platform.
+/// Everything the reference report published for one platform.
 #[derive(Debug)]
-pub(crate) struct SeedData {
+pub(crate) struct RefData {
     /// Which platform.
-    pub(crate) platform: SeedPlatform,
-    /// The platform as the seed describes it.
+    pub(crate) platform: RefPlatform,
+    /// The platform as the reference report describes it.
     pub(crate) name: &'static str,
     /// The sections these figures come from.
     pub(crate) sections: &'static str,
@@ -151,7 +153,7 @@ const fn row(kib: u64, a: [f64; 2], b: [f64; 2], c: [f64; 2]) -> SizeRow {
 const fn bw(kib: u64, a: [f64; 2], b: [f64; 2], c: [f64; 2]) -> BandwidthRow {
     BandwidthRow { kib, a, b, c }
 }
-/// Takes the seed's Write / Read order and stores `[read, write]`.
+/// Takes the reference report's Write / Read order and stores `[read, write]`.
 const fn compat_wr(kib: u64, cpu_wr: [f64; 2], gpu_wr: [f64; 2]) -> CompatRow {
     CompatRow {
         kib,
@@ -169,11 +171,11 @@ const fn mb(mean_us: f64, min_us: f64, max_us: f64, gbps: f64, fps: f64) -> Mult
     }
 }
 
-/// The seed report's figures, both platforms. Every number below is copied from the
+/// The reference report's figures, both platforms. Every number below is copied from the
 /// section named in its comment; nothing is derived.
-pub(crate) const SEED: [SeedData; 2] = [
-    SeedData {
-        platform: SeedPlatform::Orin,
+pub(crate) const REFERENCE: [RefData; 2] = [
+    RefData {
+        platform: RefPlatform::Orin,
         name: "Jetson Orin (Tegra, integrated Ampere GPU, cudaHostAlloc memory), FPGA on PCIe Gen3 x4 (§2.1; §4.5.6 says Gen2 x4)",
         sections: "§4.1–§4.4, pin/unpin from §4.5.6",
         // §4.1 latency table (Read / Write, µs): CPU DMA only, FPGA→CPU→GPU, GPU Direct.
@@ -228,8 +230,8 @@ pub(crate) const SEED: [SeedData; 2] = [
             batch_10m: None,
         },
     },
-    SeedData {
-        platform: SeedPlatform::Desktop,
+    RefData {
+        platform: RefPlatform::Desktop,
         name: "x86 Intel Xeon Platinum 8462Y + NVIDIA H100 PCIe (cudaMalloc memory), FPGA on PCIe Gen3 x8 (§2.1)",
         sections: "§4.5.1–§4.5.5",
         // §4.5.2 latency table (Read / Write, µs).
@@ -286,33 +288,34 @@ pub(crate) const SEED: [SeedData; 2] = [
     },
 ];
 
-impl SeedPlatform {
-    /// The seed's figures for this platform.
-    pub(crate) fn data(self) -> &'static SeedData {
-        SEED.iter()
+impl RefPlatform {
+    /// The reference report's figures for this platform.
+    pub(crate) fn data(self) -> &'static RefData {
+        REFERENCE
+            .iter()
             .find(|d| d.platform == self)
             .expect("both platforms are in the table")
     }
 }
 
-impl SeedData {
-    /// The latency row for `bytes`, if the seed measured that size.
+impl RefData {
+    /// The latency row for `bytes`, if the reference report measured that size.
     pub(crate) fn latency_at(&self, bytes: u64) -> Option<&SizeRow> {
         self.latency.iter().find(|r| r.kib * 1024 == bytes)
     }
 
-    /// The bandwidth row for `bytes`, if the seed published one.
+    /// The bandwidth row for `bytes`, if the reference report published one.
     pub(crate) fn bandwidth_at(&self, bytes: u64) -> Option<&BandwidthRow> {
         self.bandwidth.iter().find(|r| r.kib * 1024 == bytes)
     }
 
-    /// The TransferMode row for `bytes`, if the seed measured that size.
+    /// The TransferMode row for `bytes`, if the reference report measured that size.
     pub(crate) fn compat_at(&self, bytes: u64) -> Option<&CompatRow> {
         self.compat.iter().find(|r| r.kib * 1024 == bytes)
     }
 }
 
-/// One compared cell: ours beside the seed's, and ours ÷ seed.
+/// One compared cell: ours beside the reference report's, and ours ÷ reference.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct CompareRow {
     /// What is compared, e.g. "C read 4 KiB mean".
@@ -321,20 +324,20 @@ pub(crate) struct CompareRow {
     pub(crate) unit: String,
     /// Our figure; `None` when we could not measure it here (e.g. path B without GPU).
     pub(crate) ours: Option<f64>,
-    /// The seed's published figure.
-    pub(crate) seed: f64,
-    /// `ours / seed`; `None` when ours is missing.
+    /// The reference report's published figure.
+    pub(crate) reference: f64,
+    /// `ours / reference`; `None` when ours is missing.
     pub(crate) ratio: Option<f64>,
 }
 
-/// `--compare seed`: the platform compared against and every compared cell.
+/// `--compare reference`: the platform compared against and every compared cell.
 #[derive(Debug, Clone, serde::Serialize)]
 pub(crate) struct Compare {
-    /// The seed platform, or `None` when no seed platform matches this card.
-    pub(crate) platform: Option<SeedPlatform>,
-    /// The platform as the seed describes it, or why nothing is compared.
+    /// The reference platform, or `None` when no reference platform matches this card.
+    pub(crate) platform: Option<RefPlatform>,
+    /// The platform as the reference report describes it, or why nothing is compared.
     pub(crate) platform_name: String,
-    /// The seed sections the figures come from.
+    /// The reference report's sections the figures come from.
     pub(crate) sections: String,
     /// How to read the ratio, and caveats of this comparison.
     pub(crate) notes: Vec<String>,
@@ -344,10 +347,10 @@ pub(crate) struct Compare {
 
 impl Compare {
     /// An empty comparison against `platform`.
-    pub(crate) fn new(platform: Option<SeedPlatform>, ours_sim: bool) -> Compare {
-        let mut notes = vec!["ratio = ours ÷ seed: below 1 is a lower figure than the seed's (faster for µs, slower for GB/s and frames/s)".to_string()];
+    pub(crate) fn new(platform: Option<RefPlatform>, ours_sim: bool) -> Compare {
+        let mut notes = vec!["ratio = ours ÷ reference: below 1 is a lower figure than the reference report's (faster for µs, slower for GB/s and frames/s)".to_string()];
         if ours_sim {
-            notes.push("ours ran on the SIMULATED card, whose link model is fitted to these same seed tables (docs/simcard-calibration.md): ratios near 1 check the model, they do not measure hardware".into());
+            notes.push("ours ran on the SIMULATED card, whose link model is fitted to these same reference tables (docs/simcard-calibration.md): ratios near 1 check the model, they do not measure hardware".into());
         }
         match platform {
             Some(p) => {
@@ -361,7 +364,7 @@ impl Compare {
                 }
             }
             None => {
-                notes.push("no seed platform matches this card (link preset off?): pass --seed-platform orin|desktop to compare anyway".into());
+                notes.push("no reference platform matches this card (link preset off?): pass --reference-platform orin|desktop to compare anyway".into());
                 Compare {
                     platform: None,
                     platform_name: "none".into(),
@@ -379,14 +382,14 @@ impl Compare {
         metric: impl Into<String>,
         unit: &str,
         ours: Option<f64>,
-        seed: f64,
+        reference: f64,
     ) {
         self.rows.push(CompareRow {
             metric: metric.into(),
             unit: unit.into(),
             ours,
-            seed,
-            ratio: ours.map(|o| o / seed),
+            reference,
+            ratio: ours.map(|o| o / reference),
         });
     }
 
@@ -401,10 +404,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn seed_bandwidth_rows_are_bytes_over_latency() {
-        // The seed's own consistency: its GB/s column is size / mean latency (±0.02 for
+    fn reference_bandwidth_rows_are_bytes_over_latency() {
+        // The reference report's own consistency: its GB/s column is size / mean latency (±0.02 for
         // rounding), which is the rule this tool uses.
-        for d in &SEED {
+        for d in &REFERENCE {
             for bwr in &d.bandwidth {
                 let lat = d.latency_at(bwr.kib * 1024).unwrap();
                 for (lat_pair, bw_pair) in [(lat.a, bwr.a), (lat.b, bwr.b), (lat.c, bwr.c)] {
@@ -426,7 +429,7 @@ mod tests {
     #[test]
     fn compat_rows_are_stored_read_first() {
         // §4.2 4 KB: CPU "79.6 / 65.4" is Write / Read.
-        let r = SeedPlatform::Orin.data().compat_at(4096).unwrap();
+        let r = RefPlatform::Orin.data().compat_at(4096).unwrap();
         assert_eq!(r.cpu, [65.4, 79.6]);
     }
 }
