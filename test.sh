@@ -67,6 +67,8 @@ apt_need mosquitto mosquitto
 apt_need mosquitto_sub mosquitto-clients
 # openssl makes the CA and the broker certificate of the MQTT-over-TLS test.
 apt_need openssl openssl
+# promtool lints /metrics (fpgagdrd's telemetry and results tests).
+apt_need promtool prometheus
 # QEMU (one matching qemu-system-x86/qemu-utils pair), OVMF, GRUB, mmdebstrap, disk tools.
 images/vm/build.sh --tools
 export ORT_DYLIB_PATH="$root/.deps/onnxruntime/libonnxruntime.so"

@@ -194,10 +194,15 @@ async function call(method, path) {
  * @property {string} label
  * @property {number} score
  *
- * @typedef {object} Result the latest result (a snapshot's `latest`, GET /results/latest)
+ * @typedef {object} Result one frame's result, schema version 2 (a snapshot's `latest`,
+ *   GET /results/latest, GET /results/{run}/{seq}, the results stream, the log, MQTT)
+ * @property {number} v schema version
+ * @property {number} run
  * @property {number} seq
- * @property {{width: number, height: number, format: string, bytes: number, checksum_ok: boolean}} frame
- * @property {Class[]} top5
+ * @property {{width: number, height: number, format: string, bytes: number}} frame
+ *   bytes: the frame's size, its 64-byte header and its pixels
+ * @property {string} checksum `ok` or `not_checked`
+ * @property {Class[]} top
  * @property {Record<string, number>} latency_us per stage, this frame
  */
 

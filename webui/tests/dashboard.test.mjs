@@ -157,6 +157,52 @@ describe('dashboard', { timeout: 240_000, skip: !BIN && 'FPGAGDRD_BIN is not set
     }
   });
 
+  it('shows the outputs: MQTT off, the results log written, drops by reason', async () => {
+    const panel = page.getByTestId('outputs');
+    await page.waitForFunction(
+      () => /\d+ written/.test(document.querySelector('[data-testid="outputs"] [data-field="log"]')?.textContent ?? ''),
+      null, { timeout: UI_MS },
+    );
+    const text = (await panel.textContent()) ?? '';
+    assert.match(text, /MQTT\s*off/, text);
+    assert.match(text, /not configured/, text);
+    assert.match(text, /No result dropped since the service started|Dropped since the service started: /, text);
+    assert.match(text, /No condition alert firing|Firing now: /, text);
+  });
+
+  it('shows the frame view beside its own result, never another frame\'s', async () => {
+    const img = '[data-testid="frame-view"]';
+    await page.waitForFunction((sel) => {
+      const i = /** @type {HTMLImageElement | null} */ (document.querySelector(sel));
+      return !!i && !i.hidden && !!i.dataset.seq && i.complete && i.naturalWidth > 0;
+    }, img, { timeout: UI_MS });
+    const seen = new Set();
+    // The inference thread copies a frame about once a second: sample until the view
+    // has moved on twice (at most 12 samples).
+    for (let i = 0; i < 12 && seen.size < 3; i++) {
+      const v = await page.evaluate((sel) => {
+        const el = /** @type {HTMLImageElement} */ (document.querySelector(sel));
+        return {
+          run: el.dataset.run ?? '', seq: el.dataset.seq ?? '', w: el.naturalWidth, h: el.naturalHeight,
+          caption: document.querySelector('[data-testid="frame-view-caption"]')?.textContent ?? '',
+        };
+      }, img);
+      // The result of the frame on display, by its key, from the API.
+      const r = await (await fetch(new URL(`api/v1/results/${v.run}/${v.seq}`, page.url()))).json();
+      assert.equal(`${r.run}:${r.seq}`, `${v.run}:${v.seq}`);
+      assert.match(v.caption, new RegExp(`#${r.seq}\\b`), `caption ${v.caption} is not frame ${r.seq}'s`);
+      assert.ok(v.caption.includes(r.top[0].label), `caption "${v.caption}" lacks the frame's best class ${r.top[0].label}`);
+      assert.ok(v.caption.includes(`${r.frame.width}×${r.frame.height} ${r.frame.format}`), v.caption);
+      // The picture has the frame's geometry (scaled to fit 480 px, aspect kept).
+      const scale = Math.min(1, 480 / Math.max(r.frame.width, r.frame.height));
+      assert.ok(Math.abs(v.w - Math.round(r.frame.width * scale)) <= 1 && Math.abs(v.h - Math.round(r.frame.height * scale)) <= 1,
+        `picture ${v.w}×${v.h} is not frame ${r.seq}'s ${r.frame.width}×${r.frame.height}`);
+      seen.add(v.seq);
+      await page.waitForTimeout(1_200);
+    }
+    assert.ok(seen.size >= 2, `the frame view did not move in 14 s: ${[...seen].join(', ')}`);
+  });
+
   it('lists every frame\'s result live, newest first, beside the top-5', async () => {
     const list = '[data-testid="results-list"] > li';
     await page.waitForFunction((sel) => document.querySelectorAll(sel).length === 10, list, { timeout: UI_MS });
@@ -194,6 +240,11 @@ describe('dashboard', { timeout: 240_000, skip: !BIN && 'FPGAGDRD_BIN is not set
       return a && b ? { ax: a.x, bx: b.x, below: b.y >= a.y + a.height - 1 } : null;
     });
     assert.ok(side && Math.abs(side.ax - side.bx) < 2 && side.below, `results panel not under the latest result: ${JSON.stringify(side)}`);
+  });
+
+  it('states the latency table\'s window', async () => {
+    const t = (await page.getByTestId('latency-window').textContent()) ?? '';
+    assert.match(t, /last second/, t);
   });
 
   it('shows end-to-end latency and draws the latency chart', async () => {
@@ -383,6 +434,18 @@ describe('dashboard', { timeout: 240_000, skip: !BIN && 'FPGAGDRD_BIN is not set
         assert.fail(`${e}: banner ${JSON.stringify(text)}; status ${JSON.stringify(st.outputs.alerts)}`);
       });
       await screenshot('dashboard-alert-condition.png');
+      // A page opened after the rule fired still shows it firing (Outputs panel: from
+      // the status, not from the events it never saw).
+      const later = await page.context().newPage();
+      try {
+        await later.goto(page.url(), { waitUntil: 'load' });
+        await later.waitForFunction(
+          () => /Firing now: .*\bslow\b/.test(document.querySelector('[data-testid="alerts-firing"]')?.textContent ?? ''),
+          null, { timeout: UI_MS },
+        );
+      } finally {
+        await later.close();
+      }
     } finally {
       await patch({ outputs: { alerts: { rules: { slow: null } } } });
     }

@@ -76,7 +76,7 @@ pub const CHANNEL: Range<u32> = Range {
     field: "/card/channel",
     min: 0,
     max: 3,
-    allowed: "between 0 and 3 (XDMA has at most 4 C2H channels)",
+    allowed: "between 0 and 3 (the card's XDMA core has at most 4 card-to-host channels)",
 };
 /// `card.timeout_ms`, ms.
 pub const TIMEOUT_MS: Range<u64> = Range {
@@ -173,28 +173,29 @@ pub struct SourceConfig {
     /// Frame source.
     #[schemars(title = "Kind of source")]
     pub kind: SourceKind,
-    /// Image file or directory for `replay`; relative to the data directory (or in a
-    /// `--frames-root`).
+    /// An image file, or a folder of images, replayed as if the card captured them;
+    /// relative to the data directory (or in a folder given with --frames-root).
     #[schemars(title = "Images (file or folder)")]
     #[schemars(extend("x-applies-when" = {"/source/kind": ["replay"]}, "x-offer" = "frames"))]
     #[schemars(length(min = 1))]
     pub path: PathBuf,
-    /// Sensor frame rate, frames/s: 0 = as fast as capture asks, else 0.01..=1000.
+    /// How many frames the (simulated) sensor makes each second; 0 makes them as fast
+    /// as capture takes them.
     #[schemars(title = "Frame rate (frames/s)")]
     #[schemars(range(min = FPS.min, max = FPS.max))]
     #[schemars(extend("not" = {"exclusiveMinimum": 0.0, "exclusiveMaximum": MIN_FPS}))]
     pub fps: f64,
-    /// Test-pattern width, pixels. Range 16..=8192.
+    /// Width of the test pattern, pixels.
     #[schemars(title = "Width (pixels)")]
     #[schemars(extend("x-applies-when" = {"/source/kind": ["test_pattern"]}))]
     #[schemars(range(min = WIDTH.min, max = WIDTH.max))]
     pub width: u32,
-    /// Test-pattern height, pixels. Range 16..=8192.
+    /// Height of the test pattern, pixels.
     #[schemars(title = "Height (pixels)")]
     #[schemars(extend("x-applies-when" = {"/source/kind": ["test_pattern"]}))]
     #[schemars(range(min = HEIGHT.min, max = HEIGHT.max))]
     pub height: u32,
-    /// Test-pattern pixel format.
+    /// Pixel format of the test pattern: grey (mono8) or colour (rgb8).
     #[schemars(title = "Pixel format")]
     #[schemars(extend("x-applies-when" = {"/source/kind": ["test_pattern"]}))]
     pub format: PixelFormat,
@@ -213,27 +214,34 @@ impl Default for SourceConfig {
     }
 }
 
-/// `card`: DMA settings.
+/// `card`: how frames come over PCIe from the card (its DMA).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 #[schemars(extend("x-order" = ["channel", "timeout_ms", "sim_link", "pin_method"]))]
 pub struct CardConfig {
-    /// C2H channel the frames arrive on. Range 0..=3 (XDMA has at most 4, PG195).
-    #[schemars(title = "C2H channel")]
+    /// The card-to-host (C2H) DMA channel the frames arrive on. The card's Xilinx XDMA
+    /// PCIe core has at most four (its product guide, PG195), and the card may have
+    /// fewer: status shows how many.
+    #[schemars(title = "Card-to-host DMA channel")]
     #[schemars(range(min = CHANNEL.min, max = CHANNEL.max))]
     pub channel: u32,
-    /// Bound on every wait for a frame or a transfer, ms. Range 1..=60000.
+    /// The longest wait for a frame or for one transfer, in milliseconds; a wait that
+    /// lasts it is counted as a frame-wait timeout.
     #[schemars(title = "Timeout (ms)")]
     #[schemars(range(min = TIMEOUT_MS.min, max = TIMEOUT_MS.max))]
     pub timeout_ms: u64,
-    /// Simulated card only: which measured platform its transfer times follow.
+    /// Simulated card only: which measured machine its transfer times follow (a Jetson
+    /// Orin on PCIe Gen3 x4, an x86 host on Gen3 x8), or off for as fast as memory
+    /// copies go.
     #[schemars(title = "Simulated link")]
     pub sim_link: LinkPreset,
-    /// How the frame ring is pinned: `auto` (host pages on Orin and Thor, `nvidia_p2p`
-    /// on a discrete GPU), `nvidia_p2p`, `dma_buf` (a CUDA dma-buf where the driver
-    /// offers it, otherwise the platform's default, with the reason in status) or
-    /// `host`. `nvidia_p2p` and `dma_buf` need `ring.memory` `auto` or `cuda_device`,
-    /// `host` needs `auto`, `host` or `cuda_host` (rule `pin-method-memory`).
+    /// How the frame ring's memory is locked in place for the card's DMA (pinned): auto
+    /// (host pages on a Jetson Orin or Thor, nvidia_p2p on a discrete GPU), nvidia_p2p
+    /// (NVIDIA's peer-to-peer interface for GPU memory), dma_buf (a CUDA dma-buf where
+    /// the driver offers one, otherwise the platform's default, with the reason in
+    /// status) or host. nvidia_p2p and dma_buf pin GPU memory, so they need the ring's
+    /// memory on auto or cuda_device; host pins host memory, so it needs auto, host or
+    /// cuda_host.
     #[schemars(title = "Pin method")]
     pub pin_method: PinChoice,
 }
@@ -249,19 +257,25 @@ impl Default for CardConfig {
     }
 }
 
-/// `ring`: the frame ring in GPU (or host) memory.
+/// `ring`: the frame ring: the pinned buffers the card's DMA writes frames into, in GPU
+/// (or host) memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 #[schemars(extend("x-order" = ["entries", "when_full", "memory"]))]
 pub struct RingConfig {
-    /// Ring entries, each pinned once. Range 2..=64.
-    #[schemars(title = "Entries")]
+    /// How many frames the ring holds at least, each buffer pinned once. The ring the
+    /// service builds is a whole number of rounds over the card's frame slots, at least
+    /// two, so it may be larger: with the simulated card's 4 slots, 4 asked for become 8
+    /// (status shows the size in use). Entries × the largest frame must fit in 1 GiB.
+    #[schemars(title = "Entries (at least)")]
     #[schemars(range(min = ENTRIES.min, max = ENTRIES.max))]
     pub entries: usize,
-    /// Back-pressure when inference falls behind.
+    /// What happens when inference falls behind and every entry holds a frame:
+    /// drop_oldest drops the oldest frame waiting (counted as dropped), wait makes the
+    /// card wait (no frame is dropped, frames may pile up on the card).
     #[schemars(title = "When the ring is full")]
     pub when_full: WhenFull,
-    /// Where the ring lives.
+    /// Where the ring's buffers are allocated.
     #[schemars(title = "Memory")]
     pub memory: RingMemory,
 }
@@ -280,15 +294,15 @@ impl Default for RingConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RingMemory {
-    /// What the platform wants: `cuda_host` on an integrated GPU (Jetson Orin),
-    /// `cuda_device` on a discrete GPU, `host` without CUDA.
+    /// What the platform wants: cuda_host on a Jetson (its GPU shares the host's
+    /// memory), cuda_device on a discrete GPU, host without CUDA.
     Auto,
     /// Page-aligned host memory (no GPU stages).
     Host,
-    /// CUDA device memory (`cuMemAlloc`); refused without CUDA.
+    /// GPU memory (cuMemAlloc); refused without CUDA.
     CudaDevice,
-    /// Page-locked, GPU-mapped host memory (`cuMemHostAlloc`, what Tegra's pinning path
-    /// pins); refused without CUDA.
+    /// Host memory locked in place and mapped for the GPU (cuMemHostAlloc, what a
+    /// Jetson's pinning uses); refused without CUDA.
     CudaHost,
 }
 
@@ -297,15 +311,16 @@ pub enum RingMemory {
 #[serde(deny_unknown_fields, default)]
 #[schemars(extend("x-order" = ["path", "labels"]))]
 pub struct ModelConfig {
-    /// ONNX file; relative to the data directory (or in a `--model-root`). Input
-    /// `[1,3,H,W]` float32, output `[1,classes]`.
+    /// The image classifier, an ONNX file; relative to the data directory (or in a
+    /// folder given with --model-root). It takes a batch of colour images (float32,
+    /// N × 3 × height × width) and gives one score per class for each.
     #[schemars(title = "Model file (ONNX)")]
     #[schemars(extend("x-offer" = "models"))]
     #[schemars(length(min = 1))]
     pub path: PathBuf,
-    /// Labels file, one per line, class 0 first; default: the model path with
-    /// `.labels.txt` in place of `.onnx`. Relative to the data directory (or in a
-    /// `--model-root`).
+    /// The classes' names, one per line, class 0 first; empty: the model's file name
+    /// with .labels.txt in place of .onnx. Relative to the data directory (or in a folder
+    /// given with --model-root).
     #[schemars(title = "Labels file")]
     #[schemars(length(min = 1))]
     pub labels: Option<PathBuf>,
@@ -334,37 +349,38 @@ impl Default for ModelConfig {
     "tensorrt"
 ]))]
 pub struct InferenceConfig {
-    /// Check every frame's payload CRC before inference.
+    /// Check each frame's checksum (the CRC-32 the card put in its header) before
+    /// inference; a frame that fails is dropped and counted.
     #[schemars(title = "Check each frame's CRC")]
     pub verify_checksum: bool,
-    /// ONNX Runtime intra-op threads; 0 = its default. Range 0..=64.
+    /// CPU threads ONNX Runtime may use for one model run; 0 leaves the choice to it.
     #[schemars(title = "Threads")]
     #[schemars(range(min = THREADS.min, max = THREADS.max))]
     pub threads: usize,
-    /// ONNX Runtime execution provider: `auto` (TensorRT, else CUDA, else the CPU: the
-    /// first that loads; status says which ran and why the others did not), `cpu`,
-    /// `cuda` or `tensorrt` (refused with `rule execution-provider` where it cannot run).
+    /// What runs the model (ONNX Runtime's execution provider): auto (TensorRT, else
+    /// CUDA, else the CPU: the first that loads; status says which ran and why the
+    /// others did not), cpu, cuda or tensorrt (refused where it cannot run).
     #[schemars(title = "Execution provider")]
     pub provider: Provider,
-    /// Frames per model run: every ready frame up to this many runs as one batch. 0 =
-    /// chosen from the provider and the GPU (1 on the CPU, 64 on a discrete GPU, 8 on an
-    /// integrated one), within half the frame ring. Range 0..=512; more than
-    /// `ring.entries` / 2 is refused (the ring holds twice the batch).
+    /// Frames per model run: every ready frame up to this many runs as one batch. 0
+    /// chooses from what runs the model (1 on the CPU, 64 on a discrete GPU, 8 on a
+    /// Jetson), within half the frame ring; more than half the ring's entries is refused
+    /// (the ring holds twice the batch).
     #[schemars(title = "Frames per model run (0 = chosen)")]
     #[schemars(range(min = MAX_BATCH.min, max = MAX_BATCH.max))]
     pub max_batch: usize,
-    /// Longest wait for a batch to fill once its first frame is taken, µs; 0 = run
-    /// what is ready. Range 0..=100000.
+    /// The longest wait for a batch to fill once its first frame is taken, in
+    /// microseconds; 0 runs what is ready.
     #[schemars(title = "Batch wait (µs)")]
     #[schemars(range(min = BATCH_WAIT_US.min, max = BATCH_WAIT_US.max))]
     pub batch_wait_us: u64,
-    /// `fp32`, or `fp16` on a GPU provider (TensorRT builds an fp16 engine; the CUDA
-    /// provider loads `<model>.fp16.onnx`, refused with `rule precision` when there is
-    /// none; the CPU runs fp32 and status says so).
+    /// fp32 (32-bit floats), or fp16 (16-bit) on the GPU: TensorRT builds a 16-bit
+    /// engine, CUDA loads the model's 16-bit copy (the model's name with .fp16.onnx,
+    /// refused when there is none); the CPU runs fp32 and status says so.
     #[schemars(title = "Precision")]
     pub precision: Precision,
-    /// Capture one CUDA graph per batch size when the model reads its input in GPU
-    /// memory (status says when the provider does not allow it).
+    /// Record the model's GPU work once per batch size and replay it (a CUDA graph),
+    /// when the model reads its input in GPU memory; status says when it cannot.
     #[schemars(title = "CUDA graphs")]
     pub cuda_graph: bool,
     /// TensorRT settings.
@@ -392,12 +408,13 @@ impl Default for InferenceConfig {
 #[serde(deny_unknown_fields, default)]
 #[schemars(extend("x-order" = ["cache_dir", "dla_core"]))]
 pub struct TensorRtConfig {
-    /// Engine cache directory; relative to the data directory. Default:
-    /// `$STATE_DIRECTORY/tensorrt` under systemd (`/var/lib/fpgagdr/tensorrt` on the
-    /// image), else `tensorrt` in the user's cache directory.
+    /// Where TensorRT keeps the engines it builds; relative to the data directory.
+    /// Empty: /var/lib/fpgagdr/tensorrt on the appliance (the service's state
+    /// directory), else tensorrt in the user's cache directory.
     #[schemars(title = "Engine cache directory")]
     pub cache_dir: Option<PathBuf>,
-    /// Run the engine on this DLA core of an Orin (0 or 1); null = the GPU.
+    /// Run the engine on one of a Jetson Orin's two deep-learning accelerators (DLA core
+    /// 0 or 1); empty runs it on the GPU.
     #[schemars(title = "DLA core (empty = the GPU)")]
     #[schemars(range(min = DLA_CORE.min, max = DLA_CORE.max))]
     pub dla_core: Option<u32>,
@@ -418,10 +435,10 @@ pub struct RawConfig {
     /// What the (simulated) sensor produces.
     #[schemars(title = "Frame source")]
     pub source: SourceConfig,
-    /// DMA settings.
+    /// How frames come from the card (its DMA).
     #[schemars(title = "Card")]
     pub card: CardConfig,
-    /// The pinned frame ring in GPU (or host) memory.
+    /// The buffers the card writes frames into, pinned in GPU (or host) memory.
     #[schemars(title = "Frame ring")]
     pub ring: RingConfig,
     /// The ONNX image classifier.
@@ -430,7 +447,8 @@ pub struct RawConfig {
     /// How frames are checked and run.
     #[schemars(title = "Inference")]
     pub inference: InferenceConfig,
-    /// Where every frame's result goes (MQTT).
+    /// Where every frame's result goes besides the results log (MQTT), and the alert
+    /// rules.
     #[schemars(title = "Outputs")]
     pub outputs: OutputsConfig,
 }
@@ -463,8 +481,8 @@ pub struct OutputsConfig {
     pub alerts: AlertsConfig,
 }
 
-/// `outputs.mqtt`: every frame's result as JSON on an MQTT broker (`docs/api.md`,
-/// "Results out": payload, topics, QoS).
+/// `outputs.mqtt`: every frame's result as JSON on an MQTT broker: where it connects, the
+/// topics and how sure delivery is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 #[schemars(extend("x-order" = [
@@ -479,59 +497,61 @@ pub struct MqttConfig {
     #[schemars(title = "Broker host")]
     #[schemars(length(min = 1, max = 253))]
     pub host: String,
-    /// The broker's TCP port (1883 plain, 8883 TLS by convention). Range 1..=65535.
+    /// The broker's TCP port (1883 without TLS, 8883 with it, by convention).
     #[schemars(title = "Broker port")]
     #[schemars(range(min = MQTT_PORT.min, max = MQTT_PORT.max))]
     pub port: u16,
-    /// Connect over TLS (rustls), checking the broker's certificate against `ca_file`,
-    /// else the system's CA store.
+    /// Connect over TLS (encrypted), checking the broker's certificate against the CA
+    /// file, else against the system's certificate authorities.
     #[schemars(title = "TLS")]
     pub tls: bool,
-    /// PEM file of the CA(s) that sign the broker's certificate (TLS only); null = the
-    /// system's CA store.
+    /// With TLS: a PEM file of the certificate authority (or authorities) that signed
+    /// the broker's certificate; empty: the system's certificate authorities.
     #[schemars(title = "CA file (PEM)")]
     #[schemars(length(min = 1))]
     pub ca_file: Option<PathBuf>,
-    /// User name; null = none.
+    /// The user name the broker knows this appliance by; empty: none.
     #[schemars(title = "User name")]
     #[schemars(length(min = 1, max = 256))]
     pub username: Option<String>,
-    /// Password (write-only: never shown by `GET /api/v1/config`; a document or merge
-    /// patch that leaves it out or sends null keeps the saved one, `""` removes it).
+    /// The password: never shown once saved; leave it empty to keep the saved one.
+    /// (Over the API: a change that leaves it out or sends null keeps it; an empty
+    /// string removes it.)
     #[schemars(title = "Password")]
     #[schemars(length(max = 256))]
     #[schemars(extend("writeOnly" = true))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub password: Option<String>,
-    /// MQTT client id; empty = `fpgagdr-` and the host name.
+    /// The name this client gives the broker; empty: fpgagdr- and the host name.
     #[schemars(title = "Client id (empty = fpgagdr-<host name>)")]
     #[schemars(length(max = 64))]
     pub client_id: String,
-    /// Topic every result is published on (no wildcards).
+    /// The topic every result is published on (no + or #).
     #[schemars(title = "Results topic")]
     #[schemars(length(min = 1, max = 1024))]
     pub topic: String,
-    /// Retained topic saying `online` while connected and `offline` (the last will)
-    /// when the appliance went away (no wildcards).
+    /// A topic that says online while the appliance is connected and offline once it
+    /// went away (the broker keeps the last message; no + or #).
     #[schemars(title = "Status topic")]
     #[schemars(length(min = 1, max = 1024))]
     pub status_topic: String,
-    /// Topic every alert (`outputs.alerts`) is published on, with the same QoS as
-    /// results (no wildcards).
+    /// The topic every alert is published on, at the results' QoS (no + or #).
     #[schemars(title = "Alert topic")]
     #[schemars(length(min = 1, max = 1024))]
     pub alert_topic: String,
-    /// 0: at most once (results published while the broker is away are dropped,
-    /// counted); 1: at least once (kept in the queue while it is away, sent again after
-    /// a reconnect; duplicates are possible). Range 0..=1.
+    /// Quality of service. 0, at most once: results made while the broker is away are
+    /// dropped (counted). 1, at least once: they wait in the queue and are sent after
+    /// the reconnect (a result may arrive twice).
     #[schemars(title = "QoS")]
     #[schemars(range(min = MQTT_QOS.min, max = MQTT_QOS.max))]
     pub qos: u8,
-    /// Results held for the broker before more are dropped (counted). Range 1..=100000.
+    /// How many results may wait for the broker before more are dropped (counted). The
+    /// queue is kept through a change of these settings.
     #[schemars(title = "Queue (results)")]
     #[schemars(range(min = MQTT_QUEUE.min, max = MQTT_QUEUE.max))]
     pub queue: usize,
-    /// MQTT keep-alive, s. Range 5..=3600.
+    /// How often the connection is checked while nothing is sent, in seconds (MQTT's
+    /// keep-alive).
     #[schemars(title = "Keep-alive (s)")]
     #[schemars(range(min = MQTT_KEEP_ALIVE_S.min, max = MQTT_KEEP_ALIVE_S.max))]
     pub keep_alive_s: u64,
@@ -1008,8 +1028,11 @@ impl Config {
         Self::from_value(value)
     }
 
-    /// Builds from a JSON value, then checks it.
-    pub fn from_value(value: serde_json::Value) -> Result<Config, ConfigError> {
+    /// Builds from a JSON value, then checks it. A number written with a zero fraction
+    /// (`136.0`) is the whole number it is, for a whole-number field too (JSON Schema
+    /// counts it as an integer: JSON Schema Core 2020-12, section 4.2.2).
+    pub fn from_value(mut value: serde_json::Value) -> Result<Config, ConfigError> {
+        integral_numbers(&mut value);
         // serde accepts a JSON array for a struct (fields by position); the document and
         // every section are objects, and nothing in it is an array.
         if let Some(field) = first_array_or_non_object(&value) {
@@ -1041,7 +1064,7 @@ impl Config {
             ConfigError::Parse(FieldError {
                 field,
                 rule,
-                message,
+                message: plain_words(&message),
             })
         })?;
         raw.check()
@@ -1150,6 +1173,102 @@ fn first_array_or_non_object(v: &serde_json::Value) -> Option<String> {
         return Some(String::new());
     };
     first_array(top, "")
+}
+
+/// Every number in `v` that is a whole number written with a fraction of zero (`136.0`,
+/// `-0.0`) becomes that whole number, within the range a double holds exactly (±2^53).
+fn integral_numbers(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) if n.is_f64() => {
+            let f = n.as_f64().unwrap_or(f64::NAN);
+            if f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0 {
+                *v = if f >= 0.0 {
+                    Value::from(f as u64)
+                } else {
+                    Value::from(f as i64)
+                };
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(integral_numbers),
+        Value::Object(o) => o.values_mut().for_each(integral_numbers),
+        _ => {}
+    }
+}
+
+/// What a JSON parser's message says, in the words of the page: `invalid type: string
+/// "x", expected f64` → `must be a number, not the text "x"` (no Rust type names, no
+/// backticks).
+pub fn plain_words(message: &str) -> String {
+    let unquote = |s: &str| s.replace('`', "");
+    let expected = |e: &str| -> String {
+        let e = e.trim();
+        match e {
+            "f64" | "f32" => "a number".into(),
+            "u8" => "a whole number from 0 to 255".into(),
+            "u16" => "a whole number from 0 to 65535".into(),
+            "u32" => "a whole number from 0 to 4294967295".into(),
+            "u64" | "usize" => "a whole number, 0 or more".into(),
+            "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number".into(),
+            "a boolean" => "true or false".into(),
+            "a string" => "text".into(),
+            "a sequence" => "a list".into(),
+            e if e.starts_with("struct ") || e == "a map" => "an object".into(),
+            e if e.starts_with("one of ") => format!("one of: {}", unquote(&e[7..])),
+            e => unquote(e),
+        }
+    };
+    let got = |g: &str| -> String {
+        let g = g.trim();
+        if let Some(t) = g.strip_prefix("string ") {
+            format!("the text {t}")
+        } else if let Some(n) = g
+            .strip_prefix("floating point ")
+            .or_else(|| g.strip_prefix("integer "))
+        {
+            unquote(n)
+        } else if let Some(b) = g.strip_prefix("boolean ") {
+            unquote(b)
+        } else if g == "map" {
+            "an object".into()
+        } else if g == "sequence" {
+            "a list".into()
+        } else {
+            unquote(g)
+        }
+    };
+    if let Some(rest) = message
+        .strip_prefix("invalid type: ")
+        .or_else(|| message.strip_prefix("invalid value: "))
+        && let Some((g, e)) = rest.split_once(", expected ")
+    {
+        return format!("must be {}, not {}", expected(e), got(g));
+    }
+    if let Some(rest) = message.strip_prefix("unknown variant ")
+        && let Some((v, e)) = rest.split_once(", expected ")
+    {
+        return format!(
+            "{} is not a value this field takes ({})",
+            unquote(v).replace('"', ""),
+            expected(e)
+        );
+    }
+    if let Some(rest) = message.strip_prefix("unknown field ") {
+        let (f, e) = rest.split_once(", expected ").unwrap_or((rest, ""));
+        let f = unquote(f);
+        return if e.is_empty() {
+            format!("unknown field {f}: there is no such setting here")
+        } else {
+            format!(
+                "unknown field {f}: there is no such setting here (the settings here: {})",
+                expected(e).trim_start_matches("one of: ")
+            )
+        };
+    }
+    if let Some(f) = message.strip_prefix("missing field ") {
+        return format!("the setting {} is missing", unquote(f));
+    }
+    unquote(message)
 }
 
 /// `a.b[0].c` (serde_path_to_error) → `/a/b/0/c` (JSON pointer).
@@ -1346,6 +1465,60 @@ fn remove_leftovers(path: &Path) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_whole_number_written_with_a_zero_fraction_is_taken_for_a_whole_number_field() {
+        let c = Config::from_value(json!({"ring": {"entries": 136.0},
+            "card": {"timeout_ms": 1000.0}, "source": {"fps": 30.0}}))
+        .unwrap();
+        assert_eq!((c.ring.entries, c.card.timeout_ms), (136, 1000));
+        assert_eq!(c.source.fps, 30.0);
+        // A fraction is not a whole number: refused, in words.
+        let Err(ConfigError::Parse(e)) = Config::from_value(json!({"ring": {"entries": 13.5}}))
+        else {
+            panic!("13.5 entries accepted");
+        };
+        assert_eq!((e.field.as_str(), e.rule), ("/ring/entries", "type"));
+        assert_eq!(e.message, "must be a whole number, 0 or more, not 13.5");
+    }
+
+    #[test]
+    fn a_parser_error_is_told_in_plain_words() {
+        for (doc, want) in [
+            (
+                json!({"source": {"fps": "fast"}}),
+                "must be a number, not the text \"fast\"",
+            ),
+            (
+                json!({"outputs": {"mqtt": {"enabled": 1}}}),
+                "must be true or false, not 1",
+            ),
+            (
+                json!({"ring": {"when_full": "block"}}),
+                "block is not a value this field takes (drop_oldest or wait)",
+            ),
+            (
+                json!({"outputs": {"mqtt": {"port": 70000}}}),
+                "must be a whole number from 0 to 65535, not 70000",
+            ),
+        ] {
+            let Err(ConfigError::Parse(e)) = Config::from_value(doc.clone()) else {
+                panic!("{doc} accepted");
+            };
+            assert_eq!(e.message, want, "{doc}");
+            assert!(!e.message.contains('`'), "{}", e.message);
+        }
+        let Err(ConfigError::Parse(e)) = Config::from_value(json!({"ring": {"size": 3}})) else {
+            panic!("an unknown field accepted");
+        };
+        assert_eq!(e.rule, "unknown-field");
+        assert!(
+            e.message
+                .starts_with("unknown field size: there is no such setting here"),
+            "{}",
+            e.message
+        );
+    }
 
     #[test]
     fn the_mqtt_password_is_write_only_and_kept() {

@@ -569,6 +569,7 @@ async fn serve(parts: Parts) -> Result<(), String> {
     };
     fpgagdrd::board::spawn(
         shared.clone(),
+        Arc::new(results.clone()),
         telemetry.clone(),
         board.clone(),
         vec![watch],

@@ -374,7 +374,11 @@ fn mqtt_over_tls_delivers_every_result_and_a_wrong_ca_is_refused_and_counted() {
         .ok_or(m.to_string())
     });
     eprintln!("wrong CA: {}", m["last_error"]);
+    // Counters count since the service started (a settings change resets none): what
+    // this phase did is the difference from here.
     let start = settled_results(&svc);
+    let before = mqtt_status(&svc);
+    let dropped_before = svc.status()["outputs"]["dropped"].clone();
     let r = svc.request("POST", "/api/v1/pipeline/start", None, &[]);
     assert_eq!(r.status, 200, "{}", r.body);
     wait_for("results made while the broker is refused", || {
@@ -387,26 +391,34 @@ fn mqtt_over_tls_delivers_every_result_and_a_wrong_ca_is_refused_and_counted() {
     let r = svc.request("POST", "/api/v1/pipeline/stop", None, &[]);
     assert_eq!(r.status, 200, "{}", r.body);
     let made = settled_results(&svc) - start;
+    let grew = |m: &Value, k: &str| m[k].as_u64().unwrap() - before[k].as_u64().unwrap();
     let m = wait_for("every result queued or counted as dropped", || {
         let m = mqtt_status(&svc);
-        let counted = ["queued", "dropped_offline", "dropped_queue_full"]
+        let counted = ["queued_total", "dropped_offline", "dropped_queue_full"]
             .iter()
-            .map(|k| m[k].as_u64().unwrap())
+            .map(|k| grew(&m, k))
             .sum::<u64>();
         (counted == made)
             .then_some(m.clone())
             .ok_or(format!("{counted} of {made} accounted: {m}"))
     });
-    assert_eq!(m["delivered"], 0, "{m}");
-    assert_eq!(m["connects"], 0, "{m}");
+    assert_eq!(grew(&m, "delivered"), 0, "{m}");
+    assert_eq!(grew(&m, "connects"), 0, "{m}");
+    assert_eq!(m["queue_max"], 10, "{m}");
     assert!(
-        m["queued"].as_u64().unwrap() <= 11,
-        "at most the queue (+1) waits: {m}"
+        m["queue_depth"].as_u64().unwrap() <= 10,
+        "at most the queue waits: {m}"
+    );
+    assert_eq!(
+        m["queue_depth"].as_u64().unwrap(),
+        before["queue_depth"].as_u64().unwrap() + grew(&m, "queued_total"),
+        "what was queued waits: {m}"
     );
     let dropped = &svc.status()["outputs"]["dropped"];
+    let d = |k: &str| dropped[k].as_u64().unwrap() - dropped_before[k].as_u64().unwrap();
     assert_eq!(
-        dropped["mqtt_queue_full"].as_u64().unwrap() + dropped["mqtt_offline"].as_u64().unwrap(),
-        made - m["queued"].as_u64().unwrap(),
+        d("mqtt_queue_full") + d("mqtt_offline"),
+        made - grew(&m, "queued_total"),
         "{dropped}"
     );
     assert_eq!(sub.lines().len(), received, "nothing reached the broker");

@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{Service, replay, wait_for};
+use common::{Service, promtool_clean, replay, wait_for};
 use serde_json::{Value, json};
 
 /// A free loopback TCP port (bound, then released).
@@ -223,7 +223,7 @@ fn the_log_pages_by_key_and_matches_the_latest_result() {
     let rs = page["results"].as_array().unwrap();
     assert!(page["more"].as_bool().unwrap());
     let r = &rs[0];
-    assert_eq!(r["v"], 1);
+    assert_eq!(r["v"], 2);
     assert_eq!(r["checksum"], "ok");
     assert_eq!(r["frame"]["width"], 451, "{r}");
     assert!(
@@ -796,4 +796,358 @@ fn a_change_to_outputs_mqtt_alone_keeps_the_pipeline_running() {
     assert_eq!(r.status, 200, "{}", r.body);
     let later = svc.status()["pipeline"]["generation"].clone();
     assert_ne!(later, generation, "a source change starts a new pipeline");
+}
+
+/// One Server-Sent Event as read off the wire.
+#[derive(Debug, Default, Clone)]
+struct Sse {
+    event: String,
+    id: Option<String>,
+    data: String,
+}
+
+/// Reads SSE events from `body` until `until` says enough (comments skipped).
+fn read_events(body: &mut impl BufRead, mut until: impl FnMut(&[Sse]) -> bool) -> Vec<Sse> {
+    let mut out = Vec::new();
+    let mut cur = Sse::default();
+    let mut line = String::new();
+    while !until(&out) {
+        line.clear();
+        assert!(body.read_line(&mut line).unwrap() > 0, "the stream ended");
+        let l = line.trim_end_matches(['\r', '\n']);
+        if l.is_empty() {
+            if !cur.event.is_empty() || !cur.data.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+        } else if let Some(v) = l.strip_prefix("event:") {
+            cur.event = v.trim().to_string();
+        } else if let Some(v) = l.strip_prefix("id:") {
+            cur.id = Some(v.trim().to_string());
+        } else if let Some(v) = l.strip_prefix("data:") {
+            cur.data.push_str(v.strip_prefix(' ').unwrap_or(v));
+        }
+    }
+    out
+}
+
+fn results_of(events: &[Sse]) -> Vec<(String, Value)> {
+    events
+        .iter()
+        .filter(|e| e.event == "result")
+        .map(|e| {
+            (
+                e.id.clone().expect("a result event has an id"),
+                serde_json::from_str(&e.data).unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_frame_view_is_shown_with_its_own_result() {
+    let mut c = replay("chelsea.png");
+    c["source"]["fps"] = json!(30);
+    let svc = Service::start(&c);
+    svc.wait_frames_above(3);
+    for _ in 0..3 {
+        let resp = wait_for("a frame view", || {
+            let resp = svc
+                .agent()
+                .get(&svc.url("/api/v1/frames/latest"))
+                .call()
+                .map_err(|e| e.to_string())?;
+            (resp.status() == 200).then_some(resp).ok_or("404".into())
+        });
+        let header = |h: &str| -> u64 {
+            resp.headers()
+                .get(h)
+                .unwrap_or_else(|| panic!("the frame view names its result: no {h}"))
+                .to_str()
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        let (run, seq) = (header("x-frame-run"), header("x-frame-seq"));
+        // The frame's own result, not the newest one: same key, same geometry.
+        let r = svc.get_json(&format!("/api/v1/results/{run}/{seq}"));
+        assert_eq!(key(&r), (run, seq), "{r}");
+        let png = resp.into_body().read_to_vec().unwrap();
+        let shown = image::load_from_memory(&png).unwrap();
+        assert_eq!(
+            (r["frame"]["width"].as_u64(), r["frame"]["height"].as_u64()),
+            (Some(shown.width() as u64), Some(shown.height() as u64))
+        );
+        // Never ahead of the newest result (a copy is shown only once it has its result).
+        let latest = svc.get_json("/api/v1/results/latest");
+        assert!(key(&latest) >= (run, seq), "{latest} vs view {run}:{seq}");
+        std::thread::sleep(Duration::from_millis(700));
+    }
+    svc.get("/api/v1/results/1/2").problem(404, "no-result");
+    svc.get("/api/v1/results/x/2").problem(400, "query");
+}
+
+#[test]
+fn latest_log_and_stream_carry_one_results_schema() {
+    let svc = Service::start(&replay("chelsea.png"));
+    assert_eq!(
+        svc.status()["outputs"]["mqtt"]["state"],
+        "disabled",
+        "MQTT is off by default"
+    );
+    svc.wait_frames_above(5);
+    let resp = svc
+        .agent()
+        .get(&svc.url("/api/v1/results/stream"))
+        .call()
+        .unwrap();
+    let mut body = BufReader::new(resp.into_body().into_reader());
+    let streamed = results_of(&read_events(&mut body, |e| {
+        e.iter().filter(|e| e.event == "result").count() >= 3
+    }));
+    svc.request("POST", "/api/v1/pipeline/stop", None, &[]);
+    let latest = svc.get_json("/api/v1/results/latest");
+    let (run, seq) = key(&latest);
+    let logged = wait_for("the latest result in the log", || {
+        let p = svc.get_json(&format!("/api/v1/results?after={run}:{}&limit=1", seq - 1));
+        p["results"]
+            .get(0)
+            .filter(|r| key(r) == (run, seq))
+            .cloned()
+            .ok_or(p.to_string())
+    });
+    // The latest result is the logged record, with the old names kept one version.
+    let mut trimmed = latest.clone();
+    let old_top5 = trimmed.as_object_mut().unwrap().remove("top5");
+    let old_ok = trimmed["frame"]
+        .as_object_mut()
+        .unwrap()
+        .remove("checksum_ok");
+    assert_eq!(trimmed, logged, "latest = the logged record");
+    assert_eq!(old_top5.as_ref(), Some(&logged["top"]), "deprecated top5");
+    assert_eq!(old_ok, Some(json!(true)), "deprecated frame.checksum_ok");
+    assert_eq!(logged["v"], 2);
+    // frame.bytes is the frame's size: the 64-byte header and 451 x 300 RGB pixels;
+    // the DMA moved the slot's length.
+    assert_eq!(logged["frame"]["bytes"], 64 + 451 * 300 * 3, "{logged}");
+    assert!(logged["frame"]["dma_bytes"].as_u64().unwrap() >= 64 + 451 * 300 * 3);
+    // Each streamed result is the logged one, its id its key.
+    for (id, r) in &streamed {
+        assert_eq!(id, &format!("{}:{}", r["run"], r["seq"]));
+        let l = svc.get_json(&format!("/api/v1/results/{}/{}", r["run"], r["seq"]));
+        assert_eq!(&l, r, "the stream's record is the logged one");
+    }
+}
+
+#[test]
+fn the_results_stream_resumes_after_its_last_event_id() {
+    let svc = Service::start(&replay("chelsea.png"));
+    svc.wait_frames_above(3);
+    let open = |headers: &[(&str, &str)], query: &str| {
+        let mut req = svc
+            .agent()
+            .get(&svc.url(&format!("/api/v1/results/stream{query}")));
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        BufReader::new(req.call().unwrap().into_body().into_reader())
+    };
+    let mut body = open(&[], "");
+    let first = results_of(&read_events(&mut body, |e| e.len() >= 5));
+    drop(body);
+    let (last_id, _) = first.last().unwrap().clone();
+    // Away for a second: the results made meanwhile come first, none twice, none left
+    // out (the log has them all: compare).
+    std::thread::sleep(Duration::from_millis(1200));
+    for (headers, query) in [
+        (vec![("Last-Event-ID", last_id.as_str())], String::new()),
+        (vec![], format!("?after={last_id}")),
+    ] {
+        let mut body = open(&headers, &query);
+        let resumed = results_of(&read_events(&mut body, |e| e.len() >= 40));
+        let page = svc.get_json(&format!("/api/v1/results?after={last_id}&limit=20"));
+        let want: Vec<String> = page["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| format!("{}:{}", r["run"], r["seq"]))
+            .collect();
+        let got: Vec<String> = resumed
+            .iter()
+            .take(want.len())
+            .map(|(id, _)| id.clone())
+            .collect();
+        assert!(want.len() >= 20, "results made while away: {want:?}");
+        assert_eq!(got, want, "resumed after {last_id} ({headers:?} {query})");
+        let keys: Vec<(u64, u64)> = resumed.iter().map(|(_, r)| key(r)).collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "none twice: {keys:?}");
+    }
+    svc.get("/api/v1/results/stream?after=12")
+        .problem(400, "query");
+}
+
+/// Every MQTT counter in `m` (status `outputs.mqtt`) is at least the one in `before`.
+fn never_less(before: &Value, m: &Value) {
+    for k in [
+        "connects",
+        "queued_total",
+        "delivered",
+        "dropped_offline",
+        "dropped_queue_full",
+        "dropped_disabled",
+        "alerts_queued",
+        "alerts_dropped",
+    ] {
+        assert!(
+            m[k].as_u64() >= before[k].as_u64(),
+            "{k} went down: {} -> {}",
+            before[k],
+            m[k]
+        );
+    }
+}
+
+#[test]
+fn mqtt_keeps_its_queue_and_counts_every_result_through_settings_changes() {
+    let port = free_port();
+    let dead = free_port();
+    let mut broker = Broker::new(port, &[]);
+    broker.start();
+    let sub = Subscriber::start(port, "test/results", "fpgagdr-test-settings");
+    std::thread::sleep(Duration::from_millis(300));
+    let svc = Service::start(&mqtt_config(port, 1));
+    let mut seen = mqtt_status(&svc);
+    let mut status = |want: &str, accept: &dyn Fn(&Value) -> bool| -> Value {
+        let m = wait_for(want, || {
+            let m = mqtt_status(&svc);
+            accept(&m).then_some(m.clone()).ok_or(m.to_string())
+        });
+        never_less(&seen, &m);
+        seen = m.clone();
+        m
+    };
+    let patch = |body: Value| {
+        let r = svc.request(
+            "PATCH",
+            "/api/v1/config",
+            Some(body.to_string().as_bytes()),
+            &[("content-type", "application/merge-patch+json")],
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+    };
+    status("connected", &|m| m["state"] == "connected");
+    svc.wait_frames_above(10);
+    // A port where no broker listens: results wait in the queue (QoS 1).
+    patch(json!({"outputs": {"mqtt": {"port": dead}}}));
+    status("an error and results waiting", &|m| {
+        m["state"] == "error" && m["queue_depth"].as_u64() >= Some(30)
+    });
+    // A shorter queue than what waits: the newest are dropped, counted.
+    patch(json!({"outputs": {"mqtt": {"queue": 10}}}));
+    let m = status("the queue cut to 10", &|m| m["queue_max"] == 10);
+    assert!(m["queue_depth"].as_u64() <= Some(10), "{m}");
+    assert!(m["dropped_queue_full"].as_u64() >= Some(20), "{m}");
+    // The broker's port again: what waited is delivered.
+    patch(json!({"outputs": {"mqtt": {"port": port, "queue": 1000}}}));
+    status("reconnected and the queue empty", &|m| {
+        m["state"] == "connected" && m["queue_depth"] == 0 && m["connects"].as_u64() >= Some(2)
+    });
+    svc.wait_frames_above(svc.frames_inferred() + 10);
+    // Away again, stopped with results waiting, then MQTT turned off: they are counted.
+    patch(json!({"outputs": {"mqtt": {"port": dead}}}));
+    status("results waiting again", &|m| {
+        m["queue_depth"].as_u64() >= Some(5)
+    });
+    svc.request("POST", "/api/v1/pipeline/stop", None, &[]);
+    let waiting = status("the pipeline stopped", &|_| true)["queue_depth"]
+        .as_u64()
+        .unwrap();
+    patch(json!({"outputs": {"mqtt": {"enabled": false}}}));
+    let m = status("MQTT off", &|m| m["state"] == "disabled");
+    assert_eq!(m["dropped_disabled"], waiting, "{m}");
+    assert_eq!(m["queue_depth"], 0, "{m}");
+    // Every result of the run was delivered or counted by reason, exactly.
+    let run = svc.get_json("/api/v1/results?limit=1")["results"][0]["run"]
+        .as_u64()
+        .unwrap();
+    let log = logged(&svc, run);
+    let dropped = m["dropped_queue_full"].as_u64().unwrap()
+        + m["dropped_offline"].as_u64().unwrap()
+        + m["dropped_disabled"].as_u64().unwrap();
+    // At least what the steps above waited for: 30 waiting, 10 more, 5 waiting again.
+    assert!(log.len() >= 45, "{} results logged", log.len());
+    let received: BTreeSet<(u64, u64)> = sub
+        .lines()
+        .iter()
+        .map(|l| key(&serde_json::from_str(l).unwrap()))
+        .collect();
+    let missing: Vec<(u64, u64)> = log
+        .iter()
+        .map(key)
+        .filter(|k| !received.contains(k))
+        .collect();
+    // Nothing lost uncounted. (A result in flight when the port changed may have
+    // reached the broker and still be counted when MQTT is then turned off: counted,
+    // never lost.)
+    let missing = missing.len() as u64;
+    assert!(
+        missing <= dropped && dropped <= missing + 5,
+        "{missing} results neither on the broker nor counted, {dropped} counted: {m}"
+    );
+    assert_eq!(svc.status()["outputs"]["dropped"]["room_full"], 0);
+    // The drops by reason in /metrics.
+    let metrics = svc.get("/metrics").body;
+    for (reason, n) in [
+        ("mqtt_queue_full", m["dropped_queue_full"].as_u64().unwrap()),
+        ("mqtt_disabled", waiting),
+    ] {
+        let line = format!("fpgagdr_results_dropped_total{{reason=\"{reason}\"}} {n}");
+        assert!(metrics.contains(&line), "{line} not in /metrics");
+    }
+    promtool_clean(&metrics);
+}
+
+#[test]
+fn the_openapi_document_declares_each_stream_event_and_its_data() {
+    let svc = Service::start(&replay("chelsea.png"));
+    let doc = svc.get_json("/openapi.json");
+    let resolve = |r: &Value| -> Value {
+        let name = r["$ref"]
+            .as_str()
+            .and_then(|s| s.strip_prefix("#/components/schemas/"))
+            .unwrap_or_else(|| panic!("not a component ref: {r}"));
+        let s = doc["components"]["schemas"][name].clone();
+        assert!(s.is_object(), "{name} is not in the components");
+        s
+    };
+    let events = &doc["paths"]["/api/v1/results/stream"]["get"]["responses"]["200"]["x-sse-events"];
+    let result = resolve(&events["result"]["data"]);
+    for r in events["alert"]["data"]["oneOf"].as_array().unwrap() {
+        resolve(r);
+    }
+    resolve(&events["dropped"]["data"]);
+    let live = &doc["paths"]["/api/v1/stream"]["get"]["responses"]["200"]["x-sse-events"];
+    resolve(&live["snapshot"]["data"]["properties"]["batch"]["items"]);
+    // The first result event's data is what the schema says: every required field
+    // there, no field it does not name.
+    svc.wait_frames_above(2);
+    let resp = svc
+        .agent()
+        .get(&svc.url("/api/v1/results/stream"))
+        .call()
+        .unwrap();
+    let mut body = BufReader::new(resp.into_body().into_reader());
+    let (_, first) = results_of(&read_events(&mut body, |e| {
+        e.iter().any(|e| e.event == "result")
+    }))
+    .remove(0);
+    let props = result["properties"].as_object().unwrap();
+    for k in first.as_object().unwrap().keys() {
+        assert!(props.contains_key(k), "{k} is not in ResultRecord's schema");
+    }
+    for k in result["required"].as_array().unwrap() {
+        assert!(
+            first.get(k.as_str().unwrap()).is_some(),
+            "{k} missing: {first}"
+        );
+    }
 }

@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{Service, parse_prometheus, replay, wait_for};
+use common::{Service, parse_prometheus, promtool_clean, replay, wait_for};
 use serde_json::Value;
 
 fn put(root: &Path, rel: &str, value: &str) {
@@ -149,6 +149,13 @@ fn rails_total_energy_per_frame_history_and_metrics() {
             })
             .map(|s| s.value)
     };
+    // Base units (watts, volts, amperes).
+    let near = |v: Option<f64>, want: f64| v.is_some_and(|v| (v - want).abs() < 1e-9);
+    let w = gauge("fpgagdr_rail_power_watts", Some(("rail", "VDD_SOC")));
+    assert!(near(w, 4.992 * 0.4), "{w:?}");
+    let v = gauge("fpgagdr_rail_voltage_volts", Some(("chip", "1-0040")));
+    assert!(near(v, 4.992), "{v:?}");
+    // The milli-unit names of the release before, kept one more release.
     assert!(
         gauge("fpgagdr_rail_power_milliwatts", Some(("rail", "VDD_SOC")))
             == Some(4992.0 * 400.0 / 1000.0)
@@ -169,4 +176,5 @@ fn rails_total_energy_per_frame_history_and_metrics() {
     // No RAPL and no NVML in the fixture: those series are absent, not zero.
     assert_eq!(gauge("fpgagdr_cpu_package_power_watts", None), None);
     assert_eq!(gauge("fpgagdr_gpu_power_watts", None), None);
+    promtool_clean(&svc.get("/metrics").body);
 }

@@ -4,7 +4,7 @@
 // their fields (GET /config/files); it is refilled from the config in force on every
 // visit; Save sends the edits as a merge patch with If-Match (api.js).
 
-import { ApiError, getConfig, getConfigFiles, getConfigSchema, patchConfig } from '../api.js';
+import { ApiError, getConfig, getConfigFiles, getConfigSchema, getStatus, patchConfig } from '../api.js';
 import { ConfigView } from '../views/config.js';
 
 /** @param {unknown} e */
@@ -43,6 +43,32 @@ export function configPage(root) {
     }
   }
 
+  /**
+   * After an MQTT setting was saved: waits up to 10 s for the new client to connect
+   * or fail (GET /status `outputs.mqtt`) and says which, so a broker that cannot be
+   * reached is not taken for a working one.
+   */
+  async function sayMqtt() {
+    say('Saved and applied. Connecting to the MQTT broker…', 'ok');
+    for (let i = 0; i < 20; i++) {
+      await new Promise((r) => setTimeout(r, 500));
+      try {
+        const m = /** @type {{outputs?: {mqtt?: {state: string, broker?: string, last_error?: string}}}} */ (await getStatus()).outputs?.mqtt;
+        if (m?.state === 'connected') {
+          say(`Saved and applied. MQTT connected to ${m.broker ?? 'the broker'}.`, 'ok');
+          return;
+        }
+        if (m?.state === 'error') {
+          say(`Saved and applied, but MQTT cannot connect: ${m.last_error ?? 'no reason given'}. Results wait in the queue (QoS 1) or are dropped and counted (QoS 0); the Live page's Outputs panel shows them.`, 'bad');
+          return;
+        }
+      } catch {
+        // the next try
+      }
+    }
+    say('Saved and applied. MQTT has not connected yet; the Live page\'s Outputs panel shows its state.', 'bad');
+  }
+
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     const { patch, local } = cv.patch();
@@ -62,6 +88,10 @@ export function configPage(root) {
       etag = c.etag;
       cv.fill(c.config);
       say('Saved and applied.', 'ok');
+      const mqttChanged = /** @type {{outputs?: {mqtt?: object}}} */ (patch).outputs?.mqtt !== undefined;
+      if (mqttChanged && /** @type {{outputs?: {mqtt?: {enabled?: boolean}}}} */ (c.config).outputs?.mqtt?.enabled) {
+        await sayMqtt();
+      }
     } catch (e) {
       if (e instanceof ApiError && e.status === 412) {
         await reload();

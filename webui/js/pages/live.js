@@ -16,6 +16,8 @@ import { getStatus, pipeline } from '../api.js';
 import { ChartSet, LatencyColumns, STAGES, fpsChart, latencyChart } from '../charts.js';
 import { TelemetryHistory, energyChart, loadChart, powerChart, tempChart } from '../power.js';
 import { SeriesWindow } from '../series.js';
+import { FrameView } from '../views/frameview.js';
+import { OutputsView } from '../views/outputs.js';
 import { PowerView } from '../views/power.js';
 import { ResultsView } from '../views/results.js';
 import { StatusView } from '../views/status.js';
@@ -82,18 +84,34 @@ export function livePage(view) {
     return l;
   }));
 
-  // The frame view: a recent frame (GET /api/v1/frames/latest, a copy the
-  // inference thread takes about once a second), reloaded once a second while shown.
-  const frameImg = /** @type {HTMLImageElement} */ (view.el('[data-testid="frame-view"]'));
-  frameImg.addEventListener('load', () => { frameImg.hidden = false; });
-  frameImg.addEventListener('error', () => { frameImg.hidden = true; });
+  // The frame view: a recent frame (a copy the inference thread takes about once a
+  // second) beside its own result, read once a second while shown (views/frameview.js).
+  const frameView = new FrameView(
+    /** @type {HTMLImageElement} */ (view.el('[data-testid="frame-view"]')),
+    view.el('[data-testid="frame-view-caption"]'),
+  );
   // Asked for only once a result is on screen (before that there is no frame: a 404),
   // and only while frames flow (a stopped pipeline's view does not change).
   setInterval(() => {
     if (document.visibilityState !== 'visible' || !lastResult) return;
-    if (lastState !== 'running' && !frameImg.hidden) return;
-    frameImg.src = `/api/v1/frames/latest?t=${Date.now()}`;
+    if (lastState !== 'running' && frameView.shown !== '') return;
+    void frameView.refresh();
   }, 1000);
+
+  // The Outputs panel: status `outputs` every two seconds while shown (MQTT state and
+  // drops change without a new pipeline generation, so the status above is not enough).
+  const outputs = new OutputsView(view.el('[data-testid="outputs"]'));
+  const readOutputs = async () => {
+    if (document.visibilityState !== 'visible') return;
+    try {
+      const st = /** @type {{outputs?: import('../views/outputs.js').Outputs}} */ (await getStatus());
+      if (st.outputs) outputs.show(st.outputs);
+    } catch {
+      // the status line above says when the service cannot be read
+    }
+  };
+  void readOutputs();
+  setInterval(readOutputs, 2000);
 
   // The live results list: every frame's result and alert from
   // GET /api/v1/results/stream (its own EventSource: the snapshot stream carries one

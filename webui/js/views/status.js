@@ -290,11 +290,11 @@ export class StatusView {
     const info = this.el('[data-field="frame_info"]');
     info.textContent = [
       `frame #${r.seq}: ${f.width}×${f.height} ${f.format}, ${fmt.bytes(f.bytes)}`,
-      f.checksum_ok ? 'checksum ok' : 'checksum not checked',
+      r.checksum === 'ok' ? 'checksum ok' : 'checksum not checked',
       `end-to-end ${fmt.latency(r.latency_us?.end_to_end)}`,
     ].join(' · ');
     // Labels come from the model's label file: they go in as text, never as markup.
-    const items = r.top5.map((c, rank) => {
+    const items = r.top.map((c, rank) => {
       const li = document.createElement('li');
       li.className = rank === 0 ? 'top' : '';
       const label = document.createElement('span');

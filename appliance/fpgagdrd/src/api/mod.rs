@@ -55,6 +55,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/pipeline/stop", post(pipeline::stop))
         .route("/api/v1/results/latest", get(pipeline::latest))
         .route("/api/v1/results", get(results::results_page))
+        .route("/api/v1/results/{run}/{seq}", get(results::result_by_key))
         .route("/api/v1/frames/latest", get(frames::latest_frame))
         .route("/api/v1/alerts/frames", get(alerts::kept_frames))
         .route("/api/v1/alerts/frames/{run}/{seq}", get(alerts::kept_frame))

@@ -36,12 +36,13 @@ use crate::config::Config;
         system::system,
         ota::status, ota::upload, ota::install,
         live::stream,
-        results::results_page, results::results_stream, frames::latest_frame,
+        results::results_page, results::result_by_key, results::results_stream, frames::latest_frame,
         alerts::kept_frames, alerts::kept_frame,
         prometheus::metrics,
         openapi, openapi_v1,
     ),
-    components(schemas(Problem, Snapshot)),
+    components(schemas(Problem, Snapshot, crate::results::ResultRecord, crate::results::AlertRecord,
+        crate::results::ConditionAlertRecord, results::StreamDropped)),
     modifiers(&TokenScheme),
     tags(
         (name = "pipeline", description = "Status, start and stop, results"),
@@ -105,9 +106,41 @@ pub fn document() -> Value {
         }
     }
     add_refusals(&mut doc);
+    add_sse_events(&mut doc);
     // schemars refers to "#/$defs/X"; in OpenAPI the definitions live under components.
     let text = doc.to_string().replace("#/$defs/", "#/components/schemas/");
     serde_json::from_str(&text).expect("still valid JSON")
+}
+
+/// Declares the events of the two Server-Sent Event streams and the JSON schema of each
+/// event's data, as `x-sse-events` on their 200 responses (OpenAPI 3.1 has no field for
+/// the items of a stream): event name to `{"id": what the id is, "data": schema}`.
+fn add_sse_events(doc: &mut Value) {
+    let r = |name: &str| serde_json::json!({"$ref": format!("#/components/schemas/{name}")});
+    let events = [
+        (
+            "/api/v1/results/stream",
+            serde_json::json!({
+                "result": {"id": "RUN:SEQ, the result's key", "data": r("ResultRecord")},
+                "alert": {"data": {"oneOf": [r("AlertRecord"), r("ConditionAlertRecord")]}},
+                "dropped": {"data": r("StreamDropped")},
+            }),
+        ),
+        (
+            "/api/v1/stream",
+            serde_json::json!({
+                "snapshot": {"id": "a whole number, the event's place in the stream",
+                    "data": {"type": "object", "required": ["batch"],
+                        "properties": {"batch": {"type": "array", "items": r("Snapshot")}}}},
+            }),
+        ),
+    ];
+    for (path, ev) in events {
+        let pointer = format!("/paths/{}/get/responses/200", path.replace('/', "~1"));
+        if let Some(ok) = doc.pointer_mut(&pointer).and_then(Value::as_object_mut) {
+            ok.insert("x-sse-events".into(), ev);
+        }
+    }
 }
 
 /// A problem response described by `description`, with `Retry-After` when `retry`.

@@ -3,8 +3,9 @@
 //! `GET /api/v1/pipeline/history`.
 //!
 //! Owns: [`StatusBody`] and its parts (what `/status` and the start/stop answers carry,
-//! and what `/system` repeats). The latest result and the history come from the frame
-//! board, the same snapshots the stream sends. Must not: hold a lock across an await
+//! and what `/system` repeats). The history comes from the frame board, the same
+//! snapshots the stream sends; the latest result from the results room, the same object
+//! the stream's newest snapshot carries. Must not: hold a lock across an await
 //! other than the config store's (start, stop and config changes are serialised by it).
 
 use axum::Json;
@@ -16,7 +17,8 @@ use utoipa::ToSchema;
 use super::error::{ApiError, PROBLEM, Problem};
 use super::state::AppState;
 use crate::board::PipelineHistoryBody;
-use crate::metrics::{CounterValues, FrameResult};
+use crate::metrics::CounterValues;
+use crate::results::LatestResult;
 
 /// `GET /api/v1/status`: the card, the frame ring, the pipeline and its counters.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -284,19 +286,25 @@ pub(super) async fn stop(State(s): State<AppState>) -> Result<Json<StatusBody>, 
     Ok(Json(status_body(&s)))
 }
 
-/// The latest inferred frame: its geometry, top-5 and per-stage latency (the frame
-/// board's newest snapshot's, as the stream sent it).
-#[utoipa::path(get, path = "/api/v1/results/latest", tag = "pipeline",
+/// The newest result, in the one results schema (the payload of MQTT, the log and the
+/// results stream, version 2), with the names this answer had before version 2 kept for
+/// one version (`top5`, `frame.checksum_ok`: deprecated). The same object the stream's
+/// newest snapshot carries as `latest`.
+#[utoipa::path(get, path = "/api/v1/results/latest", tag = "results",
     responses(
-        (status = 200, description = "The latest result", body = FrameResult),
+        (status = 200, description = "The newest result", body = LatestResult),
         (status = 404, description = "No frame inferred yet (`no-result`)", body = Problem, content_type = PROBLEM),
     ))]
-pub(super) async fn latest(State(s): State<AppState>) -> Result<Json<FrameResult>, ApiError> {
-    s.board
-        .latest()
-        .and_then(|snap| snap.latest.clone())
-        .map(|r| Json((*r).clone()))
-        .ok_or(ApiError::NoResult)
+pub(super) async fn latest(
+    State(s): State<AppState>,
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
+    let json = s.results.latest_json().ok_or(ApiError::NoResult)?;
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        json.to_string(),
+    )
+        .into_response())
 }
 
 /// Frames/s, GB/s and per-stage latency of the frame board's last 60 s, one row per

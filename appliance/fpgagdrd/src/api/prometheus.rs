@@ -185,13 +185,14 @@ pub fn render(
         );
         let _ = writeln!(
             out,
-            "# HELP fpgagdr_results_dropped_total Results that did not reach an output, by reason (room_full: the room fell behind; mqtt_offline: broker away at QoS 0; mqtt_queue_full: the MQTT queue was full; stream_slow_client: a stream client fell behind).\n# TYPE fpgagdr_results_dropped_total counter"
+            "# HELP fpgagdr_results_dropped_total Results that did not reach an output, by reason (room_full: the room fell behind; mqtt_offline: broker away at QoS 0; mqtt_queue_full: the MQTT queue was full, or a settings change made it shorter than what waited; mqtt_disabled: waiting for the broker when MQTT was turned off; stream_slow_client: a stream client fell behind). Every count grows for the life of the service.\n# TYPE fpgagdr_results_dropped_total counter"
         );
         let d = &o.dropped;
         for (reason, v) in [
             ("room_full", d.room_full),
             ("mqtt_offline", d.mqtt_offline),
             ("mqtt_queue_full", d.mqtt_queue_full),
+            ("mqtt_disabled", d.mqtt_disabled),
             ("stream_slow_client", d.stream_slow_client),
         ] {
             let _ = writeln!(
@@ -201,8 +202,13 @@ pub fn render(
         }
         let _ = writeln!(
             out,
-            "# HELP fpgagdr_results_mqtt_delivered_total Results written to the broker (QoS 0) or acknowledged by it (QoS 1), under the current MQTT settings.\n# TYPE fpgagdr_results_mqtt_delivered_total counter\nfpgagdr_results_mqtt_delivered_total {}",
+            "# HELP fpgagdr_results_mqtt_delivered_total Results written to the broker (QoS 0) or acknowledged by it (QoS 1), since the service started.\n# TYPE fpgagdr_results_mqtt_delivered_total counter\nfpgagdr_results_mqtt_delivered_total {}",
             o.mqtt.delivered
+        );
+        let _ = writeln!(
+            out,
+            "# HELP fpgagdr_results_mqtt_queue_depth Results waiting for the MQTT broker now (queued, not yet written or acknowledged).\n# TYPE fpgagdr_results_mqtt_queue_depth gauge\nfpgagdr_results_mqtt_queue_depth {}",
+            o.mqtt.queue_depth
         );
         let _ = writeln!(
             out,
@@ -268,33 +274,50 @@ fn telemetry_gauges(body: &TelemetryBody) -> String {
         )
     };
     let one = |v: Option<f64>| v.map(|v| vec![(String::new(), v)]).unwrap_or_default();
+    // Prometheus wants base units (watts, volts, amperes). The milli-unit names of
+    // earlier releases stay one more release, marked deprecated in their help
+    // (docs/api.md, "Prometheus"; docs/decisions.md, "Metrics in base units").
+    let rails = |f: &dyn Fn(&fpgagdr_telemetry::Rail) -> f64| {
+        t.rails.iter().map(|r| (rail(r), f(r))).collect::<Vec<_>>()
+    };
     gauge(
         &mut out,
-        "rail_power_milliwatts",
-        "INA3221 rail power (bus voltage x current).",
-        &t.rails
-            .iter()
-            .map(|r| (rail(r), r.power_mw))
-            .collect::<Vec<_>>(),
+        "rail_power_watts",
+        "Power monitor rail power (bus voltage x current), watts.",
+        &rails(&|r| r.power_mw / 1000.0),
     );
     gauge(
         &mut out,
-        "rail_voltage_millivolts",
-        "INA3221 rail bus voltage.",
-        &t.rails
-            .iter()
-            .map(|r| (rail(r), r.voltage_mv))
-            .collect::<Vec<_>>(),
+        "rail_voltage_volts",
+        "Power monitor rail bus voltage, volts.",
+        &rails(&|r| r.voltage_mv / 1000.0),
     );
     gauge(
         &mut out,
-        "rail_current_milliamperes",
-        "INA3221 rail current.",
-        &t.rails
-            .iter()
-            .map(|r| (rail(r), r.current_ma))
-            .collect::<Vec<_>>(),
+        "rail_current_amperes",
+        "Power monitor rail current, amperes.",
+        &rails(&|r| r.current_ma / 1000.0),
     );
+    for (old, new, f) in [
+        (
+            "rail_power_milliwatts",
+            "rail_power_watts",
+            (|r: &fpgagdr_telemetry::Rail| r.power_mw) as fn(&fpgagdr_telemetry::Rail) -> f64,
+        ),
+        ("rail_voltage_millivolts", "rail_voltage_volts", |r| {
+            r.voltage_mv
+        }),
+        ("rail_current_milliamperes", "rail_current_amperes", |r| {
+            r.current_ma
+        }),
+    ] {
+        gauge(
+            &mut out,
+            old,
+            &format!("Deprecated, removed in the next release: fpgagdr_{new} x 1000."),
+            &rails(&f),
+        );
+    }
     gauge(
         &mut out,
         "power_watts",

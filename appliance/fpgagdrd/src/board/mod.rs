@@ -1,17 +1,19 @@
 //! The frame board: one typed [`Snapshot`] of the data path ten times a second, the one
 //! place the page, the stream and the scripts read the pipeline and telemetry from.
 //!
-//! Follow one frame: `pipeline/infer.rs` published its result and the stage windows
-//! (`metrics.rs`); this room's sampler (every [`SAMPLE_EVERY`]) reads them with the
-//! counters, the pipeline's state and generation, and the telemetry's latest sample,
+//! Follow one frame: `pipeline/infer.rs` published the stage windows (`metrics.rs`) and
+//! handed its result to the results room; this room's sampler (every [`SAMPLE_EVERY`])
+//! reads the windows with the counters, the pipeline's state and generation, the
+//! results room's latest result ([`LatestResults`]) and the telemetry's latest sample,
 //! and makes one [`Snapshot`]: rates over the last second, counters, stage windows,
-//! the latest result complete with its frame, the telemetry point with energy per frame
+//! the latest result in the one results schema, the telemetry point with energy per frame
 //! (the one place frames/s meets power). Every three snapshots become one SSE event.
 //! Next hop: `board/replay.rs` makes the events (and the bounded replay) that
 //! `api/live.rs` sends.
 //!
 //! Owns: [`Board`] (the last 60 s of snapshots, the live events, the latest telemetry
 //! body), [`Source`] (what the board reads of the pipeline; the pipeline implements it),
+//! [`LatestResults`] (where it reads the latest result; the results room implements it),
 //! [`spawn`] (the sampler task, which also hands each snapshot to whoever watches it:
 //! the results room's condition alert rules); below it `snapshot.rs` ([`Snapshot`],
 //! [`TelemetryPoint`], [`TelemetryBody`] and their rounding), `history.rs` (the
@@ -241,7 +243,8 @@ pub struct PipelineReading {
     pub running: Option<Duration>,
     /// The frame counters.
     pub counters: CounterValues,
-    /// The stage windows and the latest result, as last published.
+    /// The stage windows as last published (its latest result is not read: the board
+    /// takes the results room's, [`LatestResults`]).
     pub published: Published,
 }
 
@@ -256,9 +259,19 @@ pub trait Source: Send + Sync {
 /// block).
 pub type Watcher = Box<dyn Fn(&Snapshot) + Send + Sync>;
 
+/// Where the board reads the latest result from (the results room implements it: every
+/// result passes through it, labelled, in the one payload schema): read once a tick,
+/// never waiting on the frame path.
+pub trait LatestResults: Send + Sync {
+    /// The newest result as JSON (the body of `GET /api/v1/results/latest`); `None`
+    /// before the first.
+    fn latest_json(&self) -> Option<Arc<str>>;
+}
+
 /// One tick: reads everything once and makes the snapshot.
 fn take(
     source: &dyn Source,
+    results: &dyn LatestResults,
     telemetry: &Telemetry,
     rates: &mut Rates,
 ) -> (Snapshot, Option<TelemetryBody>) {
@@ -304,16 +317,19 @@ fn take(
         counters,
         latency_us,
         telemetry: tpoint,
-        latest: published.latest,
+        latest: results.latest_json(),
         sample,
     };
     (snapshot, body)
 }
 
 /// Starts the board's sampler task (on the async runtime: it only reads what the
-/// threads published, never a device). Each snapshot also goes to every `watchers`.
+/// threads published, never a device): the pipeline from `source`, the latest result
+/// from `results`, the telemetry's latest sample. Each snapshot also goes to every
+/// `watchers`.
 pub fn spawn(
     source: Arc<dyn Source>,
+    results: Arc<dyn LatestResults>,
     telemetry: Arc<Telemetry>,
     board: Board,
     watchers: Vec<Watcher>,
@@ -324,7 +340,7 @@ pub fn spawn(
         let mut rates = Rates::default();
         loop {
             tick.tick().await;
-            let (snapshot, body) = take(&*source, &telemetry, &mut rates);
+            let (snapshot, body) = take(&*source, &*results, &telemetry, &mut rates);
             for w in &watchers {
                 w(&snapshot);
             }

@@ -83,21 +83,15 @@ pub fn sse(name: &str, id: Option<u64>, data: &str) -> Bytes {
     Bytes::from(out)
 }
 
-/// `row` (a snapshot's JSON object) with the newest-only parts of `s` added.
+/// `row` (a snapshot's JSON object) with the newest-only parts of `s` added: `latest`
+/// (the result's JSON as the results room made it) and `telemetry_sample`.
 fn complete(s: &Snapshot, row: &str) -> String {
-    #[derive(serde::Serialize)]
-    struct Extra<'a> {
-        latest: Option<&'a crate::metrics::FrameResult>,
-        telemetry_sample: Option<&'a fpgagdr_telemetry::sampler::Sample>,
-    }
-    let extra = serde_json::to_string(&Extra {
-        latest: s.latest.as_deref(),
-        telemetry_sample: s.sample.as_deref(),
-    })
-    .expect("results serialise");
+    let sample = serde_json::to_string(&s.sample.as_deref()).expect("samples serialise");
     let head = row.strip_suffix('}').expect("a snapshot is a JSON object");
-    // `extra` is `{...}`: its members follow the row's.
-    format!("{head},{}", &extra[1..])
+    format!(
+        "{head},\"latest\":{},\"telemetry_sample\":{sample}}}",
+        s.latest.as_deref().unwrap_or("null")
+    )
 }
 
 /// The event of `snapshots` (oldest first, each with its row JSON).

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde::{Serialize, Serializer};
 
-use crate::metrics::{CounterValues, FrameResult, Quantiles};
+use crate::metrics::{CounterValues, Quantiles};
 use fpgagdr_telemetry::sampler::Sample;
 
 /// One sample of the energy-relevant telemetry, as the board charts it.
@@ -77,10 +77,11 @@ pub struct Snapshot {
     pub latency_us: BTreeMap<&'static str, Quantiles>,
     /// The latest telemetry point with energy per frame; null before the first sample.
     pub telemetry: Option<TelemetryPoint>,
-    /// The latest result, complete with its frame (sent with the newest snapshot of
-    /// each event only: see `replay.rs`).
+    /// The latest result as JSON, the body of `GET /api/v1/results/latest` (the results
+    /// room's payload: [`LatestResults`](super::LatestResults)); sent with the newest
+    /// snapshot of each event only: see `replay.rs`.
     #[serde(skip)]
-    pub latest: Option<Arc<FrameResult>>,
+    pub latest: Option<Arc<str>>,
     /// The full telemetry sample this snapshot's point comes from (sent with the newest
     /// snapshot of each event only).
     #[serde(skip)]

@@ -122,8 +122,10 @@ pub const KEEP_MAX_BYTES: Bound<u64> = Bound {
 #[serde(deny_unknown_fields, default)]
 #[schemars(extend("x-order" = ["rules", "keep_frames"]))]
 pub struct AlertsConfig {
-    /// Alert rules by name (1 to 64 of `A-Z a-z 0-9 _ -`; at most 32 rules). Edit them
-    /// through the API (a merge patch adds, replaces or, with null, removes one rule).
+    /// Alert rules by name (a name is 1 to 64 letters, digits, _ or -; at most 32
+    /// rules), as JSON: for example {"cats": {"kind": "class", "classes": ["tabby"],
+    /// "min_score": 0.6}}. Kinds: class, drop_rate, e2e_p99, temperature, power
+    /// (docs/api.md, Alerts).
     #[schemars(title = "Rules")]
     pub rules: BTreeMap<String, AlertRule>,
     /// Keep the frames whose result matches a rule, on disk under the state directory.
@@ -141,7 +143,7 @@ pub enum AlertRule {
     Class {
         /// Class labels (1 to 1000, each one of the model's labels).
         classes: Vec<String>,
-        /// Lowest score that matches, 0..=1.
+        /// Lowest score that matches, 0 to 1.
         min_score: f32,
     },
     /// Frames dropped ÷ frames produced over the last `window_s` seconds is above
@@ -151,18 +153,18 @@ pub enum AlertRule {
     /// (`docs/api.md`, "Alerts").
     #[serde(rename = "drop_rate")]
     DropRate {
-        /// Window, seconds, 1..=600.
+        /// Window, seconds, 1 to 600.
         window_s: u32,
-        /// Highest ratio that does not fire, 0..=1.
+        /// Highest ratio that does not fire, 0 to 1.
         max_ratio: f64,
     },
     /// The end-to-end latency's (frame-done interrupt → result) 99th percentile over
     /// the last `window_s` seconds is above `max_ms`. Fires once per episode.
     #[serde(rename = "e2e_p99")]
     E2eP99 {
-        /// Window, seconds, 1..=600.
+        /// Window, seconds, 1 to 600.
         window_s: u32,
-        /// Highest p99 that does not fire, ms, 0.001..=60000.
+        /// Highest p99 that does not fire, ms, 0.001 to 60000.
         max_ms: f64,
     },
     /// A thermal zone (`zone`, its kernel `type`; absent = the hottest zone) is above
@@ -173,7 +175,7 @@ pub enum AlertRule {
         /// hottest.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         zone: Option<String>,
-        /// Highest temperature that does not fire, °C, -40..=200.
+        /// Highest temperature that does not fire, °C, from -40 to 200.
         max_c: f64,
     },
     /// An INA3221 rail (`rail`; absent = the board's total power) draws more than
@@ -184,7 +186,7 @@ pub enum AlertRule {
         /// total (`power.watts`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         rail: Option<String>,
-        /// Highest power that does not fire, W, 0.001..=10000.
+        /// Highest power that does not fire, W, 0.001 to 10000.
         max_w: f64,
     },
 }
@@ -211,11 +213,11 @@ pub struct KeepFramesConfig {
     /// Keep the frames that match a rule.
     #[schemars(title = "Keep frames")]
     pub enabled: bool,
-    /// Most frames kept. Range 1..=10000.
+    /// The most frames kept (the oldest go first).
     #[schemars(title = "Most frames")]
     #[schemars(range(min = KEEP_MAX_FRAMES.min, max = KEEP_MAX_FRAMES.max))]
     pub max_frames: usize,
-    /// Most bytes the kept frames take on disk. Range 1 MiB..=16 GiB.
+    /// The most bytes the kept frames take on disk, in bytes (1 MiB to 16 GiB).
     #[schemars(title = "Most bytes")]
     #[schemars(range(min = KEEP_MAX_BYTES.min, max = KEEP_MAX_BYTES.max))]
     pub max_bytes: u64,

@@ -9,7 +9,10 @@
 //! thread through its tap) is marked in that JSON and also becomes one alert per rule,
 //! counted per rule and handed to every sink; its frame goes to the frame keeper
 //! (`keep.rs`) when that is on. Rules on a condition (`conditions.rs`) are fed the
-//! frame board's snapshots ([`Results::observe_board`]). [`Results`] is the handle the
+//! frame board's snapshots ([`Results::observe_board`]). The room remembers the last
+//! results it handed out (`recent.rs`): the latest result (the frame board reads it,
+//! [`crate::board::LatestResults`]), the frame view (a frame copy beside its own result)
+//! and the tail a resuming stream client missed. [`Results`] is the handle the
 //! rest holds: status (`status.rs`), the stream, the log, the kept frames, and
 //! reconfiguring the outputs and the alerts.
 //! Must not: sit on the frame path (the pipeline only ever calls [`Tap::send`]), or read
@@ -21,6 +24,7 @@ pub mod image;
 pub mod keep;
 pub mod outlet;
 pub mod raw;
+pub mod recent;
 pub mod record;
 pub mod sink;
 pub mod sinks;
@@ -41,8 +45,10 @@ pub use conditions::Reading;
 pub use keep::{KeepStatus, KeptFrame};
 pub use outlet::{Outlet, Tap};
 pub use raw::{RawResult, RunInfo};
+pub use recent::{Entry, FrameView};
 pub use record::{
-    AlertRecord, ConditionAlertRecord, RecordFrame, ResultRecord, SCHEMA_VERSION, TopClass,
+    AlertRecord, ConditionAlertRecord, LatestResult, RecordFrame, ResultRecord, SCHEMA_VERSION,
+    TopClass,
 };
 pub use sink::Sink;
 pub use sinks::stream::StreamItem;
@@ -80,6 +86,8 @@ struct Inner {
     /// The two outputs the HTTP side reads from: the log (paged) and the stream.
     log: Arc<sinks::log::LogSink>,
     stream: Arc<sinks::stream::StreamSink>,
+    /// The last results handed out, the latest one and the frame view.
+    recent: recent::Recent,
 }
 
 /// The handle on the results room (cheap to clone).
@@ -134,6 +142,7 @@ impl Results {
                 sinks,
                 log: log_sink,
                 stream,
+                recent: recent::Recent::default(),
             }),
         };
         let room = results.clone();
@@ -197,6 +206,29 @@ impl Results {
         self.inner.stream.missed(n);
     }
 
+    /// The remembered results with keys above `after`, oldest first, and the oldest key
+    /// remembered (a stream client resuming after `after`; older ones are in the log).
+    pub fn recent_after(&self, after: (u64, u64)) -> (Vec<Entry>, Option<(u64, u64)>) {
+        self.inner.recent.after(after)
+    }
+
+    /// One result by key when the room still remembers it (the frame view's, or one of
+    /// the last [`recent::RECENT`]); older ones are in the log.
+    pub fn recent_result(&self, run: u64, seq: u64) -> Option<Entry> {
+        self.inner.recent.get(run, seq)
+    }
+
+    /// The frame view given the pipeline's newest frame copy: a copy beside its own
+    /// result (see `recent.rs`); `None` before the first copy has its result.
+    pub fn frame_view(&self, copy: Option<Arc<Vec<u8>>>) -> Option<FrameView> {
+        self.inner.recent.frame_view(copy)
+    }
+
+    /// The newest result as `GET /api/v1/results/latest` answers it.
+    pub fn latest_json(&self) -> Option<Arc<str>> {
+        self.inner.recent.latest_json()
+    }
+
     /// The room's state now, with every sink's.
     pub fn status(&self) -> OutputsStatus {
         let mut status = OutputsStatus {
@@ -246,6 +278,7 @@ impl Results {
                     if raw.alerts != 0 {
                         self.alert(&run, raw.alerts, &record);
                     }
+                    self.inner.recent.record(record, json);
                 }
                 Err(RecvTimeoutError::Timeout) => idle = true,
                 Err(RecvTimeoutError::Disconnected) => break,
@@ -347,6 +380,12 @@ impl Results {
         for s in &self.inner.sinks {
             s.alert(&json);
         }
+    }
+}
+
+impl crate::board::LatestResults for Results {
+    fn latest_json(&self) -> Option<Arc<str>> {
+        Results::latest_json(self)
     }
 }
 

@@ -1,7 +1,11 @@
 //! The result payload (schema version [`SCHEMA_VERSION`]): one frame's result as MQTT,
-//! the per-frame stream and the results log carry it (`docs/api.md`, "Results out").
+//! the per-frame stream, the results log and `GET /api/v1/results/latest` carry it
+//! (`docs/api.md`, "Results out"; what changed from version 1: `docs/decisions.md`,
+//! "One results schema").
 //!
-//! Owns: [`ResultRecord`] and its parts, and labelling a raw result into one.
+//! Owns: [`ResultRecord`] and its parts, labelling a raw result into one, and
+//! [`LatestResult`] (the record with the names `GET /api/v1/results/latest` used before
+//! version 2, kept for one version).
 //! Must not: know where a record goes.
 
 use std::collections::BTreeMap;
@@ -12,9 +16,12 @@ use super::alerts::Matcher;
 use super::raw::{RawResult, RunInfo};
 use crate::metrics::Stage;
 
-/// Version of the result payload (`v` in every record, on MQTT, the stream and the
-/// log). A change that removes or retypes a field raises it; added fields do not.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version of the result payload (`v` in every record, on MQTT, the stream, the log and
+/// `GET /api/v1/results/latest`). A change that removes, renames or gives another
+/// meaning to a field raises it; added fields do not. Version 2: `frame.bytes` is the
+/// frame's own size (it was the DMA length), `frame.dma_bytes` added, and the latest
+/// result joined the one schema.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Version of the alert payload (`v` of [`AlertRecord`]); raised like the result
 /// payload's.
@@ -40,8 +47,19 @@ pub struct RecordFrame {
     pub height: u32,
     /// `mono8` or `rgb8`.
     pub format: String,
-    /// Bytes moved by C2H, header included.
+    /// The frame's size, bytes: its 64-byte header and its pixels (width × height ×
+    /// bytes per pixel; `docs/frames.md`). Before version 2 this was the DMA length.
     pub bytes: u64,
+    /// Bytes the card-to-host DMA moved for it (the length of the card's frame slot it
+    /// was read from, at least `bytes`); absent in version 1 records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dma_bytes: Option<u64>,
+}
+
+/// A frame's size as [`RecordFrame::bytes`] counts it: the header and the pixels.
+pub fn frame_bytes(width: u32, height: u32, format: &str) -> u64 {
+    let bpp: u64 = if format == "rgb8" { 3 } else { 1 };
+    fpgagdr::frame::HEADER_LEN as u64 + u64::from(width) * u64::from(height) * bpp
 }
 
 /// One frame's result: the payload on MQTT, on `GET /api/v1/results/stream`, in the
@@ -79,6 +97,45 @@ pub struct ResultRecord {
 }
 
 impl ResultRecord {
+    /// The result's key, (run, seq).
+    pub fn key(&self) -> (u64, u64) {
+        (self.run, self.seq)
+    }
+}
+
+/// `GET /api/v1/results/latest` and the stream snapshots' `latest`: the newest
+/// [`ResultRecord`], with the two names this answer had before version 2 kept for one
+/// version (deprecated: `top5`, a copy of `top`, and `frame.checksum_ok`, true when
+/// `checksum` is `ok`; both go with version 3).
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct LatestResult {
+    /// The result (schema version [`SCHEMA_VERSION`]).
+    #[serde(flatten)]
+    pub record: ResultRecord,
+    /// Deprecated: the same as `top` (removed in version 3).
+    #[schema(deprecated)]
+    pub top5: Vec<TopClass>,
+}
+
+impl LatestResult {
+    /// A record's JSON `json` (as every output carried it) with the deprecated names
+    /// added (`top5` and `frame.checksum_ok`). Numbers are carried as written there, so
+    /// a score reads the same here as in the log, on the stream and on MQTT.
+    pub fn json(json: &str) -> String {
+        let mut v: serde_json::Value = serde_json::from_str(json).expect("a record's JSON parses");
+        let ok = v["checksum"] == "ok";
+        if let Some(o) = v.as_object_mut() {
+            let top = o.get("top").cloned().unwrap_or_default();
+            o.insert("top5".into(), top);
+        }
+        if let Some(frame) = v.get_mut("frame").and_then(|f| f.as_object_mut()) {
+            frame.insert("checksum_ok".into(), serde_json::Value::Bool(ok));
+        }
+        v.to_string()
+    }
+}
+
+impl ResultRecord {
     /// Labels and shapes a raw result of `run`.
     pub fn new(run: &RunInfo, r: &RawResult) -> ResultRecord {
         ResultRecord {
@@ -93,7 +150,8 @@ impl ResultRecord {
                 width: r.width,
                 height: r.height,
                 format: r.format.to_string(),
-                bytes: r.bytes,
+                bytes: frame_bytes(r.width, r.height, r.format),
+                dma_bytes: Some(r.bytes),
             },
             checksum: if r.checksum_checked {
                 "ok"

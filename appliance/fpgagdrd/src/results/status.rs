@@ -36,8 +36,11 @@ pub struct ResultDrops {
     pub room_full: u64,
     /// MQTT: the broker was away (QoS 0 results are not kept for it).
     pub mqtt_offline: u64,
-    /// MQTT: the publish queue (`outputs.mqtt.queue`) was full.
+    /// MQTT: the publish queue (`outputs.mqtt.queue`) was full (or a settings change
+    /// made it shorter than the results waiting in it).
     pub mqtt_queue_full: u64,
+    /// MQTT: results waiting for the broker when a settings change turned MQTT off.
+    pub mqtt_disabled: u64,
     /// Per-frame stream: results a slow client missed (all clients together).
     pub stream_slow_client: u64,
 }
@@ -60,13 +63,15 @@ pub struct LogStatus {
     pub last_error: Option<String>,
 }
 
-/// What `GET /api/v1/status` says about MQTT (`outputs.mqtt`).
+/// What `GET /api/v1/status` says about MQTT (`outputs.mqtt`). Every counter counts
+/// since the service started (a settings change does not reset it); the queue outlives
+/// a settings change too (`docs/api.md`, "MQTT").
 #[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct MqttStatus {
     /// Whether `outputs.mqtt.enabled` is on.
     pub enabled: bool,
-    /// `disabled`, `connecting`, `connected` or `error` (then `last_error` says why;
-    /// the client keeps retrying with back-off).
+    /// `disabled` (MQTT is off), `connecting`, `connected` or `error` (then
+    /// `last_error` says why; the client keeps retrying with back-off).
     pub state: String,
     /// `host:port` of the broker.
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -79,20 +84,34 @@ pub struct MqttStatus {
     /// The last connection error, in words (kept until the next CONNACK).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
-    /// Successful connections (CONNACKs) since this configuration applied.
+    /// Successful connections (CONNACKs) since the service started.
     pub connects: u64,
-    /// Results handed to the client's queue.
+    /// Results waiting for the broker now: queued and not yet written (QoS 0) or
+    /// acknowledged (QoS 1). At most `queue_max`.
+    pub queue_depth: u64,
+    /// The queue's bound (`outputs.mqtt.queue`); 0 while MQTT is off.
+    pub queue_max: u64,
+    /// Results taken into the queue since the service started.
+    pub queued_total: u64,
+    /// Deprecated: the same as `queued_total` (a running total, not the queue's
+    /// depth); removed in the next release.
+    #[schema(deprecated)]
     pub queued: u64,
-    /// Results written to the broker (QoS 0) or acknowledged by it (QoS 1).
+    /// Results written to the broker (QoS 0) or acknowledged by it (QoS 1) since the
+    /// service started.
     pub delivered: u64,
-    /// Results dropped because the broker was away (QoS 0), or because these settings
+    /// Results dropped because the broker was away (QoS 0), or because the settings
     /// cannot connect at all (the CA file cannot be used: `last_error` says why).
     pub dropped_offline: u64,
     /// Results dropped because the queue was full.
     pub dropped_queue_full: u64,
-    /// Alerts queued on `outputs.mqtt.alert_topic`.
+    /// Results that were waiting for the broker when a settings change turned MQTT off.
+    pub dropped_disabled: u64,
+    /// Alerts queued on `outputs.mqtt.alert_topic` since the service started.
     pub alerts_queued: u64,
-    /// Alerts dropped (broker away at QoS 0, or the queue full).
+    /// Alerts written to the broker (QoS 0) or acknowledged by it (QoS 1).
+    pub alerts_delivered: u64,
+    /// Alerts dropped (broker away at QoS 0, the queue full, MQTT turned off).
     pub alerts_dropped: u64,
 }
 

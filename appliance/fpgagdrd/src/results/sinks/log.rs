@@ -326,6 +326,7 @@ mod tests {
                 height: 16,
                 format: "mono8".into(),
                 bytes: 320,
+                dma_bytes: None,
             },
             checksum: "ok".into(),
             top: vec![],

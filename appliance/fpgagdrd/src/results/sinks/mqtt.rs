@@ -1,20 +1,30 @@
 //! MQTT publishing of every result (`outputs.mqtt`), with rumqttc.
 //!
-//! Owns: [`MqttSink`] (MQTT as an output of the results room: the publisher of the
-//! settings in force) and [`Publisher`]: one client per configuration on its own thread (a
-//! current-thread tokio runtime driving rumqttc's event loop), the bounded queue
-//! (rumqttc's request channel, `outputs.mqtt.queue` long), reconnecting with back-off
-//! ([`BACKOFF_MIN`] doubling up to [`BACKOFF_MAX`]), the retained status topic
-//! (`online` after each CONNACK, `offline` as the last will and on a clean shutdown),
-//! and [`MqttStatus`] (state, the last error in words, counters).
-//! Must not: block its caller: [`Publisher::publish`] only ever tries to queue.
+//! Owns: [`MqttSink`] (MQTT as an output of the results room), its queue and counters
+//! (both live as long as the service: a settings change neither empties the queue nor
+//! resets a counter), and [`Publisher`]: one client per configuration on its own
+//! thread (a current-thread tokio runtime driving rumqttc's event loop), reconnecting
+//! with back-off ([`BACKOFF_MIN`] doubling up to [`BACKOFF_MAX`]), the retained status
+//! topic (`online` after each CONNACK, `offline` as the last will and on a clean
+//! shutdown), and [`MqttStatus`] (state, the last error in words, queue depth, counters).
+//! Must not: block its caller: [`Sink::result`] only ever appends to the queue.
 //!
-//! QoS 0: a result published while the broker is away is dropped at once (counted as
-//! `mqtt_offline`). QoS 1: it waits in the queue and goes out after the reconnect
-//! (rumqttc sends the unacknowledged ones again, so a consumer can see duplicates);
-//! when the queue is full it is dropped (`mqtt_queue_full`).
+//! The queue ([`Outbox`]): results and alerts wait in `waiting` until the client is
+//! connected and has room, then move to `sent` as they are handed to rumqttc, in the
+//! order rumqttc writes them. An item leaves `sent` when it is delivered: written (QoS
+//! 0) or acknowledged (QoS 1; MQTT 3.1.1 section 4.6: a broker acknowledges QoS 1
+//! publishes in the order it received them, so the oldest in `sent` is always the one
+//! acknowledged). When the connection breaks, what was sent and not acknowledged goes
+//! back to the front of `waiting` (rumqttc's own copies are dropped: with a clean
+//! session it would discard them at the reconnect, uncounted) and is sent again after
+//! the reconnect, so a consumer can see a result twice. A settings change replaces the
+//! client, not the queue: the new client sends what the old one had not delivered.
+//! Every result leaves the queue delivered or counted by reason: `mqtt_offline` (QoS 0
+//! while the broker is away; settings that cannot connect at all), `mqtt_queue_full`,
+//! `mqtt_disabled` (MQTT turned off while results waited).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -32,52 +42,188 @@ use crate::files::{self, Kind, Roots};
 pub const BACKOFF_MIN: Duration = Duration::from_millis(250);
 /// Longest wait between two connection attempts.
 pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// Requests rumqttc's channel holds (the queue itself is [`Outbox`]): the client is
+/// handed items only while it is connected and this has room.
+const CHANNEL: usize = 64;
 
+/// What an item of the queue is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum What {
+    /// A result (on `outputs.mqtt.topic`).
+    Result,
+    /// An alert (on `outputs.mqtt.alert_topic`).
+    Alert,
+    /// The retained status (`online`, `offline`; QoS 1): only in `sent`, never resent.
+    Status,
+}
+
+#[derive(Debug, Clone)]
+struct Item {
+    what: What,
+    json: Arc<str>,
+}
+
+/// Counters since the service started.
 #[derive(Debug, Default)]
-struct Shared {
-    connected: AtomicBool,
+struct Counters {
     connects: AtomicU64,
     queued: AtomicU64,
     delivered: AtomicU64,
     dropped_offline: AtomicU64,
     dropped_queue_full: AtomicU64,
-    /// Status messages (`online`, QoS 1) queued: their acknowledgements and writes are
-    /// not results, and are taken out of `delivered`.
-    status_sent: AtomicU64,
-    /// Alerts queued (on `alert_topic`): taken out of `delivered` like the status.
+    dropped_disabled: AtomicU64,
     alerts_queued: AtomicU64,
+    alerts_delivered: AtomicU64,
     alerts_dropped: AtomicU64,
-    error: Mutex<Option<String>>,
-    stop: AtomicBool,
-    /// The settings cannot connect at all (the CA file): results are dropped at once.
-    unusable: AtomicBool,
 }
 
-/// What became of a message handed to the client.
-enum Queued {
-    Yes,
-    Offline,
-    Full,
+impl Counters {
+    fn add(c: &AtomicU64, n: u64) {
+        c.fetch_add(n, Ordering::Relaxed);
+    }
 }
 
-/// One configured MQTT client.
+/// The queue and the state of the client in force, under one lock.
+#[derive(Debug, Default)]
+struct Queue {
+    /// Not yet handed to a client, oldest first.
+    waiting: VecDeque<Item>,
+    /// Handed to the client in force and not yet delivered, in the order it writes them.
+    sent: VecDeque<Item>,
+    /// Results in `waiting` and `sent` (the queue's depth).
+    results: usize,
+    /// Alerts in `waiting` and `sent`.
+    alerts: usize,
+    /// The client in force; a replaced client's late events change nothing.
+    generation: u64,
+    /// Whether the settings in force have MQTT on.
+    enabled: bool,
+    /// Whether they publish at QoS 0.
+    qos0: bool,
+    /// `outputs.mqtt.queue`.
+    cap: usize,
+    /// The client in force is connected.
+    connected: bool,
+    /// The settings in force cannot connect at all (the CA file).
+    unusable: bool,
+    /// The last connection error, in words (cleared by a CONNACK).
+    error: Option<String>,
+}
+
+impl Queue {
+    fn forget(&mut self, item: &Item) {
+        match item.what {
+            What::Result => self.results -= 1,
+            What::Alert => self.alerts -= 1,
+            What::Status => {}
+        }
+    }
+
+    /// Empties the queue, counting every result with `results` and every alert as
+    /// dropped.
+    fn discard(&mut self, counters: &Counters, results: &AtomicU64) {
+        for item in self.sent.drain(..).chain(self.waiting.drain(..)) {
+            match item.what {
+                What::Result => Counters::add(results, 1),
+                What::Alert => Counters::add(&counters.alerts_dropped, 1),
+                What::Status => {}
+            }
+        }
+        self.results = 0;
+        self.alerts = 0;
+    }
+
+    /// What was handed to the client and not delivered goes back to the front of
+    /// `waiting`, in its order (the status messages are not sent again).
+    fn requeue_sent(&mut self) {
+        while let Some(item) = self.sent.pop_back() {
+            if item.what != What::Status {
+                self.waiting.push_front(item);
+            }
+        }
+    }
+
+    /// The oldest item of `sent` was delivered.
+    fn delivered(&mut self, counters: &Counters) {
+        if let Some(item) = self.sent.pop_front() {
+            self.forget(&item);
+            match item.what {
+                What::Result => Counters::add(&counters.delivered, 1),
+                What::Alert => Counters::add(&counters.alerts_delivered, 1),
+                What::Status => {}
+            }
+        }
+    }
+}
+
+/// The queue, its counters, and the wake-up of the client in force.
+#[derive(Debug, Default)]
+struct Outbox {
+    queue: Mutex<Queue>,
+    counters: Counters,
+    wake: tokio::sync::Notify,
+}
+
+impl Outbox {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().expect("mqtt queue poisoned")
+    }
+
+    /// Queues a result or an alert, or counts it dropped. Never waits but for the lock.
+    fn offer(&self, what: What, json: &Arc<str>) {
+        let c = &self.counters;
+        let mut q = self.lock();
+        if !q.enabled {
+            return;
+        }
+        let (queued, offline, full) = match what {
+            What::Result => (&c.queued, &c.dropped_offline, &c.dropped_queue_full),
+            _ => (&c.alerts_queued, &c.alerts_dropped, &c.alerts_dropped),
+        };
+        if q.unusable || (q.qos0 && !q.connected) {
+            Counters::add(offline, 1);
+            return;
+        }
+        let held = if what == What::Result {
+            q.results
+        } else {
+            q.alerts
+        };
+        if held >= q.cap {
+            Counters::add(full, 1);
+            return;
+        }
+        q.waiting.push_back(Item {
+            what,
+            json: json.clone(),
+        });
+        match what {
+            What::Result => q.results += 1,
+            _ => q.alerts += 1,
+        }
+        drop(q);
+        Counters::add(queued, 1);
+        self.wake.notify_one();
+    }
+}
+
+/// One configured MQTT client (its thread runs until [`Publisher::shut_down`] or drop).
 #[derive(Debug)]
 pub struct Publisher {
     config: MqttConfig,
-    qos: QoS,
-    client: AsyncClient,
-    shared: Arc<Shared>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
-/// MQTT as an output of the results room: the client of the settings in force
-/// (`outputs.mqtt`), none while it is disabled.
+/// MQTT as an output of the results room: the queue and counters (for the service's
+/// life), and the client of the settings in force (`outputs.mqtt`), none while it is
+/// disabled.
 #[derive(Debug)]
 pub struct MqttSink {
     /// Where `outputs.mqtt.ca_file` may lie.
     roots: Roots,
     config: Mutex<MqttConfig>,
     publisher: Mutex<Option<Publisher>>,
+    out: Arc<Outbox>,
 }
 
 impl MqttSink {
@@ -87,6 +233,7 @@ impl MqttSink {
             roots,
             config: Mutex::new(MqttConfig::default()),
             publisher: Mutex::new(None),
+            out: Arc::default(),
         }
     }
 }
@@ -97,19 +244,18 @@ impl Sink for MqttSink {
     }
 
     fn result(&self, _: &ResultRecord, json: &Arc<str>) {
-        if let Some(p) = self.publisher.lock().expect("mqtt poisoned").as_ref() {
-            p.publish(json.clone());
-        }
+        self.out.offer(What::Result, json);
     }
 
     fn alert(&self, json: &Arc<str>) {
-        if let Some(p) = self.publisher.lock().expect("mqtt poisoned").as_ref() {
-            p.publish_alert(json);
-        }
+        self.out.offer(What::Alert, json);
     }
 
     /// A changed setting replaces the client (the old one says `offline` on its status
-    /// topic and disconnects); an unchanged one is left.
+    /// topic and disconnects), never the queue: what waited for the old client goes to
+    /// the new one; turning MQTT off drops it, counted (`mqtt_disabled`); a shorter
+    /// queue drops its newest results, counted (`mqtt_queue_full`). An unchanged
+    /// setting is left as it is.
     fn reconfigure(&self, outputs: &OutputsConfig) {
         let config = &outputs.mqtt;
         let mut current = self.config.lock().expect("mqtt config poisoned");
@@ -120,22 +266,97 @@ impl Sink for MqttSink {
         if let Some(old) = publisher.take() {
             old.shut_down();
         }
+        let generation = {
+            let c = &self.out.counters;
+            let mut q = self.out.lock();
+            q.generation += 1;
+            if q.qos0 {
+                // Handed to a connected client at QoS 0: written or about to be (the old
+                // client writes what it holds before it disconnects).
+                while !q.sent.is_empty() {
+                    q.delivered(c);
+                }
+            } else {
+                q.requeue_sent();
+            }
+            q.enabled = config.enabled;
+            q.qos0 = config.qos == 0;
+            q.cap = config.queue;
+            q.connected = false;
+            q.unusable = false;
+            q.error = None;
+            if !config.enabled {
+                q.discard(c, &c.dropped_disabled);
+            }
+            while q.results > q.cap {
+                let i = q
+                    .waiting
+                    .iter()
+                    .rposition(|i| i.what == What::Result)
+                    .expect("results wait");
+                q.waiting.remove(i);
+                q.results -= 1;
+                Counters::add(&c.dropped_queue_full, 1);
+            }
+            q.generation
+        };
         if config.enabled {
-            *publisher = Some(Publisher::start(config.clone(), &self.roots));
+            *publisher = Some(Publisher::start(
+                config.clone(),
+                &self.roots,
+                self.out.clone(),
+                generation,
+            ));
         }
         *current = config.clone();
     }
 
     fn status(&self, status: &mut OutputsStatus) {
-        let mqtt = self
-            .publisher
-            .lock()
-            .expect("mqtt poisoned")
-            .as_ref()
-            .map(Publisher::status)
-            .unwrap_or_default();
+        let config = self.config.lock().expect("mqtt config poisoned").clone();
+        let c = &self.out.counters;
+        let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let q = self.out.lock();
+        let state = if !q.enabled {
+            "disabled"
+        } else if q.connected {
+            "connected"
+        } else if q.error.is_some() {
+            "error"
+        } else {
+            "connecting"
+        };
+        let mqtt = MqttStatus {
+            enabled: q.enabled,
+            state: state.into(),
+            broker: if q.enabled {
+                format!("{}:{}", config.host, config.port)
+            } else {
+                String::new()
+            },
+            topic: if q.enabled {
+                config.topic.clone()
+            } else {
+                String::new()
+            },
+            qos: config.qos,
+            last_error: q.error.clone(),
+            connects: n(&c.connects),
+            queue_depth: q.results as u64,
+            queue_max: if q.enabled { q.cap as u64 } else { 0 },
+            queued_total: n(&c.queued),
+            queued: n(&c.queued),
+            delivered: n(&c.delivered),
+            dropped_offline: n(&c.dropped_offline),
+            dropped_queue_full: n(&c.dropped_queue_full),
+            dropped_disabled: n(&c.dropped_disabled),
+            alerts_queued: n(&c.alerts_queued),
+            alerts_delivered: n(&c.alerts_delivered),
+            alerts_dropped: n(&c.alerts_dropped),
+        };
+        drop(q);
         status.dropped.mqtt_offline = mqtt.dropped_offline;
         status.dropped.mqtt_queue_full = mqtt.dropped_queue_full;
+        status.dropped.mqtt_disabled = mqtt.dropped_disabled;
         status.mqtt = mqtt;
     }
 }
@@ -244,17 +465,12 @@ fn explain(c: &MqttConfig, e: &ConnectionError) -> String {
 }
 
 impl Publisher {
-    /// Starts a client for `config` (enabled) on its own thread; it connects, and
-    /// reconnects with back-off, until [`Publisher::shut_down`]. With TLS, the thread
-    /// first reads the CA file (confined to `roots`); when that fails, the status says
-    /// why and every result is counted dropped (`mqtt_offline`).
-    pub fn start(config: MqttConfig, roots: &Roots) -> Publisher {
-        let shared = Arc::new(Shared::default());
-        let qos = if config.qos == 0 {
-            QoS::AtMostOnce
-        } else {
-            QoS::AtLeastOnce
-        };
+    /// Starts a client for `config` (enabled) on its own thread, taking items from
+    /// `out` while it is the client of `generation`; it connects, and reconnects with
+    /// back-off, until [`Publisher::shut_down`]. With TLS, the thread first reads the CA
+    /// file (confined to `roots`); when that fails, the status says why and every result
+    /// is counted dropped (`mqtt_offline`).
+    fn start(config: MqttConfig, roots: &Roots, out: Arc<Outbox>, generation: u64) -> Publisher {
         let mut options = MqttOptions::new(client_id(&config), config.host.clone(), config.port);
         options
             .set_keep_alive(Duration::from_secs(config.keep_alive_s))
@@ -270,22 +486,22 @@ impl Publisher {
         if let Some(user) = &config.username {
             options.set_credentials(user.clone(), config.password.clone().unwrap_or_default());
         }
-        // The queue: rumqttc's request channel (its `cap`), plus the status message.
-        let (client, eventloop) = AsyncClient::new(options, config.queue + 1);
+        let (client, eventloop) = AsyncClient::new(options, CHANNEL);
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
-        let (c, s, cl, roots) = (
-            config.clone(),
-            shared.clone(),
-            client.clone(),
-            roots.clone(),
-        );
+        let (c, roots, o) = (config.clone(), roots.clone(), out.clone());
         let spawned = std::thread::Builder::new()
             .name("fpgagdr-mqtt".into())
             .spawn(move || {
                 let mut eventloop = eventloop;
-                if c.tls {
+                let client = Client {
+                    config: c,
+                    out: o,
+                    generation,
+                    client,
+                };
+                if client.config.tls {
                     // Read here, not on the caller's thread: the file system may be slow.
-                    match tls(&c, &roots) {
+                    match tls(&client.config, &roots) {
                         Ok(t) => {
                             eventloop
                                 .mqtt_options
@@ -294,8 +510,7 @@ impl Publisher {
                         Err(e) => {
                             // Nothing to connect with: say why, publish nothing.
                             tracing::warn!("MQTT: {e}");
-                            *s.error.lock().expect("mqtt error poisoned") = Some(e);
-                            s.unusable.store(true, Ordering::Release);
+                            client.unusable(e);
                             return;
                         }
                     }
@@ -304,13 +519,15 @@ impl Publisher {
                     .enable_all()
                     .build()
                 {
-                    Ok(rt) => rt.block_on(drive(c, s, cl, eventloop, stop_rx)),
+                    Ok(rt) => rt.block_on(client.drive(eventloop, stop_rx)),
                     Err(e) => tracing::error!("MQTT: no runtime: {e}"),
                 }
             });
         if let Err(e) = spawned {
-            *shared.error.lock().expect("mqtt error poisoned") =
-                Some(format!("cannot start the MQTT thread: {e}"));
+            let mut q = out.lock();
+            if q.generation == generation {
+                q.error = Some(format!("cannot start the MQTT thread: {e}"));
+            }
         }
         tracing::info!(
             "MQTT: publishing results to {}:{} topic {} (QoS {}, queue {})",
@@ -322,210 +539,223 @@ impl Publisher {
         );
         Publisher {
             config,
-            qos,
-            client,
-            shared,
             stop: Some(stop_tx),
-        }
-    }
-
-    /// Queues one result's JSON, or counts it dropped: broker away at QoS 0, queue full.
-    pub fn publish(&self, json: Arc<str>) {
-        let s = &self.shared;
-        match self.try_queue(&self.config.topic, &json) {
-            Queued::Yes => s.queued.fetch_add(1, Ordering::Relaxed),
-            Queued::Offline => s.dropped_offline.fetch_add(1, Ordering::Relaxed),
-            Queued::Full => s.dropped_queue_full.fetch_add(1, Ordering::Relaxed),
-        };
-    }
-
-    /// Queues one alert's JSON on `outputs.mqtt.alert_topic` (the results' QoS), or
-    /// counts it dropped (`alerts_dropped`): broker away at QoS 0, queue full.
-    pub fn publish_alert(&self, json: &str) {
-        let s = &self.shared;
-        match self.try_queue(&self.config.alert_topic, json) {
-            Queued::Yes => s.alerts_queued.fetch_add(1, Ordering::Relaxed),
-            Queued::Offline | Queued::Full => s.alerts_dropped.fetch_add(1, Ordering::Relaxed),
-        };
-    }
-
-    fn try_queue(&self, topic: &str, json: &str) -> Queued {
-        let s = &self.shared;
-        if s.unusable.load(Ordering::Acquire)
-            || (self.qos == QoS::AtMostOnce && !s.connected.load(Ordering::Acquire))
-        {
-            return Queued::Offline;
-        }
-        match self
-            .client
-            .try_publish(topic, self.qos, false, json.as_bytes().to_vec())
-        {
-            Ok(()) => Queued::Yes,
-            Err(_) => Queued::Full,
         }
     }
 
     /// Says `offline` on the status topic, disconnects and ends the client's thread
     /// (without waiting for it).
     pub fn shut_down(mut self) {
-        self.shared.stop.store(true, Ordering::Release);
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
     }
 
-    /// The client's state now.
-    pub fn status(&self) -> MqttStatus {
-        let s = &self.shared;
-        let error = s.error.lock().expect("mqtt error poisoned").clone();
-        let connected = s.connected.load(Ordering::Acquire);
-        MqttStatus {
-            enabled: true,
-            state: if connected {
-                "connected"
-            } else if error.is_some() {
-                "error"
-            } else {
-                "connecting"
-            }
-            .into(),
-            broker: format!("{}:{}", self.config.host, self.config.port),
-            topic: self.config.topic.clone(),
-            qos: self.config.qos,
-            last_error: error,
-            connects: s.connects.load(Ordering::Relaxed),
-            queued: s.queued.load(Ordering::Relaxed),
-            delivered: s
-                .delivered
-                .load(Ordering::Relaxed)
-                .saturating_sub(s.status_sent.load(Ordering::Relaxed))
-                .saturating_sub(s.alerts_queued.load(Ordering::Relaxed)),
-            dropped_offline: s.dropped_offline.load(Ordering::Relaxed),
-            dropped_queue_full: s.dropped_queue_full.load(Ordering::Relaxed),
-            alerts_queued: s.alerts_queued.load(Ordering::Relaxed),
-            alerts_dropped: s.alerts_dropped.load(Ordering::Relaxed),
-        }
+    /// The settings this client runs with.
+    pub fn config(&self) -> &MqttConfig {
+        &self.config
     }
 }
 
 impl Drop for Publisher {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Release);
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
     }
 }
 
-/// Holds what waits for a reconnect within the queue's bound: after a failure rumqttc
-/// moves its channel's requests (and the unacknowledged publishes) into its own
-/// `pending` list, which would otherwise grow by a queue's worth at every attempt.
-/// The oldest results go first (counted as `mqtt_queue_full`); the status message stays.
-fn bound_pending(eventloop: &mut rumqttc::EventLoop, config: &MqttConfig, shared: &Shared) {
-    let results =
-        |r: &rumqttc::Request| matches!(r, rumqttc::Request::Publish(p) if p.topic == config.topic);
-    let mut over = eventloop
-        .pending
-        .iter()
-        .filter(|r| results(r))
-        .count()
-        .saturating_sub(config.queue);
-    if over == 0 {
-        return;
-    }
-    shared
-        .dropped_queue_full
-        .fetch_add(over as u64, Ordering::Relaxed);
-    eventloop.pending.retain(|r| {
-        if over > 0 && results(r) {
-            over -= 1;
-            false
-        } else {
-            true
-        }
-    });
+/// The client's side of the queue, on its own thread.
+struct Client {
+    config: MqttConfig,
+    out: Arc<Outbox>,
+    generation: u64,
+    client: AsyncClient,
 }
 
-/// The client's event loop: poll (which connects and reconnects), mark the state,
-/// count deliveries, back off after a failure; on stop, `offline` and DISCONNECT.
-async fn drive(
-    config: MqttConfig,
-    shared: Arc<Shared>,
-    client: AsyncClient,
-    mut eventloop: rumqttc::EventLoop,
-    mut stop: tokio::sync::oneshot::Receiver<()>,
-) {
-    let mut backoff = BACKOFF_MIN;
-    let qos1 = config.qos == 1;
-    loop {
-        let event = tokio::select! {
-            e = eventloop.poll() => e,
-            _ = &mut stop => break,
+impl Client {
+    /// The queue, when this is still the client in force.
+    fn queue(&self) -> Option<std::sync::MutexGuard<'_, Queue>> {
+        let q = self.out.lock();
+        (q.generation == self.generation).then_some(q)
+    }
+
+    /// These settings cannot connect (the CA file): say why, and count what waits and
+    /// what comes as dropped (`mqtt_offline`).
+    fn unusable(&self, why: String) {
+        let c = &self.out.counters;
+        if let Some(mut q) = self.queue() {
+            q.error = Some(why);
+            q.unusable = true;
+            q.discard(c, &c.dropped_offline);
+        }
+    }
+
+    fn qos(&self) -> QoS {
+        if self.config.qos == 0 {
+            QoS::AtMostOnce
+        } else {
+            QoS::AtLeastOnce
+        }
+    }
+
+    /// Hands waiting items to rumqttc while it has room (only while connected: a
+    /// client that is away holds nothing of the queue).
+    fn feed(&self) {
+        let Some(mut q) = self.queue() else {
+            return;
         };
+        if !q.connected {
+            return;
+        }
+        while let Some(item) = q.waiting.front() {
+            let topic = match item.what {
+                What::Alert => &self.config.alert_topic,
+                _ => &self.config.topic,
+            };
+            let sent =
+                self.client
+                    .try_publish(topic, self.qos(), false, item.json.as_bytes().to_vec());
+            if sent.is_err() {
+                break; // rumqttc's channel is full: the next event makes room
+            }
+            let item = q.waiting.pop_front().expect("an item");
+            q.sent.push_back(item);
+        }
+    }
+
+    /// Publishes the retained status (`online`, `offline`), QoS 1; while this is the
+    /// client in force it takes its place in `sent`, in the order rumqttc writes it.
+    fn status(&self, text: &'static str) {
+        let q = self.queue();
+        let sent = self
+            .client
+            .try_publish(
+                self.config.status_topic.as_str(),
+                QoS::AtLeastOnce,
+                true,
+                text,
+            )
+            .is_ok();
+        if let Some(mut q) = q
+            && sent
+        {
+            q.sent.push_back(Item {
+                what: What::Status,
+                json: Arc::from(text),
+            });
+        }
+    }
+
+    /// Accounts for one event of the event loop: deliveries, CONNACK.
+    fn event(&self, event: &Event) {
+        let c = &self.out.counters;
         match event {
-            Ok(Event::Incoming(Packet::ConnAck(_))) => {
-                backoff = BACKOFF_MIN;
-                shared.connected.store(true, Ordering::Release);
-                shared.connects.fetch_add(1, Ordering::Relaxed);
-                *shared.error.lock().expect("mqtt error poisoned") = None;
-                tracing::info!("MQTT: connected to {}:{}", config.host, config.port);
+            Event::Incoming(Packet::ConnAck(_)) => {
+                if let Some(mut q) = self.queue() {
+                    q.connected = true;
+                    q.error = None;
+                }
+                Counters::add(&c.connects, 1);
+                tracing::info!(
+                    "MQTT: connected to {}:{}",
+                    self.config.host,
+                    self.config.port
+                );
                 // The retained status: online (the last will says offline).
-                if client
-                    .try_publish(
-                        config.status_topic.as_str(),
-                        QoS::AtLeastOnce,
-                        true,
-                        "online",
-                    )
-                    .is_ok()
-                {
-                    shared.status_sent.fetch_add(1, Ordering::Relaxed);
+                self.status("online");
+            }
+            // QoS 1: the oldest item sent is the one acknowledged.
+            Event::Incoming(Packet::PubAck(_)) if self.config.qos == 1 => {
+                if let Some(mut q) = self.queue() {
+                    q.delivered(c);
                 }
             }
-            Ok(Event::Incoming(Packet::PubAck(_))) if qos1 => {
-                shared.delivered.fetch_add(1, Ordering::Relaxed);
-            }
-            Ok(Event::Outgoing(Outgoing::Publish(_))) if !qos1 => {
-                shared.delivered.fetch_add(1, Ordering::Relaxed);
-            }
-            Ok(_) => {}
-            Err(e) => {
-                let was = shared.connected.swap(false, Ordering::AcqRel);
-                let why = explain(&config, &e);
-                if was {
-                    tracing::warn!("MQTT: connection lost: {why}");
-                } else {
-                    tracing::debug!("MQTT: {why}");
+            // QoS 0: delivered when written (the status messages, QoS 1, are written in
+            // the same order and leave `sent` the same way).
+            Event::Outgoing(Outgoing::Publish(_)) if self.config.qos == 0 => {
+                if let Some(mut q) = self.queue() {
+                    q.delivered(c);
                 }
-                *shared.error.lock().expect("mqtt error poisoned") = Some(why);
-                bound_pending(&mut eventloop, &config, &shared);
-                tokio::select! {
-                    _ = tokio::time::sleep(backoff) => {}
-                    _ = &mut stop => break,
-                }
-                backoff = (backoff * 2).min(BACKOFF_MAX);
+            }
+            _ => {}
+        }
+    }
+
+    /// The connection broke: what was sent and not delivered waits again (QoS 1; at
+    /// QoS 0 the waiting results are dropped, counted `mqtt_offline`), rumqttc's own
+    /// copies are dropped (we send again ourselves).
+    fn lost(&self, eventloop: &mut rumqttc::EventLoop, why: String) {
+        eventloop.pending.clear();
+        let c = &self.out.counters;
+        if let Some(mut q) = self.queue() {
+            let was = std::mem::replace(&mut q.connected, false);
+            if was {
+                tracing::warn!("MQTT: connection lost: {why}");
+            } else {
+                tracing::debug!("MQTT: {why}");
+            }
+            q.error = Some(why);
+            q.requeue_sent();
+            if q.qos0 {
+                q.discard(c, &c.dropped_offline);
             }
         }
     }
-    // A clean goodbye: the status says offline (retained), then DISCONNECT (which
-    // cancels the last will). Bounded: a broker that is away gets neither.
-    if shared.connected.load(Ordering::Acquire) {
-        let _ = client.try_publish(
-            config.status_topic.as_str(),
-            QoS::AtLeastOnce,
-            true,
-            "offline",
-        );
-        let _ = client.try_disconnect();
-        let _ = tokio::time::timeout(Duration::from_secs(2), async {
-            loop {
-                match eventloop.poll().await {
-                    Ok(Event::Outgoing(Outgoing::Disconnect)) | Err(_) => break,
-                    Ok(_) => {}
+
+    /// The client's event loop: poll (which connects and reconnects), hand it waiting
+    /// items, count deliveries, back off after a failure; on stop, `offline` and
+    /// DISCONNECT.
+    async fn drive(
+        self,
+        mut eventloop: rumqttc::EventLoop,
+        mut stop: tokio::sync::oneshot::Receiver<()>,
+    ) {
+        let mut backoff = BACKOFF_MIN;
+        let mut connected = false;
+        loop {
+            self.feed();
+            let event = tokio::select! {
+                e = eventloop.poll() => e,
+                _ = self.out.wake.notified() => continue,
+                _ = &mut stop => break,
+            };
+            match event {
+                Ok(e) => {
+                    if matches!(e, Event::Incoming(Packet::ConnAck(_))) {
+                        backoff = BACKOFF_MIN;
+                        connected = true;
+                    }
+                    self.event(&e);
+                }
+                Err(e) => {
+                    connected = false;
+                    self.lost(&mut eventloop, explain(&self.config, &e));
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = &mut stop => break,
+                    }
+                    backoff = (backoff * 2).min(BACKOFF_MAX);
                 }
             }
-        })
-        .await;
+        }
+        // A clean goodbye: the status says offline (retained), then DISCONNECT (which
+        // cancels the last will). Bounded: a broker that is away gets neither.
+        if connected {
+            self.status("offline");
+            let _ = self.client.try_disconnect();
+            let _ = tokio::time::timeout(Duration::from_secs(2), async {
+                loop {
+                    match eventloop.poll().await {
+                        Ok(Event::Outgoing(Outgoing::Disconnect)) | Err(_) => break,
+                        Ok(e) => self.event(&e),
+                    }
+                }
+            })
+            .await;
+        }
+        if let Some(mut q) = self.queue() {
+            q.connected = false;
+        }
     }
-    shared.connected.store(false, Ordering::Release);
 }

@@ -3,7 +3,9 @@
 //! results, counted for it, and is never waited for).
 //!
 //! Owns: [`StreamSink`], [`StreamItem`], [`STREAM_BACKLOG`]. Must not: know HTTP (the
-//! handler, `api/results.rs`, subscribes and writes SSE).
+//! handler, `api/results.rs`, subscribes and writes SSE). A result carries its key, so
+//! the handler gives its event the id `RUN:SEQ`; a client that comes back resumes after
+//! that key from the room's recent results (`results/recent.rs`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,8 +17,18 @@ use super::super::{OutputsStatus, Sink};
 /// losing results (counted for it: its `dropped` events).
 pub const STREAM_BACKLOG: usize = 1024;
 
-/// One item of the per-frame stream: the SSE event name and its JSON.
-pub type StreamItem = (&'static str, Arc<str>);
+/// One item of the per-frame stream: the SSE event name, the result's key (a `result`
+/// only: its event id), and its JSON.
+#[derive(Debug, Clone)]
+pub struct StreamItem {
+    /// `result` or `alert`.
+    pub event: &'static str,
+    /// (run, seq) of a result; `None` for an alert (an alert's event has no id, so it
+    /// does not move a client's `Last-Event-ID`).
+    pub key: Option<(u64, u64)>,
+    /// The payload.
+    pub json: Arc<str>,
+}
 
 /// The per-frame stream.
 #[derive(Debug)]
@@ -53,13 +65,21 @@ impl Sink for StreamSink {
         "stream"
     }
 
-    fn result(&self, _: &ResultRecord, json: &Arc<str>) {
+    fn result(&self, record: &ResultRecord, json: &Arc<str>) {
         // No receiver is not an error: nobody watches.
-        let _ = self.tx.send(("result", json.clone()));
+        let _ = self.tx.send(StreamItem {
+            event: "result",
+            key: Some(record.key()),
+            json: json.clone(),
+        });
     }
 
     fn alert(&self, json: &Arc<str>) {
-        let _ = self.tx.send(("alert", json.clone()));
+        let _ = self.tx.send(StreamItem {
+            event: "alert",
+            key: None,
+            json: json.clone(),
+        });
     }
 
     fn status(&self, status: &mut OutputsStatus) {
