@@ -36,6 +36,9 @@ MUTANTS = {
     # a changed EPOCH never seen: a reset's new sequence judged against the old one
     "FGDR_MUTANT_NO_EPOCH": ("if (epoch == fd->epoch)\n\t\treturn FPGAGDR_FDONE_NONE;",
                              "if (epoch)\n\t\treturn FPGAGDR_FDONE_NONE;"),
+    # a record whose sequence does not grow never makes the C look at EPOCH
+    "FGDR_MUTANT_NO_STALL_EPOCH": ("if (fpgagdr_fdone_stalls(fd, ev)) {",
+                                   "if (0 && fpgagdr_fdone_stalls(fd, ev)) {"),
     # repeats never make a storm
     "FGDR_MUTANT_NO_STORM": ("++fd->repeats < FPGAGDR_FDONE_STORM_REPEATS",
                              "++fd->repeats < 1000000"),

@@ -37,9 +37,10 @@ def _c_counts(bench):
     return c, p
 
 
-def _on_c(scenario, extra=None):
+def _on_c(scenario, extra=None, **handler_kw):
     async def run(bench, mode):
         bench.c_host = True
+        bench.c_handler_kw = handler_kw
         await scenario(bench, mode)
         c, p = _c_counts(bench)
         if extra:
@@ -61,6 +62,18 @@ def _epochs(bench, c):
                  f"{c['rebases']} rebases")
     if bench.c_handler.actions["epoch"] != 3:
         p.append(f"capture started after three resets, EPOCH decided "
+                 f"{bench.c_handler.actions['epoch']} times")
+    return p
+
+
+def _epochs_unseen(bench, c):
+    p = []
+    if c["epoch_changes"] != 3 or c["rebases"] != 3:
+        p.append(f"three resets, the C saw {c['epoch_changes']} EPOCH changes and "
+                 f"{c['rebases']} rebases")
+    if bench.c_handler.new_epochs != 3 or bench.c_handler.actions["epoch"]:
+        p.append(f"three resets seen by a record that did not grow, the C's events said "
+                 f"new_epoch {bench.c_handler.new_epochs} times, EPOCH read on bind "
                  f"{bench.c_handler.actions['epoch']} times")
     return p
 
@@ -136,6 +149,11 @@ C_SCENARIOS = [
              broken=(("FGDR_BROKEN_SAME_CYCLE_ACK", ("msi",)),)),
     Scenario("c_reset_mid_frame", _on_c(reset_mid_frame, _epochs), ("msi",),
              broken=(("FGDR_BROKEN_EPOCH_CONSTANT", ("msi",)), ("FGDR_MUTANT_NO_EPOCH", ("msi",)))),
+    Scenario("c_reset_unseen", _on_c(reset_mid_frame, _epochs_unseen, epoch_on_bind=False),
+             ("msi",),
+             doc="capture restarted without a look at EPOCH: the first record of each "
+                 "epoch does not grow, fpgagdr_fdone_take() reads EPOCH and re-baselines",
+             broken=(("FGDR_MUTANT_NO_STALL_EPOCH", ("msi",)),)),
     Scenario("c_storm", storm, ("legacy",),
              broken=(("FGDR_MUTANT_NO_STORM", ("legacy",)),)),
     Scenario("c_torn_frame", _on_c(torn_frame, _torn), ("msi",), timeout_ms=120,

@@ -72,11 +72,16 @@ class CHandler:
     ack_delay: None, or a callable giving clocks to wait before the C's HOST_ACK write
     reaches the bus (to sweep the acknowledge across frame completions).
     deaf_ack: TEST DOUBLE of a card that ignores HOST_ACK — the write is not passed on
-    to the RTL (the frame-done storm the module must survive)."""
+    to the RTL (the frame-done storm the module must survive).
+    epoch_on_bind: a later bind reads EPOCH, as the module does when capture starts;
+    False: it does not, so a reset is first seen by fpgagdr_fdone_take() itself (a
+    record whose sequence does not grow)."""
 
-    def __init__(self, ack_delay=None, lib=None):
+    def __init__(self, ack_delay=None, lib=None, epoch_on_bind=True):
         self.lib = lib or load_library()
         self.ack_delay = ack_delay
+        self.epoch_on_bind = epoch_on_bind
+        self.new_epochs = 0         # events taken with new_epoch set
         self.deaf_ack = False
         self.bar = None
         self.error = None
@@ -138,7 +143,7 @@ class CHandler:
         if not self.bound:
             self._c(bar, self.lib.cosim_init, geo.slot_count, geo.slot_size, geo.version)
             self.bound = True
-        else:
+        elif self.epoch_on_bind:
             self.actions[ACTIONS[self._c(bar, self.lib.cosim_epoch)]] += 1
         geo.epoch = self.counters()["epoch"]
         self.geo = geo
@@ -164,6 +169,9 @@ class CHandler:
             return []
         if act != EVENT:
             return []
+        # new_epoch: the module drops the events still queued (their slots were
+        # rewritten); the scenarios that reset wait until the host has none
+        self.new_epochs += bool(ev.new_epoch)
         return [Event(ev.seq, ev.slot, ev.len, ev.epoch, missed=ev.gap,
                       rule=RULES.get(ev.rule) if ev.rule else None, first=bool(ev.fresh))]
 

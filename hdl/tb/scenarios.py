@@ -45,7 +45,8 @@ def pattern_host(bench, timing=None, handler=None, blocking=False, seed=3):
     the acknowledge delay of the reference handler it stands in for."""
     if getattr(bench, "c_host", False):
         from chost import CHandler
-        handler = CHandler(ack_delay=getattr(handler, "ack_delay", None))
+        handler = CHandler(ack_delay=getattr(handler, "ack_delay", None),
+                           **getattr(bench, "c_handler_kw", {}))
         blocking = True
         bench.c_handler = handler
     host = Host(bench, handler=handler, blocking=blocking, timing=timing,
