@@ -1,6 +1,6 @@
 """cocotb tests of the card's RTL (hdl/rtl, top tb_card.sv): every scenario of
-scenarios.py and c_scenarios.py that runs on this build (FGDR_BUILD), once per interrupt mode it names,
-as tests called <scenario>_<mode>."""
+scenarios.py and c_scenarios.py that runs on this build (FGDR_BUILD), once per
+interrupt mode it names, as tests called <scenario>_<mode>."""
 import resource
 
 import cocotb
