@@ -2,7 +2,7 @@
 through ctypes, every register access an AXI4-Lite transaction on the RTL, the RTL's
 usr_irq_req calling it as the kernel's interrupt handler would).
 
-The first four run the RTL scenarios of scenarios.py unchanged with the C handler in
+All but `storm` run RTL scenarios of scenarios.py unchanged with the C handler in
 place of the reference one, and then hold the C's own counters against what the host
 model counted; `storm` is the C's alone: a card that ignores HOST_ACK.  Each is seen
 failing on a broken RTL variant (FGDR_BROKEN_*) or on a mutant of fpgagdr-fdone.c
