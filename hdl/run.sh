@@ -5,10 +5,13 @@
 #   2. lint: verilator --lint-only -Wall, several parameter sets;
 #   3. synthesis: yosys to generic cells, no warning allowed, the resource count printed;
 #   4. simulation: the cocotb tests on Icarus Verilog (hdl/tb), two at a time, against
-#      frames of the simulated card's Rust TestPattern.
+#      frames of the simulated card's Rust TestPattern; the c_* tests with the module's
+#      own frame-done code (kmod/fpgagdr-fdone.c, built here as a shared library with
+#      the unit tests' shim) as the host's interrupt handler.
 # Usage: hdl/run.sh [--prove-broken [--only REGEX]] [--jobs N]
 #   --prove-broken  instead of 4., compile every deliberately broken RTL variant
-#                   (FGDR_BROKEN_*, hdl/tb/scenarios.py) and run the tests it must fail;
+#                   (FGDR_BROKEN_*, hdl/tb/scenarios.py) and every mutant of the module's
+#                   fpgagdr-fdone.c (FGDR_MUTANT_*, hdl/tb/builds.py) and run the tests it must fail;
 #                   it fails if any of them passes.  --only: the "BUILD DEFINE TEST"
 #                   lines matching REGEX (grep -E) only.
 # Installs iverilog, verilator, yosys (Debian, needs root) and the pinned Python packages
@@ -41,6 +44,7 @@ apt_need() { # apt_need COMMAND PACKAGE
 apt_need iverilog iverilog
 apt_need verilator verilator
 apt_need yosys yosys
+apt_need gcc gcc
 
 venv=$root/.deps/hdl-venv
 stamp=$venv/requirements.txt
@@ -106,18 +110,35 @@ for b in main wide pad; do
 done
 echo "reference frames: $((SECONDS - t)) s"
 
+# cosim_lib DEFINE OUT: the module's frame-done code (kmod/fpgagdr-fdone.c, or its mutant
+# DEFINE when that is an FGDR_MUTANT_*) with hdl/tb/fdone_cosim.c as OUT/libfdone-cosim.so,
+# built with the unit tests' user-space shim (kmod/tests/ushim.h) for the c_* tests
+# shellcheck disable=SC2317 # called through sim
+cosim_lib() {
+  local define=$1 out=$2 src=$root/kmod/fpgagdr-fdone.c
+  if [[ $define == FGDR_MUTANT_* ]]; then
+    (cd "$hdl/tb" && python3 builds.py mutant "$define" "$src") > "$out/fpgagdr-fdone.c"
+    src=$out/fpgagdr-fdone.c
+  fi
+  gcc -std=gnu11 -O1 -g -Wall -Wextra -Werror -shared -fPIC -I"$root/kmod" -I"$root/kmod/include" \
+    -o "$out/libfdone-cosim.so" "$hdl/tb/fdone_cosim.c" "$src"
+}
+
 # sim BUILD DEFINE TESTS LOG: one cocotb run; prints PASS/FAIL counts, status 0 if all passed
 # shellcheck disable=SC2317 # called through xargs
 sim() {
   local b=$1 define=$2 tests=$3 log=$4 params iv=() out
   params=$(cd "$hdl/tb" && python3 builds.py params "$b")
   for kv in $params; do iv+=("-Ptb_card.$kv"); done
-  [ -n "$define" ] && iv+=("-D$define")
+  [[ $define == FGDR_BROKEN_* ]] && iv+=("-D$define")
   out=$build/sim-$(basename "$log" .log)   # one per job: two may build at once
   mkdir -p "$out"
+  if ! cosim_lib "$define" "$out" > "$log" 2>&1; then
+    echo "the module's frame-done library did not build (${log#"$hdl"/})"; return 1
+  fi
   (cd "$hdl/tb" && FGDR_BUILD=$b FGDR_PARAMS="$params" FGDR_PATTERN_REF="$build/pattern-$b.bin" \
-    COCOTB_RESULTS_FILE="$log.xml" make -s SIM_BUILD="$out" FGDR_IVERILOG_ARGS="${iv[*]}" \
-    TESTCASE="$tests" > "$log" 2>&1) || true
+    FGDR_CLIB="$out/libfdone-cosim.so" COCOTB_RESULTS_FILE="$log.xml" make -s SIM_BUILD="$out" \
+    FGDR_IVERILOG_ARGS="${iv[*]}" TESTCASE="$tests" >> "$log" 2>&1) || true
   python3 - "$log.xml" <<'PY'
 import sys, xml.etree.ElementTree as ET
 try:
@@ -130,8 +151,8 @@ print(f"{len(cases) - len(bad)} passed" + (f", failed: {' '.join(bad)}" if bad e
 sys.exit(1 if bad or not cases else 0)
 PY
 }
-export -f sim
-export hdl build
+export -f sim cosim_lib
+export root hdl build
 
 fail=0
 if [ "$prove" = 1 ]; then
@@ -157,7 +178,9 @@ t=$SECONDS
 # jobs, longest first so that two slots stay busy: BUILD TESTS
 {
   for mode in msi msix legacy; do echo "main random_run_$mode"; done
-  (cd "$hdl/tb" && python3 builds.py tests main) | grep -v '^random_run_' | paste -sd, - | sed 's/^/main /'
+  (cd "$hdl/tb" && python3 builds.py tests main) | grep -v -e '^random_run_' -e '^c_' | paste -sd, - | sed 's/^/main /'
+  # the module's C as host
+  (cd "$hdl/tb" && python3 builds.py tests main) | grep '^c_' | paste -sd, - | sed 's/^/main /'
   for b in stream wide pad; do (cd "$hdl/tb" && python3 builds.py tests "$b") | paste -sd, - | sed "s/^/$b /"; done
 } > "$build/jobs.txt"
 # shellcheck disable=SC2016 # expanded by the inner shell

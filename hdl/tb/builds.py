@@ -5,6 +5,8 @@ to the tests through FGDR_PARAMS), and the lists hdl/run.sh runs.
     python3 builds.py pattern BUILD    FORMAT WIDTH HEIGHT for the Rust frames
     python3 builds.py tests BUILD      the build's tests, one per line
     python3 builds.py broken           BUILD DEFINE TEST per line: each must fail
+    python3 builds.py mutant NAME SRC  kmod/fpgagdr-fdone.c (SRC) with mutant NAME's
+                                       change, on stdout (FGDR_MUTANT_*, below)
 """
 import sys
 
@@ -24,9 +26,43 @@ BUILDS = {
                 NUM_USR_IRQ=16, USER_IRQ=15, VIDEO_SOURCE=1, FIFO_DEPTH_LOG2=5),
 }
 
+# Mutants of the module's frame-done code (kmod/fpgagdr-fdone.c) for the scenarios with
+# the C as host (c_scenarios.py): one decision changed each, the text replaced exactly
+# once; hdl/run.sh --prove-broken builds the mutant into the library its test loads.
+MUTANTS = {
+    # the gap between two events one short: missed frames undercounted
+    "FGDR_MUTANT_GAP": ("ev->gap = ev->seq - fd->last_seq - 1;",
+                        "ev->gap = ev->seq - fd->last_seq - 0;"),
+    # a changed EPOCH never seen: a reset's new sequence judged against the old one
+    "FGDR_MUTANT_NO_EPOCH": ("if (epoch == fd->epoch)\n\t\treturn FPGAGDR_FDONE_NONE;",
+                             "if (epoch)\n\t\treturn FPGAGDR_FDONE_NONE;"),
+    # a record whose sequence does not grow never makes the C look at EPOCH
+    "FGDR_MUTANT_NO_STALL_EPOCH": ("if (fpgagdr_fdone_stalls(fd, ev)) {",
+                                   "if (0 && fpgagdr_fdone_stalls(fd, ev)) {"),
+    # repeats never make a storm
+    "FGDR_MUTANT_NO_STORM": ("++fd->repeats < FPGAGDR_FDONE_STORM_REPEATS",
+                             "++fd->repeats < 1000000"),
+    # the torn-frame check one frame too trusting
+    "FGDR_MUTANT_TORN_BOUND": ("< fd->slot_count - 1)", "< fd->slot_count)"),
+}
+
+
+def mutant(name, path):
+    old, new = MUTANTS[name]
+    with open(path) as f:
+        src = f.read()
+    if src.count(old) != 1:
+        raise SystemExit(f"mutant {name}: {old!r} is not in {path} exactly once")
+    return src.replace(old, new)
+
+
+def scenarios():
+    from c_scenarios import C_SCENARIOS
+    from scenarios import SCENARIOS
+    return SCENARIOS + C_SCENARIOS
+
 
 def main(argv):
-    from scenarios import SCENARIOS
     what = argv[1]
     if what == "params":
         print(" ".join(f"{k}={v}" for k, v in BUILDS[argv[2]].items()))
@@ -34,17 +70,19 @@ def main(argv):
         b = BUILDS[argv[2]]
         print("rgb8" if b["FORMAT"] == 2 else "mono8", b["WIDTH"], b["HEIGHT"])
     elif what == "tests":
-        for sc in SCENARIOS:
+        for sc in scenarios():
             if argv[2] in sc.builds:
                 for mode in sc.modes:
                     print(f"{sc.name}_{mode}")
     elif what == "broken":
-        for sc in SCENARIOS:
+        for sc in scenarios():
             for entry in sc.broken:
                 define, modes = entry[0], entry[1]
                 build = entry[2] if len(entry) > 2 else sc.builds[0]
                 for mode in modes:
                     print(build, define, f"{sc.name}_{mode}")
+    elif what == "mutant":
+        sys.stdout.write(mutant(argv[2], argv[3]))
     else:
         raise SystemExit(__doc__)
 

@@ -40,9 +40,19 @@ def need(cond, msg):
 
 
 def pattern_host(bench, timing=None, handler=None, blocking=False, seed=3):
+    """A host whose frames are checked against the test pattern.  On a bench marked
+    `c_host` (c_scenarios.py) the handler is the module's own C (chost.CHandler), with
+    the acknowledge delay of the reference handler it stands in for."""
+    if getattr(bench, "c_host", False):
+        from chost import CHandler
+        handler = CHandler(ack_delay=getattr(handler, "ack_delay", None),
+                           **getattr(bench, "c_handler_kw", {}))
+        blocking = True
+        bench.c_handler = handler
     host = Host(bench, handler=handler, blocking=blocking, timing=timing,
                 rng=random.Random(seed))
     host.check_frame = PatternCheck(bench.cfg, RustFrames(bench.cfg))
+    bench.host = host
     return host
 
 

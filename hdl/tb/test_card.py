@@ -1,11 +1,12 @@
 """cocotb tests of the card's RTL (hdl/rtl, top tb_card.sv): every scenario of
-scenarios.py that runs on this build (FGDR_BUILD), once per interrupt mode it names,
-as tests called <scenario>_<mode>."""
+scenarios.py and c_scenarios.py that runs on this build (FGDR_BUILD), once per
+interrupt mode it names, as tests called <scenario>_<mode>."""
 import resource
 
 import cocotb
 
 from bench import Bench, Config
+from c_scenarios import C_SCENARIOS
 from scenarios import SCENARIOS
 
 
@@ -26,7 +27,7 @@ def _make(sc, mode):
 
 
 _build = Config.from_env().build
-for _sc in SCENARIOS:
+for _sc in SCENARIOS + C_SCENARIOS:
     if _build in _sc.builds:
         for _mode in _sc.modes:
             _t = _make(_sc, _mode)
