@@ -33,6 +33,12 @@
 #         measured: layout (prefer_nhwc), cudnn_conv_algo_search,
 #         cudnn_conv_use_max_workspace, fuse_conv_bias, one graph per batch size, no
 #         graphs; and fp32 with TF32 (ORT_GPU_DIR)
+#   live  the pipeline at the card's rate: the simulated card offering 6,661 frames/s of
+#         1 MiB frames (1024x1024 mono8 + 64-byte header) with the x86-gen3x8 link model
+#         and 10,000 frames/s with the link model off, two C2H channels, drop-oldest,
+#         batches of up to 64, the batch wait chosen as frames arrive, 30 s each
+#         (LIVE_SECS), fp32 and fp16 (LIVE_PRECISIONS): offered, captured, missed and
+#         dropped frames, mean batch, every stage's p50/p99/max (ORT_GPU_DIR)
 #   cuda  = tests stage pipeline anchor, with ONNX Runtime's CUDA provider (ORT_GPU_DIR):
 #         the GPU tests, the same
 #         service check, the inference stage from a full ring (fp32 / fp16, batch 1 to
@@ -130,7 +136,19 @@ fp16opts() { # fp16opts: the engine alone under each CUDA provider option, one p
     "$dev/engine" || echo "| fp32 TF32 | failed: exit $? |"
 }
 
-export -f service stage engine fp16opts
+live() { # live: the pipeline offered the card's rate, one process per case
+  local p c
+  for p in ${LIVE_PRECISIONS:-fp32 fp16}; do
+    for c in x86-gen3x8:6661 off:10000; do
+      FPGAGDR_BENCH_PRECISION=$p FPGAGDR_BENCH_LINK=${c%%:*} FPGAGDR_BENCH_FPS=${c##*:} \
+        FPGAGDR_BENCH_CHANNELS=2 FPGAGDR_BENCH_SECS=${LIVE_SECS:-30} FPGAGDR_BENCH_MODES=drop_oldest \
+        FPGAGDR_BENCH_BATCH=64 FPGAGDR_BENCH_RING=128 FPGAGDR_BENCH_CEILING=0 \
+        "$dev/pipeline_fps" || echo "| $p $c | failed: exit $? |"
+    done
+  done
+}
+
+export -f service stage engine fp16opts live
 export dev TOKEN
 has() { [[ " $steps " == *" $1 "* ]]; }
 nvidia-smi -L
@@ -151,7 +169,7 @@ if has offer; then
   run offer 120 "$dev/offer"
 fi
 if has cuda || has tests || has stage || has pipeline || has engine || has fp16opts ||
-  has overlap || has gputests; then
+  has overlap || has gputests || has live; then
   [ -n "${ORT_GPU_DIR:-}" ] || { echo "ORT_GPU_DIR is not set (appliance/scripts/ort-gpu.sh)" >&2; exit 1; }
   # The CUDA provider's cuBLAS 13 / cuDNN 9: PyTorch's nvidia-* wheels on that machine.
   nv=$(python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)/nvidia
@@ -177,6 +195,9 @@ if has overlap; then
 fi
 if has fp16opts; then
   run fp16opts 500 fp16opts
+fi
+if has live; then
+  run live 560 live
 fi
 if has cuda || has pipeline; then
   run pipeline_wait 120 env FPGAGDR_BENCH_SECS=8 FPGAGDR_BENCH_MODES=wait \

@@ -182,10 +182,25 @@ async function call(method, path) {
  *
  * @typedef {'running' | 'stopped' | 'failed'} PipelineState
  *
+ * @typedef {object} Batch the batch size and wait in use (status `pipeline.batch`)
+ * @property {number} max
+ * @property {number} mean
+ * @property {number} [wait_us] the longest wait for a batch to fill in use now
+ * @property {number | null} [aim] the batch the chosen wait aims at; null for a fixed wait
+ * @property {boolean} [ahead] two batches in flight (GPU), else one at a time
+ * @property {number} [c2h_channels]
+ *
+ * @typedef {object} GpuMemory GPU memory the pipeline takes (status `memory.gpu`)
+ * @property {number} ring_bytes
+ * @property {number | null} model_bytes null until the model has warmed up, and on the CPU path
+ * @property {number | null} device_used_bytes
+ * @property {number | null} device_total_bytes
+ * @property {string} detail
+ *
  * @typedef {object} Status reply of GET /status and of the pipeline POSTs
  * @property {CardInfo} card
- * @property {{kind: 'host' | 'cuda_device' | 'cuda_host' | null, detail?: string}} memory kind is null before the frame ring exists
- * @property {{state: PipelineState, error: string | null, model: string | null, source: string | null, preprocess?: string | null, inference?: string | null, batch?: {max: number, mean: number} | null, generation?: number, running_s?: number | null}} pipeline
+ * @property {{kind: 'host' | 'cuda_device' | 'cuda_host' | null, detail?: string, gpu?: GpuMemory | null}} memory kind is null before the frame ring exists
+ * @property {{state: PipelineState, error: string | null, model: string | null, source: string | null, preprocess?: string | null, inference?: string | null, batch?: Batch | null, generation?: number, running_s?: number | null}} pipeline
  * @property {Counters} counters
  * @property {number} uptime_s
  *

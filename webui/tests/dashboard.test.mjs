@@ -103,6 +103,18 @@ describe('dashboard', { timeout: 240_000, skip: !BIN && 'FPGAGDRD_BIN is not set
     );
   });
 
+  it('says how batches run and that the CPU path takes no GPU memory', async () => {
+    // The test service runs on the CPU with the default config: one batch at a time,
+    // the wait chosen from the model's measured times, no GPU memory.
+    await page.waitForFunction(
+      () => /^one batch at a time; wait chosen: up to .+ for batches of \d+$/.test(
+        document.querySelector('[data-field="batching"]')?.textContent ?? '') &&
+        /^none: /.test(document.querySelector('[data-field="gpu_memory"]')?.textContent ?? ''),
+      null,
+      { timeout: UI_MS },
+    );
+  });
+
   it('counts inferred frames upwards', async () => {
     const inferred = page.locator('[data-metric="frames_inferred"]');
     await page.waitForFunction(

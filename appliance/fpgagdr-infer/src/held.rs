@@ -4,8 +4,12 @@
 //!
 //! Owns: [`RingPrep`]. An entry read at once (the CPU path) is handed back to the caller
 //! with its token; one the batch reads later (the GPU path) is kept here until
-//! [`RingPrep::finish`] returned, then handed back. Must not: release an entry itself
-//! (the caller decides when: it may keep a frame to copy it) or know the ring's states.
+//! [`RingPrep::finish`] returned, or, for a batch queued ahead ([`RingPrep::submit`]),
+//! until [`RingPrep::collect`] returned its outcomes, then handed back. Must not: release
+//! an entry itself (the caller decides when: it may keep a frame to copy it) or know the
+//! ring's states.
+
+use std::collections::VecDeque;
 
 use fpgagdr::ring::Held;
 
@@ -16,15 +20,42 @@ use crate::prep::{BatchTimes, FrameOutcome, FramePrep, PrepError, Pushed};
 #[derive(Debug)]
 pub struct RingPrep<'r> {
     prep: FramePrep,
-    /// Entries pushed as [`Pushed::Pending`]: read by `finish`, kept until it returned.
+    /// Entries pushed as [`Pushed::Pending`] into the batch being built: read by
+    /// `finish`, or by a batch queued ahead, and kept until it returned.
     kept: Vec<Held<'r>>,
+    /// The entries of each batch queued ahead and not yet collected, oldest first.
+    in_flight: VecDeque<Vec<Held<'r>>>,
 }
 
 impl<'r> RingPrep<'r> {
     /// `prep` (built for the ring's memory and the model; warmed up), fed by tokens.
     pub fn new(prep: FramePrep) -> Self {
         let kept = Vec::with_capacity(prep.max_batch());
-        RingPrep { prep, kept }
+        RingPrep {
+            prep,
+            kept,
+            in_flight: VecDeque::with_capacity(2),
+        }
+    }
+
+    /// True when batches can be queued ahead ([`FramePrep::queues_ahead`]).
+    pub fn queues_ahead(&self, model: &Model) -> bool {
+        self.prep.queues_ahead(model)
+    }
+
+    /// Batches queued ahead and not yet collected (0 to 2).
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Frames pushed into the batch being built.
+    pub fn len(&self) -> usize {
+        self.prep.len()
+    }
+
+    /// True when the batch being built holds no frame.
+    pub fn is_empty(&self) -> bool {
+        self.prep.is_empty()
     }
 
     /// Largest batch (see [`FramePrep::max_batch`]).
@@ -71,5 +102,66 @@ impl<'r> RingPrep<'r> {
         let out = self.prep.finish(model, verify);
         back.append(&mut self.kept);
         out
+    }
+
+    /// Queues the batch built by [`Self::push`] ahead (see [`FramePrep::submit`]) and
+    /// keeps its entries until [`Self::collect`] returns it. On an error the entries,
+    /// which nothing reads any more, go to `back`. An empty batch is not submitted.
+    ///
+    /// Errors: as [`FramePrep::submit`] (also with two batches in flight).
+    pub fn submit(
+        &mut self,
+        model: &mut Model,
+        verify: bool,
+        back: &mut Vec<Held<'r>>,
+    ) -> Result<(), PrepError> {
+        if self.prep.is_empty() {
+            return Ok(());
+        }
+        match self.prep.submit(model, verify) {
+            Ok(()) => {
+                let batch =
+                    std::mem::replace(&mut self.kept, Vec::with_capacity(self.prep.max_batch()));
+                self.in_flight.push_back(batch);
+                Ok(())
+            }
+            Err(e) => {
+                back.append(&mut self.kept);
+                Err(e)
+            }
+        }
+    }
+
+    /// Waits for the oldest batch queued ahead, returns its outcomes (in push order) and
+    /// times, and hands its entries to `back` whatever the result (nothing reads them any
+    /// more). `None` when no batch is in flight.
+    ///
+    /// Errors: as [`FramePrep::collect`].
+    pub fn collect(
+        &mut self,
+        model: &mut Model,
+        back: &mut Vec<Held<'r>>,
+    ) -> Option<Result<(&[FrameOutcome], BatchTimes), PrepError>> {
+        let mut entries = self.in_flight.pop_front()?;
+        if self.prep.in_flight() == 0 {
+            // Tokens without a batch (cannot happen: each submit queued one): nothing
+            // reads them once the streams are idle.
+            self.prep.settle();
+            back.append(&mut entries);
+            return None;
+        }
+        let out = self.prep.collect(model);
+        back.append(&mut entries);
+        out
+    }
+}
+
+impl Drop for RingPrep<'_> {
+    fn drop(&mut self) {
+        // Entries of batches still queued are released when their tokens drop below:
+        // first let the GPU finish reading them.
+        if !self.in_flight.is_empty() || !self.kept.is_empty() {
+            self.prep.settle();
+        }
     }
 }

@@ -27,8 +27,8 @@ mod preprocess;
 
 pub use held::RingPrep;
 pub use model::{
-    Classification, MAX_BATCH, MAX_CLASSES, MAX_INPUT_SIDE, Model, ModelError, ModelOptions,
-    Precision, Provider, Ran, TOP_K, TensorRtOptions, Top, display_labels,
+    BatchCosts, Classification, MAX_BATCH, MAX_CLASSES, MAX_INPUT_SIDE, Model, ModelError,
+    ModelOptions, Precision, Provider, Ran, TOP_K, TensorRtOptions, Top, display_labels,
 };
 pub use prep::{BatchTimes, FrameOutcome, FramePrep, PrepError, Pushed};
 pub use preprocess::{

@@ -13,6 +13,17 @@
 //! unchanging rest of the payload is kept per slot and combined with the CRC of the new
 //! identity bytes (CRC-32 is linear: `crc32fast::Hasher::combine`). The frame slots
 //! live in page-locked card memory ([`SimCard::map_frame_memory`]).
+//!
+//! At a fixed frame rate the sensor runs free, as a camera does: frame k is complete at
+//! `start + k / fps`, whether or not the host is ready. A host that asks late gets the
+//! oldest frame still in its slot (its arrival is the moment it was complete, so the
+//! wait shows as the pickup stage), then the next ones at once; a host more than
+//! [`SENSOR_SLOTS`] frames behind has missed the frames overwritten since
+//! ([`FrameSlot::missed`]). So frames produced = frames the host took + frames missed,
+//! exactly, and the rate offered is the rate asked for. A frame is written into its slot
+//! when the host asks for it (the bytes, the timestamp included, are those it would have
+//! had at its time); a slot's block lock keeps a C2H still reading the slot's earlier
+//! frame whole.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -42,11 +53,13 @@ struct Held {
 pub struct SimSensor {
     card: Arc<SimCard>,
     source: Box<dyn FrameSource>,
-    period: Option<Duration>,
+    /// Frames per second; `None`: as fast as the host asks.
+    fps: Option<f64>,
     base: u64,
     slot_stride: u64,
     seq: u64,
-    next_at: Option<Instant>,
+    /// When frame 0 was complete (the first ask), at a fixed frame rate.
+    start: Option<Instant>,
     scratch: Vec<u8>,
     /// Per slot, what it holds (None: nothing yet, or a source without picture keys).
     held: Vec<Option<Held>>,
@@ -73,8 +86,8 @@ impl std::fmt::Debug for SimSensor {
 }
 
 impl SimSensor {
-    /// A sensor writing `source`'s frames at `fps` frames per second (0 = as fast as the
-    /// capture loop asks) into [`SENSOR_SLOTS`] slots from card address `base`, each slot
+    /// A sensor writing `source`'s frames at `fps` frames per second, free-running (module
+    /// documentation; 0 = as fast as the capture loop asks) into [`SENSOR_SLOTS`] slots from card address `base`, each slot
     /// held in page-locked card memory where CUDA is present
     /// ([`SimCard::map_frame_memory`]).
     ///
@@ -116,15 +129,14 @@ impl SimSensor {
         for slot in 0..SENSOR_SLOTS {
             slot_memory = card.map_frame_memory(base + slot * slot_stride, slot_stride)?;
         }
-        let period = (fps > 0.0).then(|| Duration::from_secs_f64(1.0 / fps));
         Ok(SimSensor {
             card,
             source,
-            period,
+            fps: (fps > 0.0).then_some(fps),
             base,
             slot_stride,
             seq: 0,
-            next_at: None,
+            start: None,
             scratch: Vec::new(),
             held: vec![None; SENSOR_SLOTS as usize],
             identity_len,
@@ -147,9 +159,16 @@ impl SimSensor {
         self.slot_memory
     }
 
-    /// Writes frame `seq` into `slot` at `card_addr`; returns its header.
-    fn write_frame(&mut self, seq: u64, slot: usize, card_addr: u64) -> Result<FrameHeader> {
-        let timestamp_ns = self.epoch.elapsed().as_nanos() as u64;
+    /// Writes frame `seq`, complete at `at`, into `slot` at `card_addr`; returns its
+    /// header.
+    fn write_frame(
+        &mut self,
+        seq: u64,
+        slot: usize,
+        card_addr: u64,
+        at: Instant,
+    ) -> Result<FrameHeader> {
+        let timestamp_ns = at.saturating_duration_since(self.epoch).as_nanos() as u64;
         let picture = self.source.picture(seq);
         let id = self.identity_len;
         if let (Some(held), Some(p)) = (&self.held[slot], picture)
@@ -200,42 +219,60 @@ impl SimSensor {
     }
 }
 
+/// The frame a free-running sensor hands a host that asks at `now` for frame `next`:
+/// `(frame, frames missed before it)`. Frame k is complete at `k / fps` s after the
+/// start (`since_start`, s, is now); a slot holds a frame until the frame
+/// [`SENSOR_SLOTS`] later overwrites it, so frames older than the last `SENSOR_SLOTS`
+/// complete ones are gone. A frame not yet complete is the one handed (after a wait).
+fn due_frame(next: u64, since_start: f64, fps: f64) -> (u64, u64) {
+    let latest = (since_start * fps).floor() as u64;
+    let oldest_kept = (latest + 1).saturating_sub(SENSOR_SLOTS);
+    if next < oldest_kept {
+        (oldest_kept, oldest_kept - next)
+    } else {
+        (next, 0)
+    }
+}
+
 impl FrameTrigger for SimSensor {
     fn wait_frame(&mut self, timeout: Duration) -> Result<FrameSlot> {
-        if let Some(period) = self.period {
-            let now = Instant::now();
-            let due = *self.next_at.get_or_insert(now);
-            if due > now + timeout {
-                std::thread::sleep(timeout);
-                return Err(Error::NoFrame { timeout });
+        let (seq, missed, arrived) = match self.fps {
+            Some(fps) => {
+                let now = Instant::now();
+                let start = *self.start.get_or_insert(now);
+                let (seq, missed) =
+                    due_frame(self.seq, now.duration_since(start).as_secs_f64(), fps);
+                let due = start + Duration::from_secs_f64(seq as f64 / fps);
+                if due > now + timeout {
+                    std::thread::sleep(timeout);
+                    return Err(Error::NoFrame { timeout });
+                }
+                if due > now {
+                    std::thread::sleep(due - now);
+                }
+                (seq, missed, due)
             }
-            if due > now {
-                std::thread::sleep(due - now);
-            }
-            // A sensor does not catch up on frames it was not asked for: if the loop fell
-            // a whole period behind, the next frame is one period from now.
-            let next = due + period;
-            self.next_at = Some(if next < Instant::now() {
-                Instant::now() + period
-            } else {
-                next
-            });
-        }
-        let seq = self.seq;
-        self.seq += 1;
+            None => (self.seq, 0, Instant::now()),
+        };
+        self.seq = seq + 1;
         let slot = (seq % SENSOR_SLOTS) as usize;
         let card_addr = self.base + slot as u64 * self.slot_stride;
-        let header = self.write_frame(seq, slot, card_addr)?;
+        let header = self.write_frame(seq, slot, card_addr, arrived)?;
         Ok(FrameSlot {
             card_addr,
             len: header.frame_len() as u64,
             seq,
-            slot: (seq % SENSOR_SLOTS) as u32,
-            // The simulated sensor renders a frame when asked: it never overwrites one
-            // the host has not taken.
-            missed: 0,
+            slot: slot as u32,
+            // Frames overwritten in their slot before the host asked (a free-running
+            // sensor), none when the sensor renders as the host asks (fps 0).
+            missed,
             queue_overflow: 0,
-            arrived: Instant::now(),
+            // At a fixed rate, when the frame was complete; else once it is written.
+            arrived: if self.fps.is_some() {
+                arrived
+            } else {
+                Instant::now()
+            },
         })
     }
 
@@ -249,5 +286,24 @@ impl FrameTrigger for SimSensor {
 
     fn describe(&self) -> String {
         self.source.describe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_late_host_gets_the_oldest_frame_still_in_its_slot_and_misses_the_rest() {
+        // 1000 frames/s: frame k is complete at k ms.
+        assert_eq!(due_frame(0, 0.0, 1000.0), (0, 0));
+        // Early: the next frame is handed (after a wait).
+        assert_eq!(due_frame(5, 0.0032, 1000.0), (5, 0));
+        // Frames 3..=6 complete, all four still in their slots: the oldest, none missed.
+        assert_eq!(due_frame(3, 0.0065, 1000.0), (3, 0));
+        // Frames 0..=9 complete: 6..=9 are kept, 3, 4 and 5 were overwritten.
+        assert_eq!(due_frame(3, 0.0099, 1000.0), (6, 3));
+        // Exactly on the due time of frame 7: 4..=7 kept.
+        assert_eq!(due_frame(4, 0.007, 1000.0), (4, 0));
     }
 }

@@ -106,8 +106,13 @@ impl TestPattern {
 
 impl FrameSource for TestPattern {
     fn describe(&self) -> String {
+        let moves = match self.step {
+            1 => String::new(),
+            u64::MAX => ", still".into(),
+            n => format!(", moving one pixel every {n} frames"),
+        };
         format!(
-            "test pattern {}x{} {}",
+            "test pattern {}x{} {}{moves}",
             self.width,
             self.height,
             self.format.as_str()

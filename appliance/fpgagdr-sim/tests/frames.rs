@@ -107,6 +107,50 @@ fn sensor_refuses_slots_past_card_memory_and_times_out_between_frames() {
 }
 
 #[test]
+fn a_free_running_sensor_counts_every_frame_it_produced() {
+    // 2000 frames/s, frame k complete at k × 500 µs. The host takes frames and now and
+    // then sleeps 10 ms (20 frames' time): each frame handed is the one after the last,
+    // plus the frames missed in between (overwritten: the sensor keeps the last
+    // SENSOR_SLOTS), and its timestamp is its completion time on the card's clock.
+    let (card, sim) = card_and_sim(LinkPreset::Off);
+    let pattern = TestPattern::new(PixelFormat::Mono8, 64, 64).unwrap();
+    let mut sensor = SimSensor::new(sim, Box::new(pattern), 2000.0, 0).unwrap();
+    let buf = frame_buffer(&card, &sensor);
+    let (mut taken, mut missed, mut sleeps) = (0u64, 0u64, 0u64);
+    let mut last: Option<(u64, u64)> = None;
+    for i in 0..60 {
+        let slot = sensor.wait_frame(GENEROUS).unwrap();
+        assert!(slot.arrived <= std::time::Instant::now());
+        let t = card
+            .read_c2h(0, &buf, slot.card_addr, slot.len, GENEROUS)
+            .unwrap();
+        let frame = &bytes(&buf)[..t.bytes as usize];
+        let h = FrameHeader::parse(frame, frame.len()).unwrap();
+        h.verify(&frame[HEADER_LEN..]).unwrap();
+        assert_eq!(h.seq, slot.seq);
+        match last {
+            None => assert_eq!((slot.seq, slot.missed), (0, 0)),
+            Some((seq, ts)) => {
+                assert_eq!(slot.seq, seq + 1 + slot.missed, "frame {i}");
+                let apart = h.timestamp_ns - ts;
+                let want = (slot.seq - seq) * 500_000;
+                assert!(apart.abs_diff(want) <= 1_000, "{apart} ns for {want}");
+            }
+        }
+        (taken, missed) = (taken + 1, missed + slot.missed);
+        last = Some((slot.seq, h.timestamp_ns));
+        if i % 10 == 9 && i < 59 {
+            std::thread::sleep(Duration::from_millis(10));
+            sleeps += 1;
+        }
+    }
+    // Produced = taken + missed, exactly; each sleep let 20 frames complete, of which
+    // at most SENSOR_SLOTS were still there.
+    assert_eq!(last.unwrap().0 + 1, taken + missed);
+    assert!(missed >= sleeps * (20 - SENSOR_SLOTS), "{missed} missed");
+}
+
+#[test]
 fn replayed_png_files_survive_the_card_to_pinned_buffer_path() {
     let dir = tempfile::tempdir().unwrap();
     // Names sort in play order; odd sizes so rows do not line up with anything.

@@ -31,7 +31,9 @@
 //! the same card address and length, so the descriptor chain the kernel module built for
 //! it on the first lap is replayed on every later one (docs/architecture.md, "Follow one
 //! frame"). The consumer always takes the Ready entry with the lowest sequence number,
-//! so frames are read in capture order. Under [`WhenFull::DropOldest`] a producer with
+//! so frames are read in capture order; with several producers (one thread per C2H
+//! channel) that holds because they publish in sequence order (the service's capture
+//! threads take turns). Under [`WhenFull::DropOldest`] a producer with
 //! no Free entry for its slot steals the oldest Ready one of that slot (a
 //! compare-and-swap, so it never races the consumer taking the same entry); the claim
 //! says which frame it overwrote. Per-frame timestamps travel in atomics beside the
@@ -107,9 +109,15 @@ pub struct FrameRing {
     entries: Vec<Entry>,
     slots: usize,
     when_full: WhenFull,
-    producer: OnceLock<Thread>,
+    /// The producer threads (one per C2H channel in use), unparked when an entry is
+    /// freed.
+    producers: [OnceLock<Thread>; MAX_PRODUCERS],
     consumer: OnceLock<Thread>,
 }
+
+/// Most producer threads a ring wakes: one per C2H channel, and an XDMA has at most four
+/// (PG195).
+pub const MAX_PRODUCERS: usize = 4;
 
 impl FrameRing {
     /// A ring over `buffers` (pinned by `card`, one per entry) for a card with `slots`
@@ -130,7 +138,7 @@ impl FrameRing {
             entries: (0..n).map(|_| Entry::default()).collect(),
             slots,
             when_full,
-            producer: OnceLock::new(),
+            producers: Default::default(),
             consumer: OnceLock::new(),
         }
     }
@@ -150,9 +158,29 @@ impl FrameRing {
         self.entries.is_empty()
     }
 
-    /// Registers the calling thread as the producer (unparked when an entry is freed).
+    /// Registers the calling thread as a producer (unparked when an entry is freed). Up
+    /// to [`MAX_PRODUCERS`] threads (one per C2H channel) may register; a further one is
+    /// not woken by releases and sees a freed entry on its next park timeout (2 ms).
     pub fn register_producer(&self) {
-        let _ = self.producer.set(std::thread::current());
+        let me = std::thread::current();
+        for p in &self.producers {
+            match p.get() {
+                Some(t) if t.id() == me.id() => return,
+                Some(_) => {}
+                None => {
+                    if p.set(me.clone()).is_ok() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Unparks every registered producer.
+    fn wake_producers(&self) {
+        for t in self.producers.iter().map_while(OnceLock::get) {
+            t.unpark();
+        }
     }
 
     /// Registers the calling thread as the consumer (unparked when a frame is ready).
@@ -411,9 +439,7 @@ impl Held<'_> {
 impl Drop for Held<'_> {
     fn drop(&mut self) {
         self.ring.set_free(self.index);
-        if let Some(t) = self.ring.producer.get() {
-            t.unpark();
-        }
+        self.ring.wake_producers();
     }
 }
 
@@ -663,6 +689,45 @@ mod tests {
                 }
             }
             producer.join().unwrap();
+        }
+    }
+
+    #[test]
+    fn several_producers_taking_turns_are_each_woken_and_lose_nothing() {
+        // Four C2H channel threads over 2 slots x k = 2 in wait mode: each claims for its
+        // frame's slot, publishes in sequence order, and parks while the ring is full
+        // (so every one must be woken by releases).
+        let r = Arc::new(ring(4, 2, WhenFull::Wait));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tickets, turn) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let n = 8_000u64;
+        let producers: Vec<_> = (0..MAX_PRODUCERS)
+            .map(|_| {
+                let (rp, sp, tk, tu) = (r.clone(), stop.clone(), tickets.clone(), turn.clone());
+                std::thread::spawn(move || {
+                    rp.register_producer();
+                    loop {
+                        let seq = tk.fetch_add(1, Ordering::Relaxed);
+                        if seq >= n {
+                            return;
+                        }
+                        while tu.load(Ordering::Acquire) != seq {
+                            std::thread::yield_now();
+                        }
+                        let c = rp.claim((seq % 2) as usize, &sp).unwrap();
+                        c.publish(meta(seq));
+                        tu.store(seq + 1, Ordering::Release);
+                    }
+                })
+            })
+            .collect();
+        r.register_consumer();
+        for next in 0..n {
+            let h = r.take(&stop, Duration::from_secs(5)).expect("a frame");
+            assert_eq!(h.meta().seq, next);
+        }
+        for p in producers {
+            p.join().unwrap();
         }
     }
 

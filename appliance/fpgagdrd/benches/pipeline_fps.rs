@@ -20,11 +20,16 @@
 //! (`drop_oldest,wait`), `FPGAGDR_BENCH_BATCH` (`inference.max_batch`, 0 = auto),
 //! `FPGAGDR_BENCH_RING` (`ring.entries`; default 4, at least twice the batch),
 //! `FPGAGDR_BENCH_PRECISION` (`fp32`), `FPGAGDR_BENCH_FPS` (`source.fps`, 0 = as fast
-//! as capture asks), `FPGAGDR_BENCH_WAIT_US` (`inference.batch_wait_us`),
-//! `FPGAGDR_BENCH_CEILING` (1: measure the simulator's ceiling first; 0: skip).
+//! as capture asks), `FPGAGDR_BENCH_WAIT_US` (`inference.batch_wait_us`; unset: chosen
+//! as frames arrive), `FPGAGDR_BENCH_LINK` (`card.sim_link`, `off`),
+//! `FPGAGDR_BENCH_CHANNELS` (`card.channels`, 1), `FPGAGDR_BENCH_CEILING` (1: measure
+//! the simulator's ceiling first; 0: skip).
 //! Under drop-oldest, capture never waits, so "captured/s" is the capture side's own
 //! ceiling (DMA + hand-off) and "inferred/s" the model's; under wait both equal the
-//! slower side.
+//! slower side. At a fixed `source.fps` the simulated sensor runs free: frames it
+//! produced that capture did not take in time are counted as missed, so "offered" is
+//! the sensor's rate and every frame offered is captured, missed or dropped. The stage
+//! table covers the timed seconds only (the warm-up's samples are taken out).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -100,7 +105,15 @@ fn main() {
     let batch: usize = env("FPGAGDR_BENCH_BATCH", 0);
     let ring: usize = env("FPGAGDR_BENCH_RING", 4usize.max(2 * batch));
     let fps: f64 = env("FPGAGDR_BENCH_FPS", 0.0);
-    let wait_us: u64 = env("FPGAGDR_BENCH_WAIT_US", 0);
+    let wait_us: Option<u64> = std::env::var("FPGAGDR_BENCH_WAIT_US")
+        .ok()
+        .and_then(|s| s.parse().ok());
+    let link: LinkPreset = serde_json::from_value(serde_json::json!(env(
+        "FPGAGDR_BENCH_LINK",
+        "off".to_string()
+    )))
+    .unwrap_or_else(|e| panic!("FPGAGDR_BENCH_LINK: {e}"));
+    let channels: u32 = env("FPGAGDR_BENCH_CHANNELS", 1);
     let precision: String = env("FPGAGDR_BENCH_PRECISION", "fp32".to_string());
     let modes: String = env("FPGAGDR_BENCH_MODES", "drop_oldest,wait".to_string());
     if env("FPGAGDR_BENCH_CEILING", 1u8) == 1 {
@@ -119,7 +132,8 @@ fn main() {
         config.source.height = 1024;
         config.source.format = PixelFormat::Mono8;
         config.source.fps = fps;
-        config.card.sim_link = LinkPreset::Off;
+        config.card.sim_link = link;
+        config.card.channels = channels;
         config.ring.when_full = when_full;
         config.ring.entries = ring;
         config.inference.max_batch = batch;
@@ -133,45 +147,76 @@ fn main() {
         let shared = Arc::new(Shared::default());
         let mut sup = Supervisor::new(shared.clone());
         sup.start(prepared);
-        let info = sup.info().map_or(String::new(), |i| {
-            format!(
-                "frame ring {} x {} B in {} ({}); preprocessing: {}; inference: {}",
-                i.ring.0,
-                i.ring.1,
-                i.memory.as_str(),
-                i.memory_detail,
-                i.preprocess,
-                i.inference
-            )
-        });
+        let describe = |sup: &Supervisor| {
+            sup.info().map_or(String::new(), |i| {
+                format!(
+                    "frame ring {} x {} B in {} ({}); C2H channels {}; link {}; source: {}; \
+                     preprocessing: {}; inference: {}; batch wait: {}; GPU memory: {:?}",
+                    i.ring.0,
+                    i.ring.1,
+                    i.memory.as_str(),
+                    i.memory_detail,
+                    i.channels,
+                    link.as_str(),
+                    i.source,
+                    i.preprocess,
+                    i.inference,
+                    i.batching,
+                    i.gpu_memory
+                )
+            })
+        };
         std::thread::sleep(Duration::from_secs(2)); // warm-up
+        // Every stage's samples so far (published every 250 ms), taken out below.
+        let before = shared.totals.lock().unwrap().stages.clone();
         let c0 = shared.counters.read();
         let t0 = Instant::now();
         std::thread::sleep(Duration::from_secs(secs));
         let c1 = shared.counters.read();
         let dt = t0.elapsed().as_secs_f64();
+        let (aim, gap) = shared.batch.aim();
+        let wait = shared.batch.wait();
         std::thread::sleep(Duration::from_millis(300)); // one more publish of the window
         let fault = shared.fault();
+        let info = describe(&sup);
         sup.stop();
-        println!("\n### when_full = {mode}, source.fps = {fps}\n\n{info}\n");
+        println!(
+            "\n### when_full = {mode}, source.fps = {fps}, link {}, {channels} C2H channel(s), {precision}\n\n{info}\n",
+            link.as_str()
+        );
         if let Some(f) = fault {
             println!("FAILED: {f}\n");
         }
         let inferred = c1.frames_inferred - c0.frames_inferred;
         let batches = (c1.batches_run - c0.batches_run).max(1);
+        let d = |f: fn(&fpgagdrd::metrics::CounterValues) -> u64| f(&c1) - f(&c0);
+        let captured = d(|c| c.frames_captured);
+        let missed = d(|c| c.frames_missed) + d(|c| c.event_queue_overflows);
+        let lost = d(|c| c.frames_dropped) + d(|c| c.frames_overrun) + d(|c| c.sequence_errors);
         println!(
-            "captured {:.0} frames/s, inferred {:.1} frames/s, {:.3} GB/s C2H, {} dropped, {} checksum errors, mean batch {:.2}\n",
-            (c1.frames_captured - c0.frames_captured) as f64 / dt,
+            "offered {:.0} frames/s (captured + missed), captured {:.0} frames/s, inferred {:.1} frames/s, \
+             {:.3} GB/s C2H, {} missed, {} dropped (back-pressure, checks, overrun, sequence), \
+             {} checksum errors, mean batch {:.2}, batch wait {:.0} µs (aim {:?}, arrival gap {:?})\n",
+            (captured + missed) as f64 / dt,
+            captured as f64 / dt,
             inferred as f64 / dt,
-            (c1.bytes_captured - c0.bytes_captured) as f64 / dt / 1e9,
-            c1.frames_dropped - c0.frames_dropped,
+            d(|c| c.bytes_captured) as f64 / dt / 1e9,
+            missed,
+            lost,
             c1.checksum_errors,
             inferred as f64 / batches as f64,
+            wait.as_secs_f64() * 1e6,
+            aim,
+            gap,
         );
         println!("| stage | p50 µs | p99 µs | max µs | frames |");
         println!("|---|---|---|---|---|");
         let totals = shared.totals.lock().unwrap();
-        for (stage, h) in Stage::ALL.iter().zip(&totals.stages) {
+        for ((stage, h), h0) in Stage::ALL.iter().zip(&totals.stages).zip(&before) {
+            let mut h = h.clone();
+            // The timed seconds only (the counts recorded before them taken out).
+            let _ = h.subtract(h0);
+            let h = &h;
             if h.is_empty() {
                 continue;
             }

@@ -194,7 +194,8 @@ fn open_sim(
                     config.source.width,
                     config.source.height,
                 )
-                .map_err(|e| Unusable::at("/source/width", e))?,
+                .map_err(|e| Unusable::at("/source/width", e))?
+                .with_step(pattern_step(config.source.fps)),
             ),
             0,
         ),
@@ -206,6 +207,19 @@ fn open_sim(
         trigger: Box::new(sensor),
         decoded,
     })
+}
+
+/// Frames per one-pixel move of the test pattern at `fps` frames/s: the picture moves
+/// about 30 times a second, as a camera's view would, so at thousands of frames a second
+/// the simulated sensor rewrites a slot's header and identity bytes instead of rendering
+/// every frame (`fpgagdr_sim::SimSensor`); every 256 frames when frames come as fast as
+/// capture asks (`source.fps` 0).
+pub fn pattern_step(fps: f64) -> u64 {
+    if fps > 0.0 {
+        ((fps / 30.0).floor() as u64).max(1)
+    } else {
+        256
+    }
 }
 
 fn open_device(
@@ -250,6 +264,14 @@ mod tests {
             CardChoice::resolve("/dev/fpgagdr3", &node).0,
             CardChoice::device("/dev/fpgagdr3")
         );
+    }
+
+    #[test]
+    fn the_test_pattern_moves_about_thirty_times_a_second() {
+        assert_eq!(pattern_step(30.0), 1);
+        assert_eq!(pattern_step(10.0), 1);
+        assert_eq!(pattern_step(6661.0), 222);
+        assert_eq!(pattern_step(0.0), 256);
     }
 
     #[test]

@@ -78,6 +78,13 @@ pub const CHANNEL: Range<u32> = Range {
     max: 3,
     allowed: "between 0 and 3 (the card's XDMA core has at most 4 card-to-host channels)",
 };
+/// `card.channels`: C2H channels used together (XDMA has at most 4, PG195).
+pub const CHANNELS: Range<u32> = Range {
+    field: "/card/channels",
+    min: 1,
+    max: 4,
+    allowed: "between 1 and 4 (the card's XDMA core has at most 4 card-to-host channels)",
+};
 /// `card.timeout_ms`, ms.
 pub const TIMEOUT_MS: Range<u64> = Range {
     field: "/card/timeout_ms",
@@ -217,14 +224,21 @@ impl Default for SourceConfig {
 /// `card`: how frames come over PCIe from the card (its DMA).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
-#[schemars(extend("x-order" = ["channel", "timeout_ms", "sim_link", "pin_method"]))]
+#[schemars(extend("x-order" = ["channel", "channels", "timeout_ms", "sim_link", "pin_method"]))]
 pub struct CardConfig {
-    /// The card-to-host (C2H) DMA channel the frames arrive on. The card's Xilinx XDMA
-    /// PCIe core has at most four (its product guide, PG195), and the card may have
+    /// The first card-to-host (C2H) DMA channel the frames arrive on. The card's Xilinx
+    /// XDMA PCIe core has at most four (its product guide, PG195), and the card may have
     /// fewer: status shows how many.
     #[schemars(title = "Card-to-host DMA channel")]
     #[schemars(range(min = CHANNEL.min, max = CHANNEL.max))]
     pub channel: u32,
+    /// How many card-to-host channels capture uses together, from `channel` up: one
+    /// capture thread per channel takes the next frame in turn, so one frame's DMA
+    /// overlaps the next one's set-up (the channels share the link). From 1 to 4;
+    /// `channel` plus `channels` may not pass 4, nor the card's own channel count.
+    #[schemars(title = "Card-to-host DMA channels used")]
+    #[schemars(range(min = CHANNELS.min, max = CHANNELS.max))]
+    pub channels: u32,
     /// The longest wait for a frame or for one transfer, in milliseconds; a wait that
     /// lasts it is counted as a frame-wait timeout.
     #[schemars(title = "Timeout (ms)")]
@@ -250,6 +264,7 @@ impl Default for CardConfig {
     fn default() -> Self {
         CardConfig {
             channel: 0,
+            channels: 1,
             timeout_ms: 1000,
             sim_link: LinkPreset::OrinGen3x4,
             pin_method: PinChoice::Auto,
@@ -370,10 +385,12 @@ pub struct InferenceConfig {
     #[schemars(range(min = MAX_BATCH.min, max = MAX_BATCH.max))]
     pub max_batch: usize,
     /// The longest wait for a batch to fill once its first frame is taken, in
-    /// microseconds; 0 runs what is ready.
-    #[schemars(title = "Batch wait (µs)")]
+    /// microseconds. Empty (the default): chosen as frames arrive, from the model's time
+    /// per batch size measured at warm-up (status says what it chose); 0 runs what is
+    /// ready.
+    #[schemars(title = "Batch wait (µs, empty = chosen)")]
     #[schemars(range(min = BATCH_WAIT_US.min, max = BATCH_WAIT_US.max))]
-    pub batch_wait_us: u64,
+    pub batch_wait_us: Option<u64>,
     /// fp32 (32-bit floats), or fp16 (16-bit) on the GPU: TensorRT builds a 16-bit
     /// engine, CUDA loads the model's 16-bit copy (the model's name with .fp16.onnx,
     /// refused when there is none); the CPU runs fp32 and status says so.
@@ -395,7 +412,7 @@ impl Default for InferenceConfig {
             threads: 0,
             provider: Provider::Auto,
             max_batch: 0,
-            batch_wait_us: 0,
+            batch_wait_us: None,
             precision: Precision::Fp32,
             cuda_graph: true,
             tensorrt: TensorRtConfig::default(),
@@ -899,6 +916,24 @@ impl RawConfig {
             "a file or directory of images",
         );
         range(&mut rule, &CHANNEL, self.card.channel);
+        range(&mut rule, &CHANNELS, self.card.channels);
+        if CHANNEL.contains(self.card.channel)
+            && CHANNELS.contains(self.card.channels)
+            && self.card.channel + self.card.channels > CHANNELS.max
+        {
+            rule(
+                CHANNELS.field,
+                false,
+                self.card.channels.to_string(),
+                &format!(
+                    "at most {} from card.channel {} (C2H channels {}..={} exist at most)",
+                    CHANNELS.max - self.card.channel,
+                    self.card.channel,
+                    CHANNEL.min,
+                    CHANNEL.max
+                ),
+            );
+        }
         range(&mut rule, &TIMEOUT_MS, self.card.timeout_ms);
         range(&mut rule, &ENTRIES, self.ring.entries);
         rule(
@@ -910,7 +945,9 @@ impl RawConfig {
         range(&mut rule, &THREADS, self.inference.threads);
         let inf = &self.inference;
         range(&mut rule, &MAX_BATCH, inf.max_batch);
-        range(&mut rule, &BATCH_WAIT_US, inf.batch_wait_us);
+        if let Some(wait) = inf.batch_wait_us {
+            range(&mut rule, &BATCH_WAIT_US, wait);
+        }
         if let Some(core) = inf.tensorrt.dla_core {
             range(&mut rule, &DLA_CORE, core);
         }
@@ -1834,6 +1871,42 @@ mod tests {
             &defs["TensorRtConfig"],
             serde_json::to_string(&TensorRtConfig::default()).unwrap(),
         );
+    }
+
+    #[test]
+    fn c2h_channels_are_counted_from_card_channel_within_the_xdma_four() {
+        let ok = Config::from_json(br#"{"card": {"channel": 2, "channels": 2}}"#).unwrap();
+        assert_eq!((ok.card.channel, ok.card.channels), (2, 2));
+        assert_eq!(Config::from_json(b"{}").unwrap().card.channels, 1);
+        for (doc, needle) in [
+            (
+                r#"{"card": {"channel": 3, "channels": 2}}"#,
+                "at most 1 from",
+            ),
+            (r#"{"card": {"channels": 0}}"#, "between 1 and 4"),
+            (r#"{"card": {"channels": 5}}"#, "between 1 and 4"),
+        ] {
+            let e = Config::from_json(doc.as_bytes()).unwrap_err();
+            let f = &e.fields()[0];
+            assert_eq!(
+                (f.field.as_str(), f.rule),
+                ("/card/channels", "range"),
+                "{doc}"
+            );
+            assert!(f.message.contains(needle), "{doc}: {}", f.message);
+        }
+    }
+
+    #[test]
+    fn the_batch_wait_is_chosen_unless_set() {
+        assert_eq!(
+            Config::from_json(b"{}").unwrap().inference.batch_wait_us,
+            None
+        );
+        let c = Config::from_json(br#"{"inference": {"batch_wait_us": 0}}"#).unwrap();
+        assert_eq!(c.inference.batch_wait_us, Some(0));
+        let c = Config::from_json(br#"{"inference": {"batch_wait_us": null}}"#).unwrap();
+        assert_eq!(c.inference.batch_wait_us, None);
     }
 
     #[test]

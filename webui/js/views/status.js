@@ -52,6 +52,34 @@ function text(v) {
   return v ? String(v) : fmt.NONE;
 }
 
+/**
+ * How batches run and how long one waits to fill: "one batch at a time; wait chosen:
+ * up to 1.05 ms for batches of 8".
+ * @param {import('../api.js').Batch | null | undefined} b
+ */
+function batching(b) {
+  if (!b || !fmt.isNum(b.wait_us)) return fmt.NONE;
+  const how = b.ahead ? 'two batches in flight' : 'one batch at a time';
+  const wait = fmt.isNum(b.aim)
+    ? `wait chosen: up to ${b.wait_us > 0 ? fmt.latency(b.wait_us) : '0 µs'} for batches of ${b.aim}`
+    : `wait fixed: ${b.wait_us > 0 ? fmt.latency(b.wait_us) : '0 µs'}`;
+  return `${how}; ${wait}`;
+}
+
+/**
+ * The GPU memory the ring and the model take, or why there is none.
+ * @param {import('../api.js').GpuMemory | null | undefined} g
+ */
+function gpuMemory(g) {
+  if (!g) return fmt.NONE;
+  if (g.ring_bytes === 0 && !fmt.isNum(g.model_bytes)) return g.detail || fmt.NONE;
+  const model = fmt.isNum(g.model_bytes) ? fmt.bytes(g.model_bytes) : 'measured after warm-up';
+  const device = fmt.isNum(g.device_used_bytes) && fmt.isNum(g.device_total_bytes)
+    ? ` (device: ${fmt.bytes(g.device_used_bytes)} of ${fmt.bytes(g.device_total_bytes)} in use)`
+    : '';
+  return `frame ring ${fmt.bytes(g.ring_bytes)}, model ${model}${device}`;
+}
+
 export class StatusView {
   /** @param {ParentNode} root the document, or a part of it holding the markup */
   constructor(root) {
@@ -175,6 +203,8 @@ export class StatusView {
     this.setField('preprocess', text(pipeline.preprocess));
     this.setField('inference', text(pipeline.inference));
     this.setField('batch_max', pipeline.batch ? `of ${pipeline.batch.max}` : '');
+    this.setField('batching', batching(pipeline.batch));
+    this.setField('gpu_memory', memory.kind ? gpuMemory(memory.gpu) : fmt.NONE);
     if (!this.haveSnapshot) this.setMetric('batch', pipeline.batch ? fmt.num3(pipeline.batch.mean) : fmt.NONE);
     const err = this.el('[data-field="pipeline_error"]');
     err.hidden = !(pipeline.state === 'failed' && pipeline.error);

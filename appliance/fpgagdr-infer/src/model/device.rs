@@ -129,6 +129,11 @@ impl DeviceRunner {
         }
     }
 
+    /// True when a batch runs padded to one of [`Self::run_sizes`] (CUDA graphs).
+    pub(crate) fn pads_batches(&self) -> bool {
+        self.graphs
+    }
+
     /// Every size [`Self::run`] can use up to `max_batch`, smallest first (all of them
     /// with graphs; without, the two ends, for warming up).
     pub(crate) fn run_sizes(&self, max_batch: usize) -> Vec<usize> {

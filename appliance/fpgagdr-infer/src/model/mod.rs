@@ -12,6 +12,7 @@
 //! dynamic (the default model: `models/dynamic_batch.py`) runs up to
 //! [`Model::max_batch`] frames per call; one whose batch is fixed at 1 runs one.
 
+mod costs;
 mod device;
 mod providers;
 mod rank;
@@ -24,6 +25,7 @@ use ort::environment::Environment;
 use ort::session::{RunOptions, Session};
 use ort::value::{TensorRef, ValueType};
 
+pub use costs::BatchCosts;
 pub use providers::{Precision, Provider, Ran, TensorRtOptions};
 pub use rank::{TOP_K, Top};
 
@@ -633,22 +635,50 @@ impl Model {
     /// the GPU (ONNX Runtime captures in CUDA's global capture mode). Does nothing without
     /// device input.
     ///
+    /// Returns the model's time for each of those sizes: its last run, from queueing to
+    /// the results in host memory ([`BatchCosts`]); `None` without device input.
+    ///
     /// # Safety
     /// As [`Self::classify_batch_device`] with n = [`Self::max_batch`].
     #[allow(unsafe_code)]
-    pub unsafe fn warm_up_device(&mut self, tensor: u64) -> Result<(), ModelError> {
-        let sizes = match &self.device {
-            Some(d) => d.run_sizes(self.max_batch),
-            None => return Ok(()),
+    pub unsafe fn warm_up_device(&mut self, tensor: u64) -> Result<Option<BatchCosts>, ModelError> {
+        let (sizes, padded) = match &self.device {
+            Some(d) => (d.run_sizes(self.max_batch), d.pads_batches()),
+            None => return Ok(None),
         };
         let mut tops = vec![[(0u32, 0f32); TOP_K]; self.max_batch];
+        let mut points = Vec::with_capacity(sizes.len());
         for n in sizes {
-            for _ in 0..WARM_UP_RUNS {
+            for run in 0..WARM_UP_RUNS {
+                let t0 = std::time::Instant::now();
                 // SAFETY: the caller's contract, for n ≤ max_batch tensors.
                 unsafe { self.classify_batch_device(tensor, n, &mut tops) }?;
+                if run + 1 == WARM_UP_RUNS {
+                    points.push((n, t0.elapsed()));
+                }
             }
         }
-        Ok(())
+        Ok(Some(BatchCosts::new(points, padded)))
+    }
+
+    /// The model's time per batch size on host tensors ([`Self::classify_batch`], all
+    /// zeros): sizes 1 and up to 4 measured once each (one untimed run first), the rest
+    /// interpolated linearly (on the CPU a batch costs about its frames' time).
+    ///
+    /// Errors: [`ModelError::Run`].
+    pub fn measure_host(&mut self) -> Result<BatchCosts, ModelError> {
+        let chw = 3 * self.width * self.height;
+        let sizes: Vec<usize> = [1, self.max_batch.min(4)].into_iter().collect();
+        let input = vec![0f32; sizes[1] * chw];
+        let mut tops = vec![[(0u32, 0f32); TOP_K]; sizes[1]];
+        self.classify_batch(&input, 1, &mut tops)?;
+        let mut points = Vec::with_capacity(2);
+        for n in sizes {
+            let t0 = std::time::Instant::now();
+            self.classify_batch(&input, n, &mut tops)?;
+            points.push((n, t0.elapsed()));
+        }
+        Ok(BatchCosts::new(points, false))
     }
 
     /// The display labels, class 0 first (one per line of the labels file).

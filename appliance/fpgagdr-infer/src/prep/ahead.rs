@@ -204,6 +204,19 @@ impl Ahead {
             Ok(times)
         })();
         lane.frames.clear();
+        if done.is_err() {
+            // The caller lets the batch's entries go: nothing queued may read them then.
+            self.settle();
+            if let Some(s) = model.stream() {
+                let _ = s.synchronize();
+            }
+        }
+        let lane = &self.lanes[b];
         Some(done.map(|times| (&lane.outcomes[..n], times)))
+    }
+
+    /// Waits until the preprocessing stream is idle (its kernels read ring entries).
+    pub(crate) fn settle(&self) {
+        let _ = self.stream.synchronize();
     }
 }

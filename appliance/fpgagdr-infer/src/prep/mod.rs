@@ -38,7 +38,7 @@ mod outcome;
 
 use crate::gpu::RESULT_WORDS;
 use crate::gpu::{EventTimer, GpuCrc32, GpuError, GpuPreprocessor, cuda};
-use crate::model::{Model, TOP_K, Top};
+use crate::model::{BatchCosts, Model, TOP_K, Top};
 use crate::preprocess::{FrameView, Preprocessor};
 use ahead::Ahead;
 pub use outcome::{BatchTimes, FrameOutcome, PrepError};
@@ -286,8 +286,12 @@ impl FramePrep {
         // for with `Pushed::Pending`).
         let submitted = unsafe { ahead.submit(&mut g.frames, &mut g.pre, model, verify) };
         // A failed submit loses the batch: its entries go back with the caller's error
-        // handling, as after a failed `finish`.
+        // handling, as after a failed `finish`, once nothing queued reads them.
         g.frames.clear();
+        if submitted.is_err() {
+            ahead.settle();
+            let _ = g.stream.synchronize();
+        }
         submitted
     }
 
@@ -308,23 +312,42 @@ impl FramePrep {
 
     /// Runs the model on every batch size it will use, on the batch tensor buffer, so
     /// that convolution algorithms are chosen and CUDA graphs captured before frames flow
-    /// (and while no other thread of the process uses the GPU). Nothing for a model that
-    /// does not take device input.
-    pub fn warm_up(&mut self, model: &mut Model) -> Result<(), PrepError> {
-        let FramePrep::Gpu(g) = self else {
-            return Ok(());
-        };
-        if !model.takes_device_input() {
-            return Ok(());
+    /// (and while no other thread of the process uses the GPU), makes the buffers of
+    /// batches queued ahead where they will be used ([`Self::prepare_ahead`]), and
+    /// returns the model's time per batch size ([`BatchCosts`]: the last warm-up run of
+    /// each size on the GPU; [`Model::measure_host`] for a model on host tensors).
+    ///
+    /// Errors: [`PrepError::Model`], and [`PrepError::Path`] for a CUDA failure.
+    pub fn warm_up(&mut self, model: &mut Model) -> Result<BatchCosts, PrepError> {
+        if self.queues_ahead(model) {
+            self.prepare_ahead(model)?;
         }
-        let addr = g.tensor_addr();
-        #[allow(unsafe_code)]
-        // SAFETY: `addr` is this preprocessor's batch tensor buffer (max_batch tensors,
-        // device memory allocated once, written only by kernels on the model's stream),
-        // which lives as long as `self`; the model keeps bindings to it, and is used with
-        // no other buffer (`finish` passes the same one).
-        unsafe { model.warm_up_device(addr) }?;
-        Ok(())
+        if let FramePrep::Gpu(g) = self
+            && model.takes_device_input()
+        {
+            let addr = g.tensor_addr();
+            #[allow(unsafe_code)]
+            // SAFETY: `addr` is this preprocessor's batch tensor buffer (max_batch
+            // tensors, device memory allocated once, written only by kernels on the
+            // model's stream), which lives as long as `self`; the model keeps bindings to
+            // it, and is used with no other buffer (`finish` passes the same one).
+            if let Some(costs) = unsafe { model.warm_up_device(addr) }? {
+                return Ok(costs);
+            }
+        }
+        Ok(model.measure_host()?)
+    }
+
+    /// Waits until no kernel of this preprocessing reads a ring entry any more (both of
+    /// its streams idle): what a caller does before it lets entries go after an error.
+    /// Nothing on the CPU path.
+    pub fn settle(&self) {
+        if let FramePrep::Gpu(g) = self {
+            let _ = g.stream.synchronize();
+            if let Some(a) = &g.ahead {
+                a.settle();
+            }
+        }
     }
 }
 

@@ -100,6 +100,55 @@ pub struct MemoryInfo {
     /// consecutive entries pinned alike, entry 0 first; empty before a ring was
     /// allocated.
     pub pins: Vec<RingPins>,
+    /// GPU memory the frame ring and the model take (null before a pipeline was
+    /// prepared).
+    pub gpu: Option<GpuMemoryStatus>,
+}
+
+/// GPU memory the pipeline takes, bytes (`/metrics`: `fpgagdr_gpu_memory_bytes`).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct GpuMemoryStatus {
+    /// The frame ring's entries in GPU memory (page-locked memory the GPU maps, on an
+    /// integrated GPU), bytes; 0 when the ring is host memory.
+    pub ring_bytes: u64,
+    /// The model with its runtime's arena, workspaces and CUDA graphs, and the
+    /// preprocessing buffers: the device's used memory after the warm-up less before the
+    /// model was loaded, less the ring, bytes; null until the model has warmed up, and on
+    /// the CPU path.
+    pub model_bytes: Option<u64>,
+    /// The whole device's used memory (every process) after the warm-up, bytes.
+    pub device_used_bytes: Option<u64>,
+    /// The device's memory, bytes.
+    pub device_total_bytes: Option<u64>,
+    /// What these are, or why there are none (the CPU path).
+    pub detail: String,
+}
+
+impl GpuMemoryStatus {
+    fn of(info: &crate::pipeline::PipelineInfo) -> Self {
+        match info.gpu_memory {
+            Some(g) => GpuMemoryStatus {
+                ring_bytes: g.ring_bytes,
+                model_bytes: g.model_bytes,
+                device_used_bytes: g.device_used_bytes,
+                device_total_bytes: g.device_total_bytes,
+                detail: if g.model_bytes.is_some() {
+                    "the ring's allocations; the model's share measured with cuMemGetInfo \
+                     around its load and warm-up"
+                        .into()
+                } else {
+                    "the ring's allocations; the model's share once it has warmed up".into()
+                },
+            },
+            None => GpuMemoryStatus {
+                ring_bytes: 0,
+                model_bytes: None,
+                device_used_bytes: None,
+                device_total_bytes: None,
+                detail: "none: the frame ring is host memory and the model runs on the CPU".into(),
+            },
+        }
+    }
 }
 
 /// Ring entries `first_entry .. first_entry + entries` pinned the same way.
@@ -165,6 +214,22 @@ pub struct BatchStatus {
     pub max: u64,
     /// Mean frames per model run over the last quarter second (0 when idle).
     pub mean: f64,
+    /// The longest wait for a batch to fill in use now, µs: `inference.batch_wait_us`,
+    /// or the wait chosen as frames arrive.
+    pub wait_us: f64,
+    /// The batch the chosen wait aims at: the smallest whose measured model time keeps
+    /// up with the frames' arrival rate with a 25 % margin; null for a fixed wait.
+    pub aim: Option<u64>,
+    /// The mean gap between frame arrivals the chosen wait sees, µs; null for a fixed
+    /// wait or before two frames arrived.
+    pub arrival_gap_us: Option<f64>,
+    /// How the wait is set, with the model's measured time per batch size.
+    pub wait_detail: String,
+    /// True when batch k+1 is gathered, checked and preprocessed while batch k runs (two
+    /// batches in flight); false: one batch at a time.
+    pub ahead: bool,
+    /// C2H channels capture uses.
+    pub c2h_channels: u32,
 }
 
 /// The status as `/status` shows it now (never waiting for a start or stop).
@@ -215,6 +280,7 @@ pub(super) fn status_body(s: &AppState) -> StatusBody {
             chain_cache_hit_rate: s.shared.counters.read().chain_cache_hit_rate(),
             entry_bytes: Some(i.ring.1),
             pins: pin_runs(&i.pins),
+            gpu: Some(GpuMemoryStatus::of(i)),
         },
         None => MemoryInfo {
             kind: None,
@@ -225,6 +291,7 @@ pub(super) fn status_body(s: &AppState) -> StatusBody {
             chain_cache_hit_rate: None,
             entry_bytes: None,
             pins: Vec::new(),
+            gpu: None,
         },
     };
     let shared = &s.shared;
@@ -238,9 +305,18 @@ pub(super) fn status_body(s: &AppState) -> StatusBody {
             model: info.as_ref().map(|i| i.model.clone()),
             preprocess: info.as_ref().map(|i| i.preprocess.clone()),
             inference: info.as_ref().map(|i| i.inference.clone()),
-            batch: info.as_ref().map(|i| BatchStatus {
-                max: i.max_batch as u64,
-                mean: shared.batch.mean(),
+            batch: info.as_ref().map(|i| {
+                let (aim, gap) = shared.batch.aim();
+                BatchStatus {
+                    max: i.max_batch as u64,
+                    mean: shared.batch.mean(),
+                    wait_us: shared.batch.wait().as_secs_f64() * 1e6,
+                    aim,
+                    arrival_gap_us: gap.map(|g| g.as_secs_f64() * 1e6),
+                    wait_detail: i.batching.clone(),
+                    ahead: i.ahead,
+                    c2h_channels: i.channels,
+                }
             }),
             source: info.as_ref().map(|i| i.source.clone()),
             generation: now.generation,

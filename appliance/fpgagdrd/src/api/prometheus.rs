@@ -115,6 +115,7 @@ pub fn render(
         shared.batch.mean(),
         shared.batch.max()
     );
+    batching_and_gpu_memory(&mut out, shared);
     let state = shared.state();
     let _ = writeln!(
         out,
@@ -242,6 +243,30 @@ pub fn render(
 }
 
 /// Escapes a label value (backslash, double quote, newline).
+/// The batch wait in use, and the GPU memory the ring and the model take (absent on the
+/// CPU path and before a pipeline ran).
+fn batching_and_gpu_memory(out: &mut String, shared: &Shared) {
+    let wait = shared.batch.wait().as_secs_f64();
+    let _ = writeln!(
+        out,
+        "# HELP fpgagdr_inference_batch_wait_seconds Longest wait for a batch to fill in use now (inference.batch_wait_us, or chosen from the model's measured time per batch size).\n# TYPE fpgagdr_inference_batch_wait_seconds gauge\nfpgagdr_inference_batch_wait_seconds {wait}"
+    );
+    let gpu = *shared.gpu_memory.lock().expect("gpu memory poisoned");
+    let mut values = Vec::new();
+    if let Some(g) = gpu {
+        values.push(("{use=\"ring\"}".to_string(), g.ring_bytes as f64));
+        if let Some(m) = g.model_bytes {
+            values.push(("{use=\"model\"}".to_string(), m as f64));
+        }
+    }
+    gauge(
+        out,
+        "gpu_memory_bytes",
+        "GPU memory the pipeline takes: the frame ring's allocations, and the model with its runtime's arena, workspaces and graphs and the preprocessing buffers (measured around its load and warm-up).",
+        &values,
+    );
+}
+
 fn label(v: &str) -> String {
     v.replace('\\', "\\\\")
         .replace('"', "\\\"")

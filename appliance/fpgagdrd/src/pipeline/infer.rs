@@ -1,19 +1,30 @@
 //! The inference thread: takes the oldest ready frame and every frame ready behind it,
-//! up to the batch (`inference.max_batch`), waiting at most `inference.batch_wait_us`
-//! for more; checks and preprocesses them where they lie and runs the model once on the
-//! batch (`fpgagdr_infer::FramePrep`: CUDA kernels and the model on one stream for a GPU
-//! ring, the CPU otherwise); releases the ring entries; and records every frame's
-//! stages, result and drop on its own.
+//! up to the batch (`inference.max_batch`), waiting at most the batch wait for more
+//! (`inference.batch_wait_us`, or the wait `batching.rs` chooses as frames arrive);
+//! checks and preprocesses them where they lie and runs the model once on the batch
+//! (`fpgagdr_infer::FramePrep`: CUDA kernels and the model on the GPU for a GPU ring,
+//! the CPU otherwise); releases the ring entries; and records every frame's stages,
+//! result and drop on its own.
+//!
+//! Two ways to run a batch, status says which (`pipeline.batch.ahead`):
+//! * one at a time (`RingPrep::finish`): the CPU path, and a GPU whose model cannot
+//!   queue batches ahead;
+//! * queued ahead (`RingPrep::submit` / `collect`) where `FramePrep::queues_ahead`:
+//!   batch k+1 is gathered, checked and preprocessed (on a second stream) while batch k
+//!   runs, so the GPU never waits for this thread between batches. At most two batches
+//!   are in flight, each batch's entries held until it is collected; while one is in
+//!   flight only frames ready now start the next, and with none ready the batch in
+//!   flight is collected first, so a result never waits for a frame to come. The ring
+//!   then holds three batches (two in flight, one being gathered: `mod.rs`).
 //!
 //! Next hop: `metrics.rs` (histograms and the latest result, published every
 //! [`PUBLISH_EVERY`] for the frame board).
 //! An entry preprocessed on the CPU is released as soon as its tensor is built, before
 //! the model runs (capture gets it back one model run earlier); one read by the GPU
-//! kernels stays taken until the batch's results are in (the ring holds twice the batch,
-//! so capture fills the other half meanwhile). Entries are held and read only through
-//! the ring's tokens (`fpgagdr::ring`), so this thread holds no `unsafe`.
+//! kernels stays taken until the batch's results are in. Entries are held and read only
+//! through the ring's tokens (`fpgagdr::ring`), so this thread holds no `unsafe`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -22,8 +33,12 @@ use fpgagdr::frame::FrameHeader;
 use fpgagdr::ring::Held;
 use fpgagdr::{FrameMeta, FrameRing};
 
-use fpgagdr_infer::{Classification, FramePrep, Model, PrepError, RingPrep, TOP_K};
+use fpgagdr_infer::{
+    BatchCosts, BatchTimes, Classification, FrameOutcome, FramePrep, Model, PrepError, RingPrep,
+    TOP_K,
+};
 
+use super::batching::{BatchWait, Choice};
 use super::shared::{Shared, Thread, now_ns};
 use crate::metrics::{Counters, FrameInfo, FrameResult, Published, STAGES, Stage, StageRecorder};
 use crate::results::{RawResult, Tap};
@@ -38,8 +53,9 @@ pub(crate) const FRAME_COPY_EVERY: Duration = Duration::from_secs(1);
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct InferParams {
     pub(crate) verify_checksum: bool,
-    /// Longest wait for a batch to fill once its first frame is taken.
-    pub(crate) batch_wait: Duration,
+    /// Longest wait for a batch to fill once its first frame is taken; `None`: chosen
+    /// as frames arrive (`batching.rs`).
+    pub(crate) batch_wait: Option<Duration>,
 }
 
 /// The latest result in raw form (no allocation per frame); labelled at publish time.
@@ -52,7 +68,7 @@ struct Latest {
     stages: [(Stage, u64); STAGES],
 }
 
-/// A frame of the batch being built.
+/// A frame of a batch.
 #[derive(Debug)]
 struct Taken<'r> {
     index: usize,
@@ -64,10 +80,26 @@ struct Taken<'r> {
     held: Option<Held<'r>>,
 }
 
+/// What the thread keeps between batches to record their frames.
+struct Books<'s> {
+    shared: &'s Shared,
+    params: InferParams,
+    tap: Option<Tap>,
+    keep_frames: bool,
+    recorder: StageRecorder,
+    latest: Option<Latest>,
+    /// Frames and model runs since the last publish (the batch size in use).
+    window: (u64, u64),
+}
+
+// The ring, the model and its preparation, their measured costs, the settings, the
+// results tap and the two shared handles: each owned by this thread for its life.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
     ring: Arc<FrameRing>,
     mut model: Model,
     prep: FramePrep,
+    costs: BatchCosts,
     params: InferParams,
     tap: Option<Tap>,
     shared: Arc<Shared>,
@@ -76,21 +108,33 @@ pub(crate) fn run(
     let ring: &FrameRing = &ring;
     ring.register_consumer();
     let mut prep = RingPrep::new(prep);
+    let ahead = prep.queues_ahead(&model);
     let c = &shared.counters;
-    let mut recorder = StageRecorder::default();
-    let mut latest: Option<Latest> = None;
     let mut next_publish = Instant::now() + PUBLISH_EVERY;
     let mut next_copy = Instant::now();
     let max_batch = prep.max_batch();
+    let mut wait = match params.batch_wait {
+        Some(d) => BatchWait::Fixed(d),
+        None => BatchWait::Chosen(Choice::new(costs, max_batch)),
+    };
     // Keeping the frames that match an alert rule: every entry stays taken until its
     // result is known (as a GPU-read one always does), so a matching frame can be
     // copied before it is let go.
     let keep_frames = tap.as_ref().is_some_and(Tap::keeps_frames);
+    let mut books = Books {
+        shared: &shared,
+        params,
+        tap,
+        keep_frames,
+        recorder: StageRecorder::default(),
+        latest: None,
+        window: (0, 0),
+    };
     let mut batch: Vec<Taken> = Vec::with_capacity(max_batch);
-    // The entries the batch read, handed back by `finish`.
+    // Batches queued ahead, oldest first (their frames; the entries are in `prep`).
+    let mut flying: VecDeque<Vec<Taken>> = VecDeque::with_capacity(2);
+    // The entries a batch read, handed back by `finish` or `collect`.
     let mut back: Vec<Held> = Vec::with_capacity(max_batch);
-    // Frames and model runs since the last publish (the batch size in use).
-    let (mut window_frames, mut window_batches) = (0u64, 0u64);
     let fail = |why: String| {
         shared.fail(why);
         stop.store(true, Ordering::Relaxed);
@@ -98,12 +142,28 @@ pub(crate) fn run(
     'frames: loop {
         shared.beats.beat(Thread::Inference);
         if Instant::now() >= next_publish {
-            shared.batch.set_window(window_frames, window_batches);
-            (window_frames, window_batches) = (0, 0);
-            publish(&shared, &model, &mut recorder, latest);
+            let (frames, batches) = std::mem::take(&mut books.window);
+            shared.batch.set_window(frames, batches);
+            publish_wait(&shared, &wait);
+            books.publish(&model);
             next_publish += PUBLISH_EVERY;
         }
-        let Some(first) = ring.take(&stop, PUBLISH_EVERY) else {
+        // With a batch in flight only frames ready now start the next one; with none
+        // ready, the batch in flight is collected first.
+        let first_wait = if prep.in_flight() > 0 {
+            Duration::ZERO
+        } else {
+            PUBLISH_EVERY
+        };
+        let Some(first) = ring.take(&stop, first_wait) else {
+            if prep.in_flight() > 0 {
+                let mut done = flying.pop_front().unwrap_or_default();
+                let collected = prep.collect(&mut model, &mut back);
+                if !books.record(&mut done, collected, &mut back, &fail) {
+                    break;
+                }
+                continue;
+            }
             if stop.load(Ordering::Relaxed) {
                 break;
             }
@@ -111,11 +171,12 @@ pub(crate) fn run(
         };
         // The batch: this frame, then every frame ready behind it, waiting for more only
         // until the deadline.
-        let deadline = Instant::now() + params.batch_wait;
+        let deadline = Instant::now() + wait.wait();
         let mut next = Some(first);
         while let Some(held) = next {
             let (index, meta) = (held.index(), held.meta());
             let t_take = now_ns();
+            wait.arrived(meta.seq, meta.t_arrived);
             if Instant::now() >= next_copy {
                 next_copy = Instant::now() + FRAME_COPY_EVERY;
                 copy_frame(&held, meta.bytes, &shared);
@@ -150,9 +211,67 @@ pub(crate) fn run(
         if batch.is_empty() {
             continue;
         }
-        let finished = prep.finish(&mut model, params.verify_checksum, &mut back);
+        if !ahead {
+            let finished = prep.finish(&mut model, params.verify_checksum, &mut back);
+            if !books.record(&mut batch, Some(finished), &mut back, &fail) {
+                break;
+            }
+            continue;
+        }
+        if let Err(e) = prep.submit(&mut model, params.verify_checksum, &mut back) {
+            back.clear();
+            batch.clear();
+            fail(match e {
+                PrepError::Model(m) => m.to_string(),
+                e => format!("frame preprocessing: {e}"),
+            });
+            break;
+        }
+        flying.push_back(std::mem::replace(&mut batch, Vec::with_capacity(max_batch)));
+        if prep.in_flight() >= 2 {
+            let mut done = flying.pop_front().unwrap_or_default();
+            let collected = prep.collect(&mut model, &mut back);
+            if !books.record(&mut done, collected, &mut back, &fail) {
+                break;
+            }
+        }
+    }
+    // Batches still queued: their results are recorded (or dropped on a failure) and
+    // their entries go back once the GPU has read them.
+    while prep.in_flight() > 0 {
+        let mut done = flying.pop_front().unwrap_or_default();
+        let collected = prep.collect(&mut model, &mut back);
+        // A failure here changes nothing: the pipeline is stopping.
+        books.record(&mut done, collected, &mut back, &|_| {});
+    }
+    books.publish(&model);
+}
+
+/// The batch wait and the batch aimed at, for status and `/metrics`.
+fn publish_wait(shared: &Shared, wait: &BatchWait) {
+    match wait {
+        BatchWait::Fixed(d) => shared.batch.set_wait(*d, None, None),
+        BatchWait::Chosen(c) => {
+            let (aim, d) = c.aim();
+            shared.batch.set_wait(d, Some(aim), c.gap());
+        }
+    }
+}
+
+impl<'r> Books<'_> {
+    /// Records a batch's frames from its outcomes (`finished`: `None` for a batch that
+    /// was never queued), hands the entries it read (`back`) to the frames that keep
+    /// theirs or lets them go, and counts the model run. False when the batch failed
+    /// (`fail` was told why).
+    fn record(
+        &mut self,
+        batch: &mut Vec<Taken<'r>>,
+        finished: Option<Result<(&[FrameOutcome], BatchTimes), PrepError>>,
+        back: &mut Vec<Held<'r>>,
+        fail: &dyn Fn(String),
+    ) -> bool {
         let t_inf = now_ns();
-        if keep_frames {
+        if self.keep_frames {
             for h in back.drain(..) {
                 if let Some(t) = batch
                     .iter_mut()
@@ -165,22 +284,28 @@ pub(crate) fn run(
             back.clear();
         }
         let (outcomes, times) = match finished {
-            Ok(v) => v,
-            Err(e) => {
+            Some(Ok(v)) => v,
+            Some(Err(e)) => {
                 batch.clear();
                 fail(match e {
                     PrepError::Model(m) => m.to_string(),
                     e => format!("frame preprocessing: {e}"),
                 });
-                break;
+                return false;
+            }
+            None => {
+                batch.clear();
+                return true;
             }
         };
+        let c = &self.shared.counters;
+        let params = self.params;
         Counters::bump(&c.batches_run);
         // The wall clock of the results (one reading per batch; a frame's arrival is
         // placed on it by its monotonic age).
         let wall_ns = unix_ns();
-        window_batches += 1;
-        window_frames += batch.len() as u64;
+        self.window.1 += 1;
+        self.window.0 += batch.len() as u64;
         for (taken, out) in batch.iter().zip(outcomes) {
             let header = match &out.header {
                 Ok(h) => *h,
@@ -204,10 +329,10 @@ pub(crate) fn run(
             ];
             for (stage, ns) in stages {
                 if stage != Stage::D2h || out.d2h_ns.is_some() {
-                    recorder.record(stage, ns);
+                    self.recorder.record(stage, ns);
                 }
             }
-            if let Some(tap) = &tap {
+            if let Some(tap) = &self.tap {
                 let r = RawResult {
                     seq: header.seq,
                     arrived_unix_ns: wall_ns.saturating_sub(t_inf.saturating_sub(meta.t_arrived)),
@@ -229,7 +354,7 @@ pub(crate) fn run(
                 }
                 tap.send(r);
             }
-            latest = Some(Latest {
+            self.latest = Some(Latest {
                 header,
                 bytes: meta.bytes,
                 checked: params.verify_checksum,
@@ -239,8 +364,12 @@ pub(crate) fn run(
         }
         // Every entry of the batch goes back.
         batch.clear();
+        true
     }
-    publish(&shared, &model, &mut recorder, latest);
+
+    fn publish(&mut self, model: &Model) {
+        publish(self.shared, model, &mut self.recorder, self.latest);
+    }
 }
 
 /// Copies the frame in `held` (`bytes` long) for the frame view; a failed copy is

@@ -6,8 +6,10 @@
 //! state), [`Shared`] (what the threads publish). Must not: run async code; the
 //! threads are plain named `std::thread`s.
 //! Neighbours: `capture.rs` → the ring (`fpgagdr::FrameRing`) → `infer.rs` (which drives
-//! `fpgagdr-infer`), `shared.rs` below them; `config` gives the settings.
+//! `fpgagdr-infer`, with the batch wait of `batching.rs`), `shared.rs` below them;
+//! `config` gives the settings.
 
+mod batching;
 mod capture;
 mod infer;
 mod shared;
@@ -26,7 +28,7 @@ use fpgagdr_infer::{FramePrep, Model, ModelError, ModelOptions, TensorRtOptions}
 use crate::cards::{CardChoice, Opened};
 use crate::config::{Config, RingMemory, SourceKind, Unusable};
 use crate::files::{self, FileError, Kind, Named, Policy};
-pub use shared::{BatchSize, Heartbeats, PipelineNow, Shared, State, Thread, now_ns};
+pub use shared::{BatchSize, GpuMemoryUse, Heartbeats, PipelineNow, Shared, State, Thread, now_ns};
 
 /// Largest frame memory accepted, bytes (1 GiB): the ring (pinned) and the decoded
 /// replay frames together (DESIGN §10's one memory rule); an Orin shares its DRAM
@@ -161,6 +163,30 @@ pub struct PipelineInfo {
     pub ring: (usize, usize),
     /// N: the card's frame slots; the ring has k × N entries.
     pub slots: usize,
+    /// C2H channels capture uses (`card.channels`), from `card.channel` up.
+    pub channels: u32,
+    /// True when batch k+1 is gathered, checked and preprocessed while batch k runs (two
+    /// batches in flight); false: one batch at a time.
+    pub ahead: bool,
+    /// How the batch wait is set, and the model's measured time per batch size once it
+    /// has warmed up.
+    pub batching: String,
+    /// GPU memory the ring and the model take; `None` when the pipeline uses none (the
+    /// CPU path).
+    pub gpu_memory: Option<GpuMemoryUse>,
+}
+
+/// The device's (used, total) memory, bytes, from `cuMemGetInfo`; `None` without CUDA.
+fn device_memory() -> Option<(u64, u64)> {
+    let (free, total) = fpgagdr::cuda_context()?.mem_get_info().ok()?;
+    Some(((total - free) as u64, total as u64))
+}
+
+/// The frame ring's entries when batches are queued ahead: room for three batches (two
+/// in flight, one being gathered) and one free entry per card slot for capture, on top
+/// of what `ring.entries` asks (a lower bound).
+fn entries_for_ahead(wanted: usize, max_batch: usize, slots: usize) -> usize {
+    wanted.max(3 * max_batch + slots)
 }
 
 /// Entries of the frame ring for `wanted` (`ring.entries`) on a card with `slots` frame
@@ -181,6 +207,9 @@ pub struct Prepared {
     prep: FramePrep,
     capture: capture::CaptureParams,
     infer: infer::InferParams,
+    /// The device's used memory before the model was loaded plus what the ring took,
+    /// bytes (`None` without a GPU): the model's share is what the warm-up leaves above.
+    gpu_base: Option<u64>,
     info: PipelineInfo,
 }
 
@@ -317,6 +346,12 @@ pub fn prepare(
         card_choice.backend().simulated,
     )?;
     let kind = plan.memory;
+    // The device's used memory before the model: what the model takes is measured from
+    // here (GpuMemoryUse::model_bytes).
+    let used_before = match kind {
+        MemoryKind::CudaDevice | MemoryKind::CudaHost => device_memory().map(|(u, _)| u),
+        MemoryKind::Host => None,
+    };
     let stream = match kind {
         MemoryKind::CudaDevice | MemoryKind::CudaHost => fpgagdr::cuda_context()
             .map(|ctx| ctx.new_stream())
@@ -385,14 +420,34 @@ pub fn prepare(
             ),
         ));
     }
+    if config.card.channel + config.card.channels > status.c2h_channels {
+        return Err(fail(
+            Some("/card/channels"),
+            format!(
+                "rule channel-range: C2H channels {}..={} do not exist (the card has {})",
+                config.card.channel,
+                config.card.channel + config.card.channels - 1,
+                status.c2h_channels
+            ),
+        ));
+    }
     let align = status.alignment as usize;
     let slots = trigger.slots().max(1) as usize;
-    let entries = ring_entries(config.ring.entries, slots);
+    // Batches queued ahead (a model that reads and ranks in GPU memory, on a CUDA ring)
+    // hold three batches of entries.
+    let ahead_possible = model.queues_ahead() && kind != MemoryKind::Host;
+    let wanted = if ahead_possible {
+        entries_for_ahead(config.ring.entries, model.max_batch(), slots)
+    } else {
+        config.ring.entries
+    };
+    let entries = ring_entries(wanted, slots);
     let (entry_len, ring) = ring_bytes(entries, trigger.max_frame_len(), align);
     memory_rule(entries, entry_len, ring, decoded)?;
     // The description follows the card as opened (a module's card may be simulated too).
     let (plan, detail, data_path) =
         ring_memory(config.ring.memory, config.card.pin_method, status.simulated)?;
+    let ring_before = used_before.and_then(|_| device_memory()).map(|(u, _)| u);
     let mut buffers = Vec::with_capacity(entries);
     for _ in 0..entries {
         let mem = DmaMemory::for_pin(entry_len, align, &plan)
@@ -404,7 +459,35 @@ pub fn prepare(
         .iter()
         .map(|b| (b.pin_method(), b.pin_reason()))
         .collect();
+    let ring_after = ring_before.and_then(|_| device_memory()).map(|(u, _)| u);
     let (prep, preprocess) = FramePrep::new(memory, entry_len, &model);
+    let ahead = prep.queues_ahead(&model);
+    let preprocess = if ahead {
+        format!(
+            "{preprocess}; batches queued ahead: batch k+1 is gathered, checked and preprocessed \
+             on a second stream while batch k runs (two in flight)"
+        )
+    } else {
+        format!("{preprocess}; one batch at a time")
+    };
+    let ring_in_gpu = matches!(memory, MemoryKind::CudaDevice | MemoryKind::CudaHost);
+    let gpu_memory = (ring_in_gpu || model.takes_device_input()).then_some(GpuMemoryUse {
+        ring_bytes: if ring_in_gpu { ring } else { 0 },
+        model_bytes: None,
+        device_used_bytes: None,
+        device_total_bytes: None,
+    });
+    // What the ring took of the device, to take it out of the model's share later.
+    let ring_measured = match (ring_before, ring_after) {
+        (Some(b), Some(a)) => Some(a.saturating_sub(b)),
+        _ => None,
+    };
+    let batching = match config.inference.batch_wait_us {
+        Some(us) => format!("fixed: inference.batch_wait_us {us} µs"),
+        None => "chosen as frames arrive from the model's time per batch size (measured \
+                 when it warms up)"
+            .to_string(),
+    };
     let info = PipelineInfo {
         card: status,
         memory,
@@ -418,15 +501,28 @@ pub fn prepare(
         source: trigger.describe(),
         ring: (entries, entry_len),
         slots,
+        channels: config.card.channels,
+        ahead,
+        batching,
+        gpu_memory,
     };
+    if entries > ring_entries(config.ring.entries, slots) {
+        tracing::info!(
+            "frame ring: {entries} entries instead of ring.entries {} to hold three batches of \
+             {} (two in flight, one being gathered) and a free entry per card slot",
+            config.ring.entries,
+            model.max_batch()
+        );
+    }
     tracing::info!(
-        "pipeline prepared: {} ; frame ring {} x {} bytes ({} per each of the card's {} frame slots) in {} ; source {} ; model {} on {} ; preprocessing on {}",
+        "pipeline prepared: {} ; frame ring {} x {} bytes ({} per each of the card's {} frame slots) in {} ; C2H channels {} ; source {} ; model {} on {} ; preprocessing on {}",
         info.card.name,
         info.ring.0,
         info.ring.1,
         info.ring.0 / info.slots,
         info.slots,
         info.memory_detail,
+        info.channels,
         info.source,
         info.model,
         info.inference,
@@ -439,14 +535,24 @@ pub fn prepare(
         prep,
         capture: capture::CaptureParams {
             channel: config.card.channel,
+            channels: config.card.channels,
             timeout: Duration::from_millis(config.card.timeout_ms),
         },
         infer: infer::InferParams {
             verify_checksum: config.inference.verify_checksum,
-            batch_wait: Duration::from_micros(config.inference.batch_wait_us),
+            batch_wait: config.inference.batch_wait_us.map(Duration::from_micros),
         },
+        gpu_base: used_before.map(|b| b + ring_measured.unwrap_or(0)),
         info,
     })
+}
+
+/// What the inference thread's warm-up measured.
+struct Warmed {
+    /// The model's time per batch size, in words.
+    costs: String,
+    /// The device's (used, total) memory after the warm-up, bytes.
+    device: Option<(u64, u64)>,
 }
 
 /// What fills the ring.
@@ -535,6 +641,7 @@ impl Supervisor {
             mut prep,
             capture,
             infer,
+            gpu_base,
             info,
         } = prepared;
         self.shared.batch.set_max(info.max_batch);
@@ -544,6 +651,7 @@ impl Supervisor {
             info.card.name.clone(),
             capture.channel,
         );
+        *self.shared.gpu_memory.lock().expect("gpu memory poisoned") = info.gpu_memory;
         *self.info.lock().expect("pipeline info poisoned") = Some(info);
         let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
@@ -555,28 +663,56 @@ impl Supervisor {
         let stop = Arc::new(AtomicBool::new(false));
         // The inference thread warms up, says how that went, then waits for the go (sent
         // once the state below is set and capture runs; dropped to call it off).
-        let (warmed_tx, warmed_rx) = std::sync::mpsc::sync_channel::<Result<(), String>>(1);
+        let (warmed_tx, warmed_rx) = std::sync::mpsc::sync_channel::<Result<Warmed, String>>(1);
         let (go_tx, go_rx) = std::sync::mpsc::sync_channel::<()>(1);
         let (r, s, st) = (ring.clone(), self.shared.clone(), stop.clone());
         let t_infer = spawn(
             "fpgagdr-infer",
             Box::new(move || {
-                let warmed = prep.warm_up(&mut model).map_err(|e| e.to_string());
+                let (costs, warmed) = match prep.warm_up(&mut model) {
+                    Ok(costs) => {
+                        let w = Warmed {
+                            costs: costs.describe(),
+                            device: gpu_base.and_then(|_| device_memory()),
+                        };
+                        (Some(costs), Ok(w))
+                    }
+                    Err(e) => (None, Err(e.to_string())),
+                };
                 let ok = warmed.is_ok();
                 if warmed_tx.send(warmed).is_err() || !ok || go_rx.recv().is_err() {
                     return;
                 }
-                infer::run(r, model, prep, infer, tap, s, st)
+                let costs = costs.expect("warmed up");
+                infer::run(r, model, prep, costs, infer, tap, s, st)
             }),
         );
         let warmed = warmed_rx
             .recv()
             .unwrap_or_else(|_| Err("the inference thread ended during warm-up".into()));
-        if let Err(e) = warmed {
-            drop(go_tx);
-            let _ = t_infer.join();
-            self.shared.fail(format!("model warm-up: {e}"));
-            return;
+        let warmed = match warmed {
+            Ok(w) => w,
+            Err(e) => {
+                drop(go_tx);
+                let _ = t_infer.join();
+                self.shared.fail(format!("model warm-up: {e}"));
+                return;
+            }
+        };
+        // What the warm-up measured: the model's time per batch size, its GPU memory.
+        if let Some(info) = self.info.lock().expect("pipeline info poisoned").as_mut() {
+            info.batching = format!(
+                "{}; the model's measured time per batch size: {}",
+                info.batching, warmed.costs
+            );
+            if let (Some(g), Some((used, total)), Some(base)) =
+                (info.gpu_memory.as_mut(), warmed.device, gpu_base)
+            {
+                g.model_bytes = Some(used.saturating_sub(base));
+                g.device_used_bytes = Some(used);
+                g.device_total_bytes = Some(total);
+            }
+            *self.shared.gpu_memory.lock().expect("gpu memory poisoned") = info.gpu_memory;
         }
         self.shared.clear_fault();
         // Marks before the state: the watchdog judges a running pipeline by them.

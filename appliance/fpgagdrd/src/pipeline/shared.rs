@@ -2,7 +2,8 @@
 //! stamp with.
 //!
 //! Owns: [`Shared`] (counters, published window and latest result, totals, heartbeats,
-//! state, fault, generation and when the running pipeline started), [`State`],
+//! state, fault, generation and when the running pipeline started, the batch in use, GPU
+//! memory), [`GpuMemoryUse`], [`State`],
 //! [`PipelineNow`], [`Thread`], [`Heartbeats`], [`now_ns`]. Must not: start or stop
 //! anything (`mod.rs`'s `Supervisor` does). Read by the frame board (`board/`), `api/`
 //! and `notify.rs`.
@@ -21,6 +22,25 @@ use std::sync::Arc;
 pub fn now_ns() -> u64 {
     static START: OnceLock<Instant> = OnceLock::new();
     START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+/// GPU memory the pipeline takes (`GET /api/v1/status` `memory.gpu`, `/metrics`
+/// `fpgagdr_gpu_memory_bytes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GpuMemoryUse {
+    /// The frame ring's entries: entries × entry bytes, allocated in GPU memory (or, on
+    /// an integrated GPU, page-locked memory the GPU maps), bytes.
+    pub ring_bytes: u64,
+    /// The model with everything it runs with (ONNX Runtime's arena, cuDNN workspaces,
+    /// CUDA graphs) and the preprocessing buffers: the device's used memory after the
+    /// warm-up less before the model was loaded, less the ring, bytes; `None` until the
+    /// model has warmed up. Another process allocating on the same GPU meanwhile would
+    /// be counted too.
+    pub model_bytes: Option<u64>,
+    /// The whole device's used memory (all processes) after the warm-up, bytes.
+    pub device_used_bytes: Option<u64>,
+    /// The device's memory, bytes.
+    pub device_total_bytes: Option<u64>,
 }
 
 /// Pipeline state as the API shows it.
@@ -64,6 +84,9 @@ pub struct Shared {
     /// by the inference thread about once a second from the entry it holds; the frame
     /// view (`GET /api/v1/frames/latest`) reads this copy, never a ring entry.
     pub frame_copy: Mutex<Option<Arc<Vec<u8>>>>,
+    /// GPU memory the running (or last) pipeline takes, for `/metrics`; `None`: none
+    /// (the CPU path) or no pipeline yet.
+    pub gpu_memory: Mutex<Option<GpuMemoryUse>>,
     state: AtomicU8,
     fault: Mutex<Option<String>>,
     /// Changes on every start, stop, failure and config change (see
@@ -88,6 +111,7 @@ impl Default for Shared {
             batch: BatchSize::default(),
             outlet: Arc::default(),
             frame_copy: Mutex::default(),
+            gpu_memory: Mutex::default(),
             state: AtomicU8::new(State::Stopped as u8),
             fault: Mutex::new(None),
             generation: AtomicU64::new(epoch_ms),
@@ -109,12 +133,18 @@ pub struct PipelineNow {
     pub running: Option<Duration>,
 }
 
-/// The batch size in use: the largest a model run takes, and the mean over the inference
-/// thread's last publish window (a quarter of a second).
+/// The batch size in use: the largest a model run takes, the mean over the inference
+/// thread's last publish window (a quarter of a second), and the batch wait in use
+/// (fixed, or chosen as frames arrive: `pipeline/batching.rs`).
 #[derive(Debug, Default)]
 pub struct BatchSize {
     max: AtomicU64,
     mean_milli: AtomicU64,
+    wait_ns: AtomicU64,
+    /// The batch the chosen wait aims at; 0 for a fixed wait.
+    aim: AtomicU64,
+    /// The smoothed gap between frame arrivals the choice sees, ns; 0 unknown or fixed.
+    gap_ns: AtomicU64,
 }
 
 impl BatchSize {
@@ -136,6 +166,34 @@ impl BatchSize {
     pub(super) fn set_window(&self, frames: u64, batches: u64) {
         let milli = (frames * 1000).checked_div(batches).unwrap_or(0);
         self.mean_milli.store(milli, Ordering::Relaxed);
+    }
+
+    /// The longest wait for a batch to fill in use now.
+    pub fn wait(&self) -> Duration {
+        Duration::from_nanos(self.wait_ns.load(Ordering::Relaxed))
+    }
+
+    /// The batch the chosen wait aims at (`None` for a fixed `inference.batch_wait_us`),
+    /// and the gap between frame arrivals it was chosen for (`None` before two frames
+    /// arrived).
+    pub fn aim(&self) -> (Option<u64>, Option<Duration>) {
+        let aim = self.aim.load(Ordering::Relaxed);
+        let gap = self.gap_ns.load(Ordering::Relaxed);
+        (
+            (aim > 0).then_some(aim),
+            (aim > 0 && gap > 0).then(|| Duration::from_nanos(gap)),
+        )
+    }
+
+    /// Records the wait in use, and for a chosen one the batch aimed at and the arrival
+    /// gap.
+    pub(super) fn set_wait(&self, wait: Duration, aim: Option<usize>, gap: Option<Duration>) {
+        self.wait_ns
+            .store(wait.as_nanos() as u64, Ordering::Relaxed);
+        self.aim
+            .store(aim.map_or(0, |a| a as u64), Ordering::Relaxed);
+        self.gap_ns
+            .store(gap.map_or(0, |g| g.as_nanos() as u64), Ordering::Relaxed);
     }
 }
 
