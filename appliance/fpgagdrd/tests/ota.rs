@@ -630,7 +630,7 @@ fn mark_good_leaves_a_device_without_rootfs_ab_alone() {
 }
 
 #[test]
-fn mark_good_with_rauc_unreachable_neither_fails_nor_reboots() {
+fn mark_good_with_rauc_unreachable_confirms_only_a_factory_boot_and_never_reboots() {
     if !rauc_ready("mark-good without RAUC") {
         return;
     }
@@ -646,6 +646,53 @@ fn mark_good_with_rauc_unreachable_neither_fails_nor_reboots() {
         v.said
     );
     assert!(!env.bootctrl_log().contains("set-slot-as-unbootable"));
+    // A slot an update installed, RAUC out of reach (an update that broke RAUC or its
+    // D-Bus policy): not judged, so not confirmed; still no reboot.
+    let mut env = Rauc::start(true);
+    boot_into_b(&mut env, true);
+    let v = mark_good(&env, &nowhere, NOBODY, "1");
+    assert!(!v.ok, "an update not judged was let through: {}", v.said);
+    assert!(!v.rebooted, "{}", v.said);
+    assert!(v.said.contains("RAUC is not reachable"), "{}", v.said);
+    assert!(!env.unbootable("B"), "{}", v.said);
+}
+
+#[test]
+fn an_update_that_loses_the_card_is_marked_bad() {
+    // The appliance had a card when the update was installed (the hook's card=present);
+    // the new slot's service is healthy on its simulated card, but the module's node is
+    // gone: the update broke the module.
+    if !rauc_ready("mark-good, card lost") {
+        return;
+    }
+    let mut env = Rauc::start(true);
+    boot_into_b(&mut env, true);
+    let marker = env.path("spool/installation");
+    let with_card = format!(
+        "{}card=present\n",
+        std::fs::read_to_string(&marker).unwrap()
+    );
+    std::fs::write(&marker, with_card).unwrap();
+    let svc = env.service();
+    let listen = svc.base.trim_start_matches("http://").to_string();
+    let v = mark_good(&env, &env.bus, &listen, "3");
+    assert!(v.said.contains("does not see it"), "{}", v.said);
+    assert!(env.unbootable("B"), "B not marked bad: {}", v.said);
+    assert!(v.rebooted && !v.ok, "{}", v.said);
+    // The card there (the module's node): the same update is healthy.
+    let mut env = Rauc::start(true);
+    boot_into_b(&mut env, true);
+    let marker = env.path("spool/installation");
+    let with_card = format!(
+        "{}card=present\n",
+        std::fs::read_to_string(&marker).unwrap()
+    );
+    std::fs::write(&marker, with_card).unwrap();
+    std::fs::write(env.path("dev-fpgagdr0"), "").unwrap();
+    let svc = env.service();
+    let listen = svc.base.trim_start_matches("http://").to_string();
+    let v = mark_good(&env, &env.bus, &listen, "30");
+    assert!(v.ok && v.said.contains("marked good"), "{}", v.said);
 }
 
 #[test]
@@ -664,7 +711,8 @@ fn an_unhealthy_update_is_marked_bad_and_rebooted_only_when_the_other_slot_is_go
     // Should B come up again all the same (A failing in turn), it is not judged again:
     // no second reboot, no loop.
     let v = mark_good(&env, &env.bus, NOBODY, "1");
-    assert!(v.said.contains("judged before (bad)"), "{}", v.said);
+    assert!(v.said.contains("judged bad"), "{}", v.said);
+    assert!(!v.ok, "a slot judged bad must not be confirmed: {}", v.said);
     assert!(!v.rebooted, "{}", v.said);
 
     // Slot A is bad too (an earlier update that failed): B stays, nothing is marked,
