@@ -441,6 +441,8 @@ fn run() -> Result<(), String> {
     );
     let mut supervisor = Supervisor::new(shared.clone());
     if store.current().autostart {
+        // A first TensorRT engine build can outlast TimeoutStartSec: extended meanwhile.
+        let _extending = notifier.extend_start(fpgagdrd::notify::DEFAULT_ENGINE_BUILD_LIMIT);
         match pipeline::prepare(&store.current(), &card, &files) {
             Ok(p) => supervisor.start(p),
             Err(e) => supervisor.start_failed(e.message),

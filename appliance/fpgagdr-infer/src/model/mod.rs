@@ -13,6 +13,7 @@
 //! [`Model::max_batch`] frames per call; one whose batch is fixed at 1 runs one.
 
 mod device;
+mod engine_cache;
 mod providers;
 
 use std::path::{Path, PathBuf};
@@ -23,6 +24,7 @@ use ort::environment::Environment;
 use ort::session::{RunOptions, Session};
 use ort::value::{TensorRef, ValueType};
 
+pub use engine_cache::{EngineBuild, EngineCache, engine_build};
 pub use providers::{Precision, Provider, Ran, TensorRtOptions};
 
 use device::DeviceRunner;
@@ -274,6 +276,15 @@ impl Model {
         // TensorRT's optimisation profile covers the batch a GPU provider would run.
         let wanted_batch = resolve_batch(options, Ran::TensorRt, batch_dim);
         let device_input = options.stream.is_some();
+        // TensorRT's engines: one folder per model and runtime. While an engine that is not
+        // cached yet is built (the session and its trial run below), the build is on record
+        // for the service to tell systemd and the status page.
+        let engine = engine_folder(options, bytes);
+        let build = engine
+            .as_ref()
+            .filter(|e| !e.cached)
+            .map(engine_cache::BuildGuard::start);
+        let started = std::time::Instant::now();
         let attempt = |graphs: bool, model: &[u8], file: &Path, precision: Precision| {
             build_session(
                 &env,
@@ -284,6 +295,7 @@ impl Model {
                     provider: options.provider,
                     precision,
                     tensorrt: &options.tensorrt,
+                    engine: engine.as_ref(),
                     input: (&input_name, height, width, wanted_batch),
                     cuda_graph: graphs,
                     nhwc: options
@@ -361,6 +373,7 @@ impl Model {
             graphs && registered.ran != Ran::Cpu,
             max_batch,
             batch_dim,
+            engine.as_ref().filter(|_| registered.ran == Ran::TensorRt),
             &options.tensorrt,
             registered.not_used.iter().chain(&notes),
         );
@@ -390,6 +403,18 @@ impl Model {
                 path: file.clone(),
                 reason: format!("failed a trial run on a grey frame: {e}"),
             })?;
+        if let (Some(e), Ran::TensorRt) = (&engine, registered.ran) {
+            model.provider_note.push_str(&if e.cached {
+                "; TensorRT engine loaded from the cache".to_string()
+            } else {
+                format!(
+                    "; TensorRT engine built in {:.0} s (first run of this model on this runtime), \
+                     cached for the next start",
+                    started.elapsed().as_secs_f64()
+                )
+            });
+        }
+        drop(build);
         if let (Some(stream), true) = (&options.stream, registered.ran != Ran::Cpu) {
             model.device = Some(
                 DeviceRunner::new(
@@ -733,12 +758,33 @@ fn resolve_batch(options: &ModelOptions, ran: Ran, dim: BatchDim) -> usize {
 }
 
 /// The status sentence: the provider that runs, how, and why the others do not.
+/// The TensorRT engine folder for the model `bytes`, when the TensorRT provider may run
+/// it (`inference.provider` auto or tensorrt, and an ONNX Runtime built with it).
+fn engine_folder(options: &ModelOptions, bytes: &[u8]) -> Option<EngineCache> {
+    if !matches!(options.provider, Provider::Auto | Provider::Tensorrt)
+        || !providers::tensorrt_available()
+    {
+        return None;
+    }
+    let runtime = engine_cache::runtime_key(
+        &engine_cache::ort_build(ort::info()),
+        engine_cache::tensorrt_version(),
+    );
+    Some(EngineCache::new(
+        &options.tensorrt.cache_dir,
+        bytes,
+        &runtime,
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
 fn describe<'a>(
     ran: Ran,
     precision: Precision,
     graphs: bool,
     max_batch: usize,
     dim: BatchDim,
+    engine: Option<&EngineCache>,
     trt: &TensorRtOptions,
     not_used: impl Iterator<Item = &'a String>,
 ) -> String {
@@ -747,7 +793,10 @@ fn describe<'a>(
             "ONNX Runtime TensorRT provider on GPU 0 ({}, engine cache {}{}), CUDA provider for \
              the nodes TensorRT does not take",
             precision.as_str(),
-            trt.cache_dir.display(),
+            engine.map_or_else(
+                || trt.cache_dir.display().to_string(),
+                |e| e.dir.display().to_string()
+            ),
             trt.dla_core
                 .map(|c| format!(", DLA core {c}"))
                 .unwrap_or_default()
