@@ -125,7 +125,8 @@ pub struct Bootloader {
     pub last_attempt_version: String,
     /// UEFI `LAST_ATTEMPT_STATUS` of that attempt (0: success).
     pub last_attempt_status: u32,
-    /// The firmware version recorded per boot chain (`A`, `B`), where known.
+    /// The firmware version recorded per boot chain (`A`, `B`), where known (as
+    /// mark-good found it on this boot).
     pub chains: std::collections::BTreeMap<String, String>,
 }
 
@@ -286,6 +287,7 @@ impl Ota {
 
     /// `GET /api/v1/ota`.
     pub fn status(&self) -> OtaStatus {
+        let boot_check = mark_good::report(&self.settings.spool);
         let k = self.known();
         let bundle = spool::current(&self.settings.spool);
         let busy = k.installing.is_some() || k.operation == "installing";
@@ -315,17 +317,17 @@ impl Ota {
             features: k.features.clone(),
             bundle,
             max_bundle_bytes: self.settings.max_bytes,
-            boot_check: mark_good::report(&self.settings.spool),
             bootloader: boot::firmware(&boot::esrt_dir()).map(|f| Bootloader {
                 version: boot::hex(f.version),
                 lowest_supported: boot::hex(f.lowest_supported),
                 last_attempt_version: boot::hex(f.last_attempt_version),
                 last_attempt_status: f.last_attempt_status,
-                chains: boot::chains(&boot::esp_dir())
-                    .into_iter()
-                    .map(|(k, v)| (k, boot::hex(v)))
-                    .collect(),
+                chains: boot_check
+                    .as_ref()
+                    .map(|r| r.chains.clone())
+                    .unwrap_or_default(),
             }),
+            boot_check,
         }
     }
 

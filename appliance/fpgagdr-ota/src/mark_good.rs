@@ -238,6 +238,11 @@ pub struct Report {
     pub confirmed: bool,
     /// The result of a bootloader capsule the installation staged, read on this boot.
     pub capsule: Option<crate::boot::CapsuleResult>,
+    /// The firmware version recorded per boot chain after this boot (`A`, `B`:
+    /// `0x00240500`), where known: the record on the ESP, which the service itself may
+    /// not be allowed to read.
+    #[serde(default)]
+    pub chains: std::collections::BTreeMap<String, String>,
     /// Unix time of the verdict, seconds.
     pub at_unix_s: f64,
 }
@@ -494,6 +499,10 @@ pub fn run(
             reason: reason.into(),
             confirmed,
             capsule: capsule.clone(),
+            chains: crate::boot::chains(&crate::boot::esp_dir())
+                .into_iter()
+                .map(|(k, v)| (k, crate::boot::hex(v)))
+                .collect(),
             at_unix_s: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64()),
@@ -581,26 +590,48 @@ pub fn run(
 
 /// The booted slot's bootname and the other rootfs slot's state, from RAUC.
 fn slots(runtime: &tokio::runtime::Runtime, rauc: &Rauc) -> (Option<String>, OtherSlot) {
-    let booted = runtime
-        .block_on(rauc.string("BootSlot"))
-        .ok()
-        .filter(|b| !b.is_empty());
-    let other = match runtime.block_on(rauc.slots()) {
-        Err(e) => OtherSlot::Unknown(format!("GetSlotStatus: {e}")),
-        Ok(slots) => match slots
-            .iter()
-            .find(|s| s["class"] == "rootfs" && s["state"] != "booted")
-        {
-            None => OtherSlot::Unknown("RAUC lists no other rootfs slot".into()),
-            Some(s) => match s["boot-status"].as_str() {
-                Some("good") => OtherSlot::Good,
-                Some("bad") => OtherSlot::Bad,
-                other => OtherSlot::Unknown(format!(
-                    "RAUC reports boot status {} for {}",
-                    other.unwrap_or("none"),
-                    s["name"]
-                )),
-            },
+    match runtime.block_on(rauc.slots()) {
+        Err(e) => (
+            runtime
+                .block_on(rauc.string("BootSlot"))
+                .ok()
+                .filter(|b| !b.is_empty()),
+            OtherSlot::Unknown(format!("GetSlotStatus: {e}")),
+        ),
+        Ok(slots) => {
+            let (booted, other) = rootfs_slots(&slots);
+            // RAUC's BootSlot property names the bootname on a device and a root device
+            // elsewhere (RAUC 1.13 with a root=PARTUUID kernel line): the slot list first.
+            let booted = booted.or_else(|| {
+                runtime
+                    .block_on(rauc.string("BootSlot"))
+                    .ok()
+                    .filter(|b| !b.is_empty())
+            });
+            (booted, other)
+        }
+    }
+}
+
+/// The booted rootfs slot's bootname and the other rootfs slot's state, from RAUC's
+/// `GetSlotStatus` (child slots, such as a slot's kernel partition, are left out: RAUC
+/// reports them booted with their parent).
+fn rootfs_slots(slots: &[serde_json::Value]) -> (Option<String>, OtherSlot) {
+    let rootfs = || slots.iter().filter(|s| s["class"] == "rootfs");
+    let booted = rootfs()
+        .find(|s| s["state"] == "booted")
+        .and_then(|s| s["bootname"].as_str())
+        .map(str::to_string);
+    let other = match rootfs().find(|s| s["state"] != "booted") {
+        None => OtherSlot::Unknown("RAUC lists no other rootfs slot".into()),
+        Some(s) => match s["boot-status"].as_str() {
+            Some("good") => OtherSlot::Good,
+            Some("bad") => OtherSlot::Bad,
+            other => OtherSlot::Unknown(format!(
+                "RAUC reports boot status {} for {}",
+                other.unwrap_or("none"),
+                s["name"]
+            )),
         },
     };
     (booted, other)
@@ -734,6 +765,25 @@ mod tests {
         assert_eq!(installation(dir.path()).unwrap().had_card, Some(true));
         std::fs::write(dir.path().join(MARKER), "id=abc-123\ncard=absent\n").unwrap();
         assert_eq!(installation(dir.path()).unwrap().had_card, Some(false));
+    }
+
+    #[test]
+    fn the_booted_rootfs_slot_is_read_from_the_slot_list_children_left_out() {
+        let slot = |name: &str, class: &str, state: &str, boot: Option<&str>, status: &str| {
+            let mut s = serde_json::json!({"name": name, "class": class, "state": state,
+                                           "boot-status": status});
+            if let Some(b) = boot {
+                s["bootname"] = b.into();
+            }
+            s
+        };
+        let list = [
+            slot("dtb.1", "dtb", "booted", None, "good"),
+            slot("kernel.1", "kernel", "booted", None, "good"),
+            slot("rootfs.0", "rootfs", "inactive", Some("A"), "bad"),
+            slot("rootfs.1", "rootfs", "booted", Some("B"), "good"),
+        ];
+        assert_eq!(rootfs_slots(&list), (Some("B".into()), OtherSlot::Bad));
     }
 
     #[test]

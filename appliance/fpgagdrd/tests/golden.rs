@@ -306,7 +306,11 @@ const INTENDED: &[(&str, &str, &str)] = &[
         "/body/shape/object/$defs/object/KeepFramesConfig",
         ALERTS,
     ),
+    ("ota", "/body/shape/object/boot_check", BOOT_CHECK),
+    ("ota", "/body/shape/object/bootloader", BOOT_CHECK),
 ];
+const BOOT_CHECK: &str = "the OTA status says how mark-good judged this boot (boot_check) and which \
+                          boot firmware runs (bootloader); both null where they are not known";
 
 const RESULTS: &str = "issue 20: the config's outputs.mqtt (the password write-only: never shown) and the status's outputs (results log, MQTT, per-frame stream, drops by reason)";
 const ALERTS: &str = "issue 20: alert rules (outputs.alerts.rules, keyed by name) and keeping the frames that match them (outputs.alerts.keep_frames)";
