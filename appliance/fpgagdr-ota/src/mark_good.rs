@@ -435,9 +435,17 @@ pub fn run(
         .map_err(|e| e.to_string())?;
     let rauc = connect(&runtime, bus, rauc_wait);
     let ab_armed = ab_armed();
-    let (booted, other) = match &rauc {
-        Ok(r) => slots(&runtime, r),
-        Err(e) => (None, OtherSlot::Unknown(e.clone())),
+    // Reachable means answering: RAUC that D-Bus can activate but that fails to start (a
+    // system.conf it cannot read) is out of reach too.
+    let (rauc, booted, other) = match rauc {
+        Ok(r) => match slots(&runtime, &r) {
+            Ok((booted, other)) => (Ok(r), booted, other),
+            Err(e) => {
+                let e = format!("{bus} names it, but it does not answer (GetSlotStatus: {e})");
+                (Err(e.clone()), None, OtherSlot::Unknown(e))
+            }
+        },
+        Err(e) => (Err(e.clone()), None, OtherSlot::Unknown(e)),
     };
     let installation = installation(spool);
     let key = installation
@@ -588,29 +596,23 @@ pub fn run(
     }
 }
 
-/// The booted slot's bootname and the other rootfs slot's state, from RAUC.
-fn slots(runtime: &tokio::runtime::Runtime, rauc: &Rauc) -> (Option<String>, OtherSlot) {
-    match runtime.block_on(rauc.slots()) {
-        Err(e) => (
-            runtime
-                .block_on(rauc.string("BootSlot"))
-                .ok()
-                .filter(|b| !b.is_empty()),
-            OtherSlot::Unknown(format!("GetSlotStatus: {e}")),
-        ),
-        Ok(slots) => {
-            let (booted, other) = rootfs_slots(&slots);
-            // RAUC's BootSlot property names the bootname on a device and a root device
-            // elsewhere (RAUC 1.13 with a root=PARTUUID kernel line): the slot list first.
-            let booted = booted.or_else(|| {
-                runtime
-                    .block_on(rauc.string("BootSlot"))
-                    .ok()
-                    .filter(|b| !b.is_empty())
-            });
-            (booted, other)
-        }
-    }
+/// The booted slot's bootname and the other rootfs slot's state, from RAUC; `Err` when
+/// RAUC does not answer `GetSlotStatus`.
+fn slots(
+    runtime: &tokio::runtime::Runtime,
+    rauc: &Rauc,
+) -> Result<(Option<String>, OtherSlot), String> {
+    let slots = runtime.block_on(rauc.slots())?;
+    let (booted, other) = rootfs_slots(&slots);
+    // RAUC's BootSlot property names the bootname on a device and a root device
+    // elsewhere (RAUC 1.13 with a root=PARTUUID kernel line): the slot list first.
+    let booted = booted.or_else(|| {
+        runtime
+            .block_on(rauc.string("BootSlot"))
+            .ok()
+            .filter(|b| !b.is_empty())
+    });
+    Ok((booted, other))
 }
 
 /// The booted rootfs slot's bootname and the other rootfs slot's state, from RAUC's
