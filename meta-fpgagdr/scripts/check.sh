@@ -185,9 +185,11 @@ units() {
   verifier=$(unit_dump nv_update_verifier.service)
   markgood=$(unit_dump fpgagdr-mark-good.service)
   # nvbootctrl (RAUC's backend, mark-good) only after its configuration is written.
-  local u
+  local u deps
   for u in rauc.service fpgagdr-mark-good.service; do
-    if ! unit_dump "$u" | grep -q 'After: setup-nv-boot-control.service'; then
+    # (Into a variable first: grep -q's early exit would fail the pipe under pipefail.)
+    deps=$(unit_dump "$u")
+    if ! grep -q 'After: setup-nv-boot-control.service' <<<"$deps"; then
       echo "$u is not ordered after setup-nv-boot-control.service: nvbootctrl may run before its configuration exists" >&2
       gate=1
     fi
