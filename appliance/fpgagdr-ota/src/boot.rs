@@ -2,7 +2,8 @@
 //! which firmware version runs, which version each of the two boot chains holds, and
 //! what became of a bootloader capsule an update staged.
 //!
-//! Owns: [`Firmware`] (the running firmware from the UEFI System Resource Table, ESRT),
+//! Owns: [`Report`] (what mark-good found on a boot, which the OTA status shows),
+//! [`Firmware`] (the running firmware from the UEFI System Resource Table, ESRT),
 //! [`Chains`] (the record of each chain's firmware version on the EFI system partition),
 //! [`Pending`] (the capsule an installation staged) and [`after_boot`] (what mark-good
 //! does with them once per boot: read the capsule's result, keep the record true).
@@ -33,6 +34,40 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+/// Name of the report of the last boot's verdict in the spool (JSON, [`Report`]), which
+/// the OTA status shows.
+pub const REPORT: &str = "boot-report.json";
+/// What mark-good (`crate::mark_good::run`) found on this boot: its verdict, the
+/// capsule's result and the chains' record, for the OTA status (`boot_check`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Report {
+    /// The booted slot (`A`, `B`), when known.
+    pub slot: Option<String>,
+    /// The installation's id; `null` for a factory boot.
+    pub installation: Option<String>,
+    /// `marked-good`, `marked-bad`, `mark-failed`, `confirmed` or `not-confirmed`.
+    pub verdict: String,
+    /// Why, in words.
+    pub reason: String,
+    /// Whether the boot was let through to the bootloader's confirmation.
+    pub confirmed: bool,
+    /// The result of a bootloader capsule the installation staged, read on this boot.
+    pub capsule: Option<CapsuleResult>,
+    /// The firmware version recorded per boot chain after this boot (`A`, `B`:
+    /// `0x00240500`), where known: the record on the ESP, which the service itself may
+    /// not be allowed to read.
+    #[serde(default)]
+    pub chains: std::collections::BTreeMap<String, String>,
+    /// Unix time of the verdict, seconds.
+    pub at_unix_s: f64,
+}
+
+/// The report mark-good wrote on this boot into `spool`, if any.
+pub fn report(spool: &Path) -> Option<Report> {
+    serde_json::from_str(&std::fs::read_to_string(spool.join(REPORT)).ok()?).ok()
+}
 
 /// Where the ESRT is, `FPGAGDR_ESRT_DIR` or the kernel's.
 pub fn esrt_dir() -> PathBuf {

@@ -108,7 +108,7 @@ pub struct OtaStatus {
     pub max_bundle_bytes: u64,
     /// How this boot was judged (`fpgagdrd --mark-good-after-health`), with the result of
     /// a bootloader capsule the last installation staged; `null` before it ran.
-    pub boot_check: Option<mark_good::Report>,
+    pub boot_check: Option<boot::Report>,
     /// The running boot firmware, from the UEFI ESRT; `null` where there is none.
     pub bootloader: Option<Bootloader>,
 }
@@ -287,7 +287,7 @@ impl Ota {
 
     /// `GET /api/v1/ota`.
     pub fn status(&self) -> OtaStatus {
-        let boot_check = mark_good::report(&self.settings.spool);
+        let boot_check = boot::report(&self.settings.spool);
         let k = self.known();
         let bundle = spool::current(&self.settings.spool);
         let busy = k.installing.is_some() || k.operation == "installing";

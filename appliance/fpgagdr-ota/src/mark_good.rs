@@ -5,7 +5,8 @@
 //! to succeed (a drop-in of the layer's `fpgagdr-mark-good` recipe).
 //!
 //! Owns: [`decide`] (the whole decision, a pure function of [`Facts`]), [`run`] (gathers
-//! the facts, acts on the decision, writes the [`Report`] the OTA status shows),
+//! the facts, acts on the decision, writes the [`crate::boot::Report`] the OTA status
+//! shows),
 //! [`probe`] (one health probe).
 //!
 //! | facts | decision | exit |
@@ -77,9 +78,6 @@ pub const DEFAULT_RAUC_WAIT: Duration = Duration::from_secs(60);
 /// `FPGAGDR_REBOOT_COMMAND` says otherwise.
 pub const REBOOT_COMMAND: &str = "systemctl --no-block reboot";
 
-/// Name of the report of the last boot's verdict in the spool (JSON, [`Report`]), which
-/// the OTA status shows.
-pub const REPORT: &str = "boot-report.json";
 /// The card's control node the module creates when it found the card.
 pub const CARD_NODE: &str = "/dev/fpgagdr0";
 
@@ -222,36 +220,6 @@ pub fn decide(f: &Facts) -> Decision {
     }
 }
 
-/// What mark-good found on this boot, for the OTA status (`boot_check`).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct Report {
-    /// The booted slot (`A`, `B`), when known.
-    pub slot: Option<String>,
-    /// The installation's id; `null` for a factory boot.
-    pub installation: Option<String>,
-    /// `marked-good`, `marked-bad`, `mark-failed`, `confirmed` or `not-confirmed`.
-    pub verdict: String,
-    /// Why, in words.
-    pub reason: String,
-    /// Whether the boot was let through to the bootloader's confirmation.
-    pub confirmed: bool,
-    /// The result of a bootloader capsule the installation staged, read on this boot.
-    pub capsule: Option<crate::boot::CapsuleResult>,
-    /// The firmware version recorded per boot chain after this boot (`A`, `B`:
-    /// `0x00240500`), where known: the record on the ESP, which the service itself may
-    /// not be allowed to read.
-    #[serde(default)]
-    pub chains: std::collections::BTreeMap<String, String>,
-    /// Unix time of the verdict, seconds.
-    pub at_unix_s: f64,
-}
-
-/// The report mark-good wrote on this boot into `spool`, if any.
-pub fn report(spool: &Path) -> Option<Report> {
-    serde_json::from_str(&std::fs::read_to_string(spool.join(REPORT)).ok()?).ok()
-}
-
 /// One health probe: `Ok` when the service at `addr` answers `/api/v1/status` with a
 /// pipeline that is `running` or `stopped`; otherwise what was seen.
 pub fn probe(addr: SocketAddr) -> Result<(), String> {
@@ -306,8 +274,8 @@ pub fn installation(spool: &Path) -> Option<Installation> {
     })
 }
 
-/// The earlier verdict in `spool`'s [`STAMP`] ("<slot> <installation id|factory>
-/// <good|bad>") for the installation `key` (its id, or `factory`).
+/// The earlier verdict in `spool`'s [`STAMP`] (`<slot> <installation id|factory>
+/// <good|bad>`) for the installation `key` (its id, or `factory`).
 pub fn judged(spool: &Path, key: &str) -> Option<Judged> {
     let text = std::fs::read_to_string(spool.join(STAMP)).ok()?;
     let mut words = text.split_whitespace();
@@ -415,7 +383,7 @@ fn health(addr: SocketAddr, need_card: bool, timeout: Duration) -> Health {
 /// Judges this boot (see the module docs): gathers the [`Facts`] (RAUC on `bus`, tried
 /// for at most `rauc_wait`; the health of the service at `listen`, waited for at most
 /// `timeout`; the marker and the stamp in `spool`), [`decide`]s and acts, and writes the
-/// [`Report`]. `Err` (exit status 1) whenever the boot must not be confirmed: after
+/// [`crate::boot::Report`]. `Err` (exit status 1) whenever the boot must not be confirmed: after
 /// marking the booted slot bad, or failing to, and when it was not judged or was judged
 /// bad before.
 pub fn run(
@@ -500,7 +468,7 @@ pub fn run(
         }
     };
     let write_report = |verdict: &str, reason: &str, confirmed: bool| {
-        let r = Report {
+        let r = crate::boot::Report {
             slot: booted.clone(),
             installation: installation.as_ref().map(|i| i.id.clone()),
             verdict: verdict.into(),
@@ -516,14 +484,14 @@ pub fn run(
                 .map_or(0.0, |d| d.as_secs_f64()),
         };
         let json = serde_json::to_string_pretty(&r).expect("the report serialises");
-        let tmp = spool.join(format!("{REPORT}.tmp"));
+        let tmp = spool.join(format!("{}.tmp", crate::boot::REPORT));
         if let Err(e) = std::fs::create_dir_all(spool)
             .and_then(|()| std::fs::write(&tmp, json))
-            .and_then(|()| std::fs::rename(&tmp, spool.join(REPORT)))
+            .and_then(|()| std::fs::rename(&tmp, spool.join(crate::boot::REPORT)))
         {
             println!(
                 "fpgagdrd: cannot write {}: {e}",
-                spool.join(REPORT).display()
+                spool.join(crate::boot::REPORT).display()
             );
         }
     };

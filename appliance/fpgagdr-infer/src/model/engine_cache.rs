@@ -46,7 +46,7 @@ pub struct EngineCache {
 }
 
 impl EngineCache {
-    /// The folder for the model `bytes` under `root`, for `runtime` ([`runtime_key`]).
+    /// The folder for the model `bytes` under `root`, for `runtime` (`ort<build>-trt<version>`).
     /// Nothing is created.
     pub fn new(root: &Path, bytes: &[u8], runtime: &str) -> EngineCache {
         let digest = Sha256::digest(bytes)
