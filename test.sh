@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test of the project, as CI runs it (.ci/run calls exactly this):
 # formatting, lints (clippy -D warnings, rustdoc -D warnings, shellcheck, no import
-# circles among crates or modules), the Rust unit, integration and
+# circles among crates, modules or folders, the service's order of rooms), the Rust unit, integration and
 # doc tests (library rules, SimCard, pipeline, the service over HTTP with the real model
 # and real frames), a trimmed set of them cross-built for aarch64 and run under qemu-user
 # (library, uapi, the service's start and one inference with the aarch64 ONNX Runtime), the C API (libfpgagdr installed with its generated header and
@@ -14,21 +14,44 @@
 # functional suite, in four guests: x86, x86 with every mapping bounced (swiotlb=force),
 # x86 behind a virtual IOMMU, and arm64 with Debian's arm64 kernel; card removal, hot
 # unplug, AER and shutdown included; and fpgagdrd itself in a fifth guest against the
-# module, its test sensor and the real model, driven over REST from here), the OTA tests against a real RAUC, flash.sh's key
+# module, its test sensor and the real model, driven over REST from here), the card's
+# reference RTL (hdl/: its register map against the document, Verilator lint, Yosys
+# synthesis, the cocotb testbench on Icarus Verilog), the OTA tests against a real RAUC, flash.sh's key
 # injection, the REST API against its generated OpenAPI document (schemathesis), the
 # Yocto layer's offline checks, the dashboard's type check (tsc on its JSDoc), and OTA through
 # real reboots of a virtual appliance in QEMU.
 # Installs what it needs from Debian and npm when missing (needs root for apt-get).
 set -euo pipefail
 root=$(cd "$(dirname "$0")" && pwd)
+# apt-get that waits for another package manager run (its locks) instead of failing.
+apt_get=$root/appliance/scripts/apt-get.sh
 cd "$root"
 
-say() { printf '\n== %s\n' "$*"; }
+# Each stage's time, printed at the end (also when a stage fails).
+stages=() stage="" stage_t=$SECONDS
+end_stage() {
+  if [ -n "$stage" ]; then stages+=("$((SECONDS - stage_t))|$stage"); fi
+  stage=""
+}
+say() {
+  end_stage
+  stage=$* stage_t=$SECONDS
+  printf '\n== %s\n' "$*"
+}
+report() {
+  local rc=$? s
+  end_stage
+  printf '\n== time per stage, s\n'
+  for s in "${stages[@]}"; do printf '%6s  %.90s\n' "${s%%|*}" "${s#*|}"; done
+  printf '%6s  %s\n' "$SECONDS" "all of ./test.sh"
+  [ "$rc" = 0 ] || printf 'stopped by a failure in the last stage (exit %s)\n' "$rc"
+}
+trap report EXIT
 apt_need() { # apt_need COMMAND PACKAGE
   command -v "$1" >/dev/null && return 0
   [ "$(id -u)" = 0 ] || { echo "test.sh: $1 is needed: sudo apt-get install $2" >&2; exit 1; }
-  if [ -z "${apt_updated:-}" ]; then apt-get update -qq; apt_updated=1; fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null
+  if [ -z "${apt_updated:-}" ]; then "$apt_get" update -qq; apt_updated=1; fi
+  DEBIAN_FRONTEND=noninteractive "$apt_get" install -y -qq "$2" >/dev/null
 }
 
 say "dependencies"
@@ -53,11 +76,12 @@ say "format and lints"
 cargo fmt --all --check
 cargo clippy --locked --workspace --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --workspace --quiet
-# No circle among the crates or among a crate's modules (the self-test first proves the
-# check still catches one).
+# No circle among the crates, a crate's modules or its folders, and no import against a
+# crate's declared order of rooms (fpgagdrd's Cargo.toml); the self-test first proves the
+# check still catches a module circle, a folder circle and an import against the order.
 python3 appliance/scripts/check-circles.py --self-test
 shellcheck run.sh test.sh .ci/run appliance/scripts/*.sh appliance/fpgagdr-capi/install.sh \
-  appliance/fpgagdr-capi/tests/c/run.sh
+  appliance/fpgagdr-capi/tests/c/run.sh hdl/run.sh
 
 say "Rust tests"
 cargo test --locked --workspace
@@ -89,6 +113,13 @@ FPGAGDR_API_CONFORMANCE=1 FPGAGDR_REQUIRE_RAUC=1 \
 
 say "kernel module"
 kmod/scripts/check.sh
+
+say "the card's RTL (hdl/): register map, lint (Verilator), synthesis (Yosys), simulation (cocotb on Icarus)"
+# docs/testing.md, *The card's RTL*; budget 6 minutes on the 2-core CI machine, the
+# script prints each step's time and the total.
+t=$SECONDS
+hdl/run.sh
+echo "the card's RTL: passed in $((SECONDS - t)) s"
 
 say "kernel module in real kernels (QEMU: x86, swiotlb, IOMMU, arm64), driven by the C tests, the Rust library and libfpgagdr's C test; the service itself in a guest against the module (issue 15)"
 # The library's suites against the module: kernel_functional, and kernel_nvp2p (its

@@ -13,6 +13,9 @@
  *   AER:      fpgagdr_card_error_detected(), (after a reset) restore the
  *             function's state, fpgagdr_card_reset_done(),
  *             fpgagdr_card_resume()
+ *   reset:    fpgagdr_card_reset_prepare(); after the reset restore the
+ *             function's state, fpgagdr_card_reset_done(),
+ *             fpgagdr_card_resume()
  *
  * A driver whose card has a user register block or user interrupts calls
  * fpgagdr_frames_attach() before fpgagdr_card_register().
@@ -225,7 +228,9 @@ static u32 fpgagdr_card_hold_engines(struct fpgagdr_dev *fdev,
 				continue;
 			}
 			if (!fpgagdr_engine_stop_held(eng))
-				fpgagdr_engine_fence(fdev, "an engine did not stop");
+				fpgagdr_engine_fence(fdev, READ_ONCE(fdev->link_down) ?
+						     "a PCIe error: an engine not seen stopped" :
+						     "an engine did not stop");
 			if (dead)
 				set_bit(FPGAGDR_ENG_DEAD, &eng->flags);
 		}
@@ -291,8 +296,13 @@ void fpgagdr_card_shutdown(struct fpgagdr_dev *fdev)
  * @state: the channel's state
  *
  * Runs in flight end -EIO at once, new ones fail -EIO, and every engine
- * is held until fpgagdr_card_resume().  A frozen link asks for a reset
- * (which stops the function); a permanent failure disconnects (remove()
+ * is held until fpgagdr_card_resume().  Each run in flight stops its
+ * engine on the way out: through its registers when the link is up (a
+ * non-fatal error: nothing resets the function, so nothing else would
+ * stop it); when the link is frozen the registers are left alone and
+ * the card is fenced (Bus Master Enable cleared) before the run lets go
+ * of its memory, until the reset.  A frozen link asks for a reset (which
+ * stops the function); a permanent failure disconnects (remove()
  * follows).
  *
  * Context: process context (the AER core).
@@ -306,6 +316,7 @@ pci_ers_result_t fpgagdr_card_error_detected(struct fpgagdr_dev *fdev,
 		 fdev->name, state == pci_channel_io_normal ? "link up" :
 		 state == pci_channel_io_frozen ? "link frozen" :
 		 "permanent failure");
+	WRITE_ONCE(fdev->link_frozen, state != pci_channel_io_normal);
 	WRITE_ONCE(fdev->link_down, true);
 	/* the flag before the wake-ups: waiters look at it when woken */
 	smp_mb();
@@ -318,14 +329,45 @@ pci_ers_result_t fpgagdr_card_error_detected(struct fpgagdr_dev *fdev,
 }
 
 /**
+ * fpgagdr_card_reset_prepare() - a reset of the function is about to happen
+ * @fdev: the card
+ *
+ * A reset asked for outside PCIe error recovery (sysfs reset, a hot reset
+ * of the bus, another driver's FLR): as a PCIe error with a working link
+ * (runs in flight end -EIO and stop their engines through the registers,
+ * every engine is held and stopped), but not counted as one.  The driver
+ * follows the reset with fpgagdr_card_reset_done() and
+ * fpgagdr_card_resume(), as after an AER slot reset.
+ *
+ * Context: process context (the driver's reset_prepare).
+ */
+void fpgagdr_card_reset_prepare(struct fpgagdr_dev *fdev)
+{
+	dev_info(fdev->dev, "%s: function reset: runs in flight end EIO\n",
+		 fdev->name);
+	WRITE_ONCE(fdev->link_frozen, false);
+	WRITE_ONCE(fdev->link_down, true);
+	/* the flag before the wake-ups: waiters look at it when woken */
+	smp_mb();
+	fpgagdr_dev_wake_engines(fdev);
+	fpgagdr_card_hold_engines(fdev, 0, false);
+}
+
+/**
  * fpgagdr_card_reset_done() - AER: the function was reset and restored
- * @fdev: the card; its engines are idle after the reset
+ * @fdev: the card; its engines are idle after the reset, its user register
+ *	block in its reset state (the frame sequence restarted)
+ *
+ * The fence is forgotten (the reset stopped every engine) and frame
+ * capture re-baselined; the driver has restored what the reset cleared of
+ * the DMA core's own setup (interrupt routing and enables) before.
  *
  * Context: process context (the driver's slot_reset).
  */
 void fpgagdr_card_reset_done(struct fpgagdr_dev *fdev)
 {
 	fpgagdr_engine_unfence_reset(fdev);
+	fpgagdr_frames_reset_done(fdev);
 }
 
 /**
@@ -343,6 +385,7 @@ void fpgagdr_card_resume(struct fpgagdr_dev *fdev)
 	u32 dir, ch;
 
 	WRITE_ONCE(fdev->link_down, false);
+	WRITE_ONCE(fdev->link_frozen, false);
 	for (dir = 0; dir < 2; dir++) {
 		for (ch = 0; ch < fdev->nch[dir]; ch++) {
 			eng = fdev->eng[dir][ch];
@@ -356,5 +399,6 @@ void fpgagdr_card_resume(struct fpgagdr_dev *fdev)
 		}
 	}
 	fpgagdr_frames_resume(fdev);
-	dev_info(fdev->dev, "%s: recovered from a PCIe error\n", fdev->name);
+	dev_info(fdev->dev, "%s: recovered from a PCIe error or reset\n",
+		 fdev->name);
 }

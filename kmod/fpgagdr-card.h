@@ -17,6 +17,7 @@ void fpgagdr_card_unregister(struct fpgagdr_dev *fdev);
 void fpgagdr_card_shutdown(struct fpgagdr_dev *fdev);
 pci_ers_result_t fpgagdr_card_error_detected(struct fpgagdr_dev *fdev,
 					     pci_channel_state_t state);
+void fpgagdr_card_reset_prepare(struct fpgagdr_dev *fdev);
 void fpgagdr_card_reset_done(struct fpgagdr_dev *fdev);
 void fpgagdr_card_resume(struct fpgagdr_dev *fdev);
 int fpgagdr_card_request_irq(struct fpgagdr_dev *fdev, unsigned int irq,

@@ -15,17 +15,20 @@
  *   fpgagdr-mem.c      the table of memory back-ends
  *   fpgagdr-mem-*.c    memory back-ends (host, nvidia_p2p, dma-buf)
  *   fpgagdr-pinned.c   a pinned buffer: lifetime, revocation, DMA sync
+ *   fpgagdr-dmasync.c  a run's range of a mapping synced, piece by piece
  *   fpgagdr-xdma.c     the XDMA engine: registers, interrupts, discovery
  *   fpgagdr-engine.c   engine claim, run, bounded wait, stop, abort, and
  *                      the card's bus mastering when an engine will not
  *                      stop
  *   fpgagdr-frames.c   frame capture: user register block, frame-done
- *                      events, WAIT_FRAME, user and event nodes
+ *                      events, WAIT_FRAME, event nodes
+ *   fpgagdr-usernode.c the user register node (pread, pwrite, mmap)
  *   fpgagdr-debugfs.c  counters and engine state in debugfs
  *   fpgagdr-dev.c      the card object: ids, references, engines, device
  *                      numbers, DMA resources
  *   fpgagdr-descmem.c  descriptor memory (dma_pool pages)
- *   fpgagdr-desc.c, fpgagdr-sg.c, fpgagdr-pinmath.c: pure logic
+ *   fpgagdr-desc.c, fpgagdr-sg.c, fpgagdr-pinmath.c, fpgagdr-link.c,
+ *   fpgagdr-fdone.c: pure logic
  */
 #ifndef FPGAGDR_CORE_H
 #define FPGAGDR_CORE_H
@@ -205,6 +208,8 @@ struct fpgagdr_stats {
  * @gone: set once when the card is removed or shut down; new work and
  *	work in flight end -ENODEV
  * @link_down: a PCIe error is being recovered; work ends -EIO
+ * @link_frozen: that error froze the link (or failed it for good): the
+ *	card's registers are not to be touched until the reset
  * @fence_lock: serialises bus mastering changes
  * @fenced: bus mastering is off because an engine was not seen stopped
  * @dma_lock: held for reading while DMA mappings or descriptor memory of
@@ -234,6 +239,7 @@ struct fpgagdr_dev {
 	u32 platform;
 	bool gone;
 	bool link_down;
+	bool link_frozen;
 	struct mutex fence_lock;	/* bus mastering */
 	bool fenced;
 	struct rw_semaphore dma_lock;

@@ -153,6 +153,7 @@ struct fpgagdr_dev *fpgagdr_dev_alloc(struct pci_dev *pdev)
 	spin_lock_init(&fdev->frames.lock);
 	INIT_LIST_HEAD(&fdev->frames.subs);
 	init_waitqueue_head(&fdev->frames.wq);
+	mutex_init(&fdev->frames.io_lock);
 	mutex_init(&fdev->frames.mmap_lock);
 	INIT_LIST_HEAD(&fdev->frames.mappings);
 	return fdev;

@@ -107,14 +107,17 @@ static void fpgagdr_engine_own(struct fpgagdr_engine *eng, const void *owner)
 /*
  * Stop a claimed engine and see it stopped.  Returns 0, or -EIO when it
  * was not seen idle within the stop budget: then it is wedged, and the
- * caller must fence the card before releasing memory.
+ * caller must fence the card before releasing memory.  During a PCIe
+ * error whose link is frozen the registers are not touched (the reset that
+ * follows stops the engine): the engine counts as not seen stopped.
+ * After a non-fatal error the registers work and the engine, which no
+ * reset will stop, is stopped through them.
  */
 static int fpgagdr_engine_stop(struct fpgagdr_engine *eng)
 {
 	struct fpgagdr_dev *fdev = eng->fdev;
 
-	if (READ_ONCE(fdev->link_down)) {
-		/* the link is being reset, which stops the function */
+	if (READ_ONCE(fdev->link_down) && READ_ONCE(fdev->link_frozen)) {
 		set_bit(FPGAGDR_ENG_WEDGED, &eng->flags);
 		return -EIO;
 	}
@@ -167,6 +170,12 @@ void fpgagdr_engine_unfence_reset(struct fpgagdr_dev *fdev)
 	u32 dir, ch;
 
 	mutex_lock(&fdev->fence_lock);
+	/*
+	 * A reset asked for outside error recovery restores the command
+	 * register as it was before: mastering the fence had turned off.
+	 */
+	if (fdev->fenced)
+		pci_set_master(fdev->pdev);
 	fdev->fenced = false;
 	for (dir = 0; dir < 2; dir++)
 		for (ch = 0; ch < fdev->nch[dir]; ch++)
@@ -380,8 +389,10 @@ int fpgagdr_engine_exec(struct fpgagdr_engine *eng,
 			eng->ops->status(eng));
 	}
 	if (fpgagdr_engine_stop(eng)) {
-		if (!READ_ONCE(fdev->link_down))
-			fpgagdr_engine_fence(fdev, "an engine did not stop");
+		/* whatever the reason, before anyone releases the memory */
+		fpgagdr_engine_fence(fdev, READ_ONCE(fdev->link_down) ?
+				     "a PCIe error: an engine not seen stopped" :
+				     "an engine did not stop");
 		return ret ? ret : -EIO;
 	}
 	if (!ret) {
@@ -426,7 +437,7 @@ int fpgagdr_engine_request_abort(struct fpgagdr_engine *eng,
 	fpgagdr_engine_own(eng, owner);
 	atomic64_inc(&eng->fdev->stats.aborts);
 	ret = fpgagdr_engine_stop(eng);
-	if (ret && !READ_ONCE(eng->fdev->link_down))
+	if (ret)
 		fpgagdr_engine_fence(eng->fdev, "an engine did not stop on ABORT");
 	fpgagdr_engine_release(eng);
 	return ret;

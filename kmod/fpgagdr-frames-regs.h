@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The card's frame protocol, version 1: the user register block at offset
+ * The card's frame protocol, version 1.1: the user register block at offset
  * 0 of the XDMA user BAR (docs/card-protocol.md, which is the definition;
  * kmod/scripts/check-card-protocol.py compares this file with its table).
  *
@@ -29,10 +29,14 @@
 #define FPROTO_REG_DONE_SEQ_HI		0x034
 #define FPROTO_REG_DONE_SLOT		0x038
 #define FPROTO_REG_DONE_LENGTH		0x03c
+/* 1.1: a 1.0 card reads 0 at these (reserved) offsets */
+#define FPROTO_REG_EPOCH		0x040	/* changes at every card reset, never 0 */
+#define FPROTO_REG_DROPPED		0x044	/* frames dropped whole since reset */
+#define FPROTO_REG_LIVE_SEQ_LO		0x048	/* live sequence, no latch */
 
 /* Reset values of the fixed registers. */
 #define FPROTO_MAGIC_VALUE		0x52444746	/* "FGDR" */
-#define FPROTO_VERSION_VALUE		0x00010000	/* 1.0 */
+#define FPROTO_VERSION_VALUE		0x00010001	/* 1.1 */
 
 /* VERSION fields. */
 #define FPROTO_VERSION_MAJOR		GENMASK(31, 16)
@@ -48,6 +52,8 @@
 
 /* Geometry rules the module checks when it binds the card. */
 #define FPROTO_SLOT_ALIGN		4096
+#define FPROTO_SLOT_COUNT_MIN		2
+#define FPROTO_SLOT_COUNT_MAX		1024
 #define FPROTO_USER_IRQS		16
 
 #endif /* FPGAGDR_FRAMES_REGS_H */

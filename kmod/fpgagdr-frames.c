@@ -14,17 +14,18 @@
  *    as a __u32 (as Xilinx's event nodes do).  A user interrupt other than
  *    frame-done has no acknowledge this module knows, so the handler masks
  *    it when it fires and the next read() unmasks it again;
- *  - fpgagdrN_user: pread()/pwrite() (32-bit words) and mmap() of the user
- *    register block.
+ *  - fpgagdrN_user (fpgagdr-usernode.c): the user register block for
+ *    register scripts.
  *
- * The handler reads the frame-done record (DONE_SEQ_LO first: it latches
- * the rest), acknowledges it with HOST_ACK, stamps it with ktime_get_ns()
- * and checks the protocol's rules.  Every call of the driver's accessors
- * happens under @lock with interrupts off, so the handler's latch and a
- * user's pread() of the record never interleave; removal clears @attached
- * under the same lock, after which no accessor is called.  Without an
- * interrupt (poll mode) a worker looks at IRQ_STATUS every millisecond
- * (a jiffy at least) while anyone listens.
+ * The handler and the poll worker take the frame-done record through
+ * fpgagdr-fdone.c (latch, read, acknowledge, check; a card that is gone,
+ * storms, or breaks a rule), stamp it with ktime_get_ns() and queue it.
+ * Every call of the driver's accessors here happens under @lock with
+ * interrupts off, a few register accesses per hold; removal clears
+ * @attached under the same lock, after which no accessor is called.
+ * Without an interrupt (poll mode), during an interrupt storm and while
+ * the card is gone, a worker looks at IRQ_STATUS every millisecond (a
+ * jiffy at least) while anyone listens.
  */
 #include <linux/cdev.h>
 #include <linux/debugfs.h>
@@ -64,9 +65,18 @@ module_param_cb(events_wait_ms, &fpgagdr_events_wait_ops,
 		&fpgagdr_events_wait_ms, 0644);
 MODULE_PARM_DESC(events_wait_ms, "Longest a read() of an fpgagdrN_events_K node waits, ms (default 5000, 1..60000); then ETIMEDOUT");
 
-/* Words the user node moves per hold of the lock (interrupts off). */
-#define FPGAGDR_USER_BURST	64
 #define FPGAGDR_USER_IRQ_MASK	GENMASK(FPROTO_USER_IRQS - 1, 0)
+/* Records the poll worker takes per tick (each with the lock on its own). */
+#define FPGAGDR_POLL_TAKES	FPGAGDR_EVENT_QUEUE_LEN
+
+/*
+ * LOCAL until the card protocol 1.1 register header lands: the protocol's
+ * least SLOT_COUNT (FPROTO_SLOT_COUNT_MIN there).  With one slot the card
+ * rewrites the frame the host is reading.
+ */
+#ifndef FPROTO_SLOT_COUNT_MIN
+#define FPROTO_SLOT_COUNT_MIN	2
+#endif
 
 /**
  * struct fpgagdr_frame_sub - an open control node subscribed to frames
@@ -75,6 +85,8 @@ MODULE_PARM_DESC(events_wait_ms, "Longest a read() of an fpgagdrN_events_K node 
  * @head: index of the oldest event
  * @count: events queued
  * @drops: events dropped that no queued event carries yet
+ * @reset_drops: events dropped by a reset of the card (their slots no
+ *	longer hold their frames) that no queued event carries yet
  * @have_given: @last_given is meaningful
  * @last_given: sequence of the last event WAIT_FRAME returned
  * @cancel: bumped by ABORT with FPGAGDR_ABORT_WAITS
@@ -85,21 +97,10 @@ struct fpgagdr_frame_sub {
 	u32 head;
 	u32 count;
 	u64 drops;
+	u64 reset_drops;
 	bool have_given;
 	u64 last_given;
 	u32 cancel;
-};
-
-/**
- * struct fpgagdr_user_file - an open user register node
- * @fdev: the card, referenced
- * @node: in fpgagdr_frames.mappings
- * @mapping: the address space its mmap()s live in, zapped on removal
- */
-struct fpgagdr_user_file {
-	struct fpgagdr_dev *fdev;
-	struct list_head node;
-	struct address_space *mapping;
 };
 
 /**
@@ -119,7 +120,7 @@ static const char * const fpgagdr_frames_state_name[] = {
 	[FPGAGDR_FRAMES_NO_USER_BAR] = "no user register block (XDMA user BAR) of at least 4 KiB",
 	[FPGAGDR_FRAMES_BAD_MAGIC] = "MAGIC is not \"FGDR\" (0x52444746)",
 	[FPGAGDR_FRAMES_BAD_VERSION] = "VERSION major is not 1",
-	[FPGAGDR_FRAMES_NO_SLOTS] = "SLOT_COUNT is not 1..1024",
+	[FPGAGDR_FRAMES_NO_SLOTS] = "SLOT_COUNT is not 2..1024",
 	[FPGAGDR_FRAMES_SLOT_TOO_SMALL] = "SLOT_SIZE is smaller than the 64-byte frame header",
 	[FPGAGDR_FRAMES_SLOT_MISALIGNED] = "SLOT_BASE or SLOT_SIZE is not a multiple of 4096",
 	[FPGAGDR_FRAMES_SLOTS_PAST_CARD] = "the slots wrap or pass the card's address space",
@@ -147,22 +148,37 @@ static void fpgagdr_frames_apply(struct fpgagdr_frames *fr)
 	bool on = fpgagdr_frames_listened(fr);
 	u32 want = 0, k;
 
+	bool irq;
+
+	/* a storm ends with the capture it interrupted */
+	if (!on)
+		fr->storm = false;
+	irq = !fr->polled && !fr->storm;
 	for (k = 0; k < FPROTO_USER_IRQS && !fr->polled; k++)
 		if (fr->ev_open[k] && !(fr->oneshot & BIT(k)))
 			want |= BIT(k);
-	if (on && !fr->polled)
+	if (on && irq)
 		want |= BIT(fr->user_irq);
+	else if (fr->state == FPGAGDR_FRAMES_OK)
+		want &= ~BIT(fr->user_irq);
 	if (fr->state == FPGAGDR_FRAMES_OK)
 		fr->ops->write(fr->ctx, FPROTO_REG_CONTROL,
 			       on ? FPROTO_CONTROL_CAPTURE |
-			       (fr->polled ? 0 : FPROTO_CONTROL_IRQ_EN) : 0);
+			       (irq ? FPROTO_CONTROL_IRQ_EN : 0) : 0);
 	if (want & ~fr->enabled)
 		fr->ops->irq_enable(fr->ctx, want & ~fr->enabled, true);
 	if (fr->enabled & ~want)
 		fr->ops->irq_enable(fr->ctx, fr->enabled & ~want, false);
 	fr->enabled = want;
-	if (on && fr->polled)
+	if (on && (!irq || fr->fd.gone))
 		schedule_delayed_work(&fr->poll_work, 1);
+}
+
+/* Write CONTROL and the whole mask again: the card may have been reset. */
+static void fpgagdr_frames_reapply(struct fpgagdr_frames *fr)
+{
+	fr->enabled = 0;
+	fpgagdr_frames_apply(fr);
 }
 
 /*
@@ -190,24 +206,11 @@ static void fpgagdr_frames_queue(struct fpgagdr_frames *fr,
 	e = &sub->ev[(sub->head + sub->count) % FPGAGDR_EVENT_QUEUE_LEN];
 	*e = *ev;
 	e->overflows = sub->count ? 0 : sub->drops;
+	e->reset_drops = sub->reset_drops;
 	if (!sub->count)
 		sub->drops = 0;
+	sub->reset_drops = 0;
 	sub->count++;
-}
-
-static u32 fpgagdr_frames_check(const struct fpgagdr_frames *fr,
-				const struct fpgagdr_frame_ev *ev)
-{
-	u32 slot;
-
-	if (fr->have_last && ev->seq <= fr->last_seq)
-		return FPGAGDR_FRAMES_RULE_SEQUENCE;
-	div_u64_rem(ev->seq, fr->slot_count, &slot);
-	if (ev->slot != slot)
-		return FPGAGDR_FRAMES_RULE_SLOT;
-	if (ev->len < FPGAGDR_FRAME_HEADER_LEN || ev->len > fr->slot_size)
-		return FPGAGDR_FRAMES_RULE_LENGTH;
-	return FPGAGDR_FRAMES_RULE_OK;
 }
 
 static void fpgagdr_frames_warn(struct fpgagdr_frames *fr,
@@ -218,7 +221,7 @@ static void fpgagdr_frames_warn(struct fpgagdr_frames *fr,
 	switch (ev->rule) {
 	case FPGAGDR_FRAMES_RULE_SEQUENCE:
 		dev_warn_ratelimited(fdev->dev, "%s: frame protocol broken: sequence %llu after %llu (the sequence must grow); event refused (EBADMSG)\n",
-				     fdev->name, ev->seq, fr->last_seq);
+				     fdev->name, ev->seq, fr->fd.last_seq);
 		break;
 	case FPGAGDR_FRAMES_RULE_SLOT:
 		dev_warn_ratelimited(fdev->dev, "%s: frame protocol broken: slot %u for sequence %llu (the slot must be sequence mod %u); event refused (EBADMSG)\n",
@@ -231,43 +234,103 @@ static void fpgagdr_frames_warn(struct fpgagdr_frames *fr,
 	}
 }
 
-/*
- * Take the frame-done record if the card has one pending: latch, read,
- * acknowledge, check, queue for every subscriber.  @lock held, attached.
- */
-static bool fpgagdr_frames_take(struct fpgagdr_frames *fr)
+/* The user register block as fpgagdr-fdone.c reaches it. */
+static struct fpgagdr_fdone_io fpgagdr_frames_io(const struct fpgagdr_frames *fr)
 {
-	const struct fpgagdr_user_ops *ops = fr->ops;
-	struct fpgagdr_frame_sub *sub;
-	struct fpgagdr_frame_ev ev = { 0 };
-	u32 lo, hi;
+	return (struct fpgagdr_fdone_io){ .read = fr->ops->read,
+					  .write = fr->ops->write,
+					  .ctx = fr->ctx };
+}
 
-	if (!(ops->read(fr->ctx, FPROTO_REG_IRQ_STATUS) &
-	      FPROTO_IRQ_STATUS_FRAME_PENDING))
-		return false;
-	lo = ops->read(fr->ctx, FPROTO_REG_DONE_SEQ_LO);	/* latches */
-	hi = ops->read(fr->ctx, FPROTO_REG_DONE_SEQ_HI);
-	ev.slot = ops->read(fr->ctx, FPROTO_REG_DONE_SLOT);
-	ev.len = ops->read(fr->ctx, FPROTO_REG_DONE_LENGTH);
-	ops->write(fr->ctx, FPROTO_REG_HOST_ACK, lo);
-	ev.arrival_ns = ktime_get_ns();
-	ev.seq = (u64)hi << 32 | lo;
-	ev.rule = fpgagdr_frames_check(fr, &ev);
-	fr->events++;
+/* The card reads all ones: say so once, wake the waiters (EIO). */
+static void fpgagdr_frames_gone(struct fpgagdr_frames *fr, const char *where)
+{
+	struct fpgagdr_dev *fdev = fpgagdr_frames_dev(fr);
+
+	dev_warn_ratelimited(fdev->dev, "%s: card gone: %s reads all ones (0xffffffff); frame waits end EIO, MAGIC watched every 1 ms for it to come back (docs/kernel-module.md)\n",
+			     fdev->name, where);
+	if (fpgagdr_frames_listened(fr))
+		schedule_delayed_work(&fr->poll_work, 1);
+}
+
+/* The card answers again: it may have been reset meanwhile. */
+static void fpgagdr_frames_back(struct fpgagdr_frames *fr)
+{
+	struct fpgagdr_dev *fdev = fpgagdr_frames_dev(fr);
+
+	dev_info_ratelimited(fdev->dev, "%s: card back: MAGIC reads \"FGDR\" again; CONTROL and the user interrupt mask set again, sequence re-baselined\n",
+			     fdev->name);
+	fpgagdr_frames_reapply(fr);
+}
+
+/* Frame-done came again and again for one record: poll instead. */
+static void fpgagdr_frames_storm(struct fpgagdr_frames *fr)
+{
+	struct fpgagdr_dev *fdev = fpgagdr_frames_dev(fr);
+
+	if (fr->storm || fr->polled)
+		return;
+	dev_warn(fdev->dev, "%s: frame-done storm: the card raised user interrupt %u %u times in a row for the same record (sequence %llu) after HOST_ACK (a matching HOST_ACK must clear FRAME_PENDING); interrupt masked, IRQ_STATUS polled every 1 ms until capture restarts\n",
+		 fdev->name, fr->user_irq, FPGAGDR_FDONE_STORM_REPEATS,
+		 fr->fd.rec_seq);
+	fr->storm = true;
+	fpgagdr_frames_apply(fr);
+}
+
+/* Hand an event to every subscriber. */
+static void fpgagdr_frames_event(struct fpgagdr_frames *fr,
+				 const struct fpgagdr_fdone_ev *rec)
+{
+	struct fpgagdr_frame_ev ev = {
+		.seq = rec->seq,
+		.slot = rec->slot,
+		.len = rec->len,
+		.rule = rec->rule,
+		.fresh = rec->fresh,
+		.arrival_ns = ktime_get_ns(),
+	};
+	struct fpgagdr_frame_sub *sub;
+
 	fr->irq_count[fr->user_irq]++;
-	if (ev.rule) {
-		fr->protocol_errors++;
+	if (ev.rule)
 		fpgagdr_frames_warn(fr, &ev);
-	}
-	if (ev.rule != FPGAGDR_FRAMES_RULE_SEQUENCE) {
-		if (fr->have_last && ev.seq > fr->last_seq + 1)
-			fr->missed += ev.seq - fr->last_seq - 1;
-		fr->last_seq = ev.seq;
-		fr->have_last = true;
-	}
 	list_for_each_entry(sub, &fr->subs, node)
 		fpgagdr_frames_queue(fr, sub, &ev);
-	return true;
+}
+
+/*
+ * Take what the card has (fpgagdr-fdone.c: latch, read, acknowledge,
+ * check) and act on it: an event is queued for every subscriber, a storm
+ * masks frame-done, a card gone or back is named in the log.  @lock held,
+ * attached.  Returns the decision.
+ */
+static enum fpgagdr_fdone_action fpgagdr_frames_take(struct fpgagdr_frames *fr)
+{
+	struct fpgagdr_fdone_io io = fpgagdr_frames_io(fr);
+	struct fpgagdr_fdone_ev rec;
+	enum fpgagdr_fdone_action act;
+	u64 gone = fr->fd.gone_reads;
+
+	act = fpgagdr_fdone_take(&fr->fd, &io, &rec);
+	if (act == FPGAGDR_FDONE_BACK) {
+		fpgagdr_frames_back(fr);
+		act = fpgagdr_fdone_take(&fr->fd, &io, &rec);
+	}
+	switch (act) {
+	case FPGAGDR_FDONE_EVENT:
+		fpgagdr_frames_event(fr, &rec);
+		break;
+	case FPGAGDR_FDONE_STORM:
+		fpgagdr_frames_storm(fr);
+		break;
+	case FPGAGDR_FDONE_GONE:
+		if (fr->fd.gone_reads != gone)
+			fpgagdr_frames_gone(fr, "the user register block");
+		break;
+	default:
+		break;
+	}
+	return act;
 }
 
 /**
@@ -286,7 +349,8 @@ static bool fpgagdr_frames_take(struct fpgagdr_frames *fr)
 irqreturn_t fpgagdr_frames_irq(struct fpgagdr_dev *fdev, u32 pending)
 {
 	struct fpgagdr_frames *fr = &fdev->frames;
-	bool ours = false;
+	enum fpgagdr_fdone_action act;
+	bool ours = false, wake = false;
 	unsigned long flags;
 	u32 mine, mask;
 
@@ -301,8 +365,13 @@ irqreturn_t fpgagdr_frames_irq(struct fpgagdr_dev *fdev, u32 pending)
 		 * IRQ_STATUS decides, not @pending: with MSI the card may
 		 * have dropped its request after the XDMA's acknowledge.
 		 */
-		if (fr->enabled & BIT(fr->user_irq))
-			ours = fpgagdr_frames_take(fr);
+		if (fr->enabled & BIT(fr->user_irq)) {
+			act = fpgagdr_frames_take(fr);
+			ours = act != FPGAGDR_FDONE_NONE &&
+			       act != FPGAGDR_FDONE_GONE;
+			wake = act == FPGAGDR_FDONE_EVENT ||
+			       act == FPGAGDR_FDONE_GONE;
+		}
 		mine &= ~BIT(fr->user_irq);
 	}
 	if (mine) {
@@ -316,30 +385,79 @@ irqreturn_t fpgagdr_frames_irq(struct fpgagdr_dev *fdev, u32 pending)
 		fr->enabled &= ~mine;
 		fr->oneshot |= mine;
 		ours = true;
+		wake = true;
 	}
 	spin_unlock_irqrestore(&fr->lock, flags);
-	if (!ours)
-		return IRQ_NONE;
-	wake_up_all(&fr->wq);
-	return IRQ_HANDLED;
+	if (wake)
+		wake_up_all(&fr->wq);
+	return ours ? IRQ_HANDLED : IRQ_NONE;
 }
 
-/* Poll mode: look at IRQ_STATUS while anyone listens. */
+/**
+ * fpgagdr_frames_card_gone() - the card's own registers read all ones
+ * @fdev: the card
+ *
+ * For a driver whose other registers (the XDMA's interrupt block) show
+ * the card gone from the bus: frame waits end EIO, the log says so once,
+ * and IRQ_STATUS is watched for the card to come back.
+ *
+ * Context: any, including hard interrupt; any lock but the frames lock.
+ */
+void fpgagdr_frames_card_gone(struct fpgagdr_dev *fdev)
+{
+	struct fpgagdr_frames *fr = &fdev->frames;
+	unsigned long flags;
+	bool wake = false;
+
+	spin_lock_irqsave(&fr->lock, flags);
+	if (fr->attached && fr->state == FPGAGDR_FRAMES_OK &&
+	    fpgagdr_fdone_set_gone(&fr->fd)) {
+		fpgagdr_frames_gone(fr, "the XDMA's interrupt block");
+		wake = true;
+	}
+	spin_unlock_irqrestore(&fr->lock, flags);
+	if (wake)
+		wake_up_all(&fr->wq);
+}
+
+/*
+ * Whether the worker looks at IRQ_STATUS: in poll mode, during a storm
+ * and while the card is gone (to see it back), while anyone listens.
+ * @lock held.
+ */
+static bool fpgagdr_frames_polling(const struct fpgagdr_frames *fr)
+{
+	return fr->attached && fpgagdr_frames_listened(fr) &&
+	       (fr->polled || fr->storm || fr->fd.gone);
+}
+
+/*
+ * The poll worker: every millisecond (a jiffy at least) take the records
+ * the card has, one per hold of the lock, at most FPGAGDR_POLL_TAKES.
+ */
 static void fpgagdr_frames_poll_work(struct work_struct *work)
 {
 	struct fpgagdr_frames *fr = container_of(to_delayed_work(work),
 						 struct fpgagdr_frames,
 						 poll_work);
-	bool again, took = false;
+	enum fpgagdr_fdone_action act = FPGAGDR_FDONE_EVENT;
+	bool again = true, wake = false;
 	unsigned long flags;
-	u32 n = 0;
+	u32 n;
 
-	spin_lock_irqsave(&fr->lock, flags);
-	again = fr->attached && fpgagdr_frames_listened(fr);
-	while (again && n++ < FPGAGDR_EVENT_QUEUE_LEN && fpgagdr_frames_take(fr))
-		took = true;
-	spin_unlock_irqrestore(&fr->lock, flags);
-	if (took)
+	for (n = 0; again && act == FPGAGDR_FDONE_EVENT &&
+	     n < FPGAGDR_POLL_TAKES; n++) {
+		spin_lock_irqsave(&fr->lock, flags);
+		again = fpgagdr_frames_polling(fr);
+		if (again) {
+			act = fpgagdr_frames_take(fr);
+			wake |= act == FPGAGDR_FDONE_EVENT ||
+				act == FPGAGDR_FDONE_GONE;
+			again = fpgagdr_frames_polling(fr);
+		}
+		spin_unlock_irqrestore(&fr->lock, flags);
+	}
+	if (wake)
 		wake_up_all(&fr->wq);
 	if (again)
 		schedule_delayed_work(&fr->poll_work, msecs_to_jiffies(1));
@@ -358,7 +476,8 @@ static u32 fpgagdr_frames_validate(struct fpgagdr_frames *fr, u32 magic,
 	if (FIELD_GET(FPROTO_VERSION_MAJOR, fr->proto_version) !=
 	    FPROTO_VERSION_MAJOR_SUPPORTED)
 		return FPGAGDR_FRAMES_BAD_VERSION;
-	if (!fr->slot_count || fr->slot_count > FPGAGDR_MAX_SLOTS)
+	if (fr->slot_count < FPROTO_SLOT_COUNT_MIN ||
+	    fr->slot_count > FPGAGDR_MAX_SLOTS)
 		return FPGAGDR_FRAMES_NO_SLOTS;
 	if (fr->slot_size < FPGAGDR_FRAME_HEADER_LEN)
 		return FPGAGDR_FRAMES_SLOT_TOO_SMALL;
@@ -418,6 +537,8 @@ void fpgagdr_frames_attach(struct fpgagdr_dev *fdev,
 	fr->state = fpgagdr_frames_validate(fr, magic, fdev->card_size);
 	if (fr->state != FPGAGDR_FRAMES_OK)
 		fr->user_irq = 0;
+	else
+		fpgagdr_fdone_init(&fr->fd, fr->slot_count, fr->slot_size);
 	ops->irq_enable(ctx, FPGAGDR_USER_IRQ_MASK, false);
 	fr->enabled = 0;
 	if (fr->state == FPGAGDR_FRAMES_OK)
@@ -453,7 +574,6 @@ void fpgagdr_frames_attach(struct fpgagdr_dev *fdev,
 void fpgagdr_frames_detach(struct fpgagdr_dev *fdev)
 {
 	struct fpgagdr_frames *fr = &fdev->frames;
-	struct fpgagdr_user_file *uf;
 	unsigned long flags;
 
 	if (!fr->ops)
@@ -469,15 +589,50 @@ void fpgagdr_frames_detach(struct fpgagdr_dev *fdev)
 	spin_unlock_irqrestore(&fr->lock, flags);
 	cancel_delayed_work_sync(&fr->poll_work);
 	wake_up_all(&fr->wq);
-	mutex_lock(&fr->mmap_lock);
-	list_for_each_entry(uf, &fr->mappings, node)
-		unmap_mapping_range(uf->mapping, 0, 0, 1);
-	mutex_unlock(&fr->mmap_lock);
+	fpgagdr_usernode_detach(fr);
 }
 
 /**
- * fpgagdr_frames_resume() - after a PCIe reset: listen again as before
- * @fdev: the card; the reset left every user interrupt masked
+ * fpgagdr_frames_reset_done() - the function was reset (PCIe error recovery)
+ * @fdev: the card; its user register block is in its reset state: the
+ *	sequence restarted at 0, CONTROL and the user interrupt mask clear
+ *
+ * The sequence is re-baselined (the next record is a fresh start) and
+ * every queued event is dropped: its slot no longer holds its frame.  A
+ * subscriber's next event counts them in its missed.  The card is not
+ * touched until fpgagdr_frames_resume().
+ *
+ * Context: process context (the driver's slot_reset).
+ */
+void fpgagdr_frames_reset_done(struct fpgagdr_dev *fdev)
+{
+	struct fpgagdr_frames *fr = &fdev->frames;
+	struct fpgagdr_frame_sub *sub;
+	unsigned long flags;
+
+	if (!fr->ops)
+		return;
+	spin_lock_irqsave(&fr->lock, flags);
+	if (fr->attached && fr->state == FPGAGDR_FRAMES_OK) {
+		fpgagdr_fdone_rebase(&fr->fd, false);
+		fr->fd.gone = false;
+		fr->reset_seen = true;
+		list_for_each_entry(sub, &fr->subs, node) {
+			sub->reset_drops += sub->count;
+			sub->count = 0;
+		}
+	}
+	spin_unlock_irqrestore(&fr->lock, flags);
+}
+
+/**
+ * fpgagdr_frames_resume() - after a PCIe error: listen again as before
+ * @fdev: the card; after a reset every user interrupt is masked
+ *
+ * CONTROL and the user interrupt mask are written again as they were.
+ * Without a reset before (a non-fatal error) the sequence is re-baselined
+ * softly: the next record starts afresh only if its sequence did not grow
+ * (the card may have reset itself), else its gap counts.
  *
  * Context: process context (AER resume).
  */
@@ -490,10 +645,15 @@ void fpgagdr_frames_resume(struct fpgagdr_dev *fdev)
 		return;
 	spin_lock_irqsave(&fr->lock, flags);
 	if (fr->attached) {
-		fr->enabled = 0;
-		fpgagdr_frames_apply(fr);
+		if (fr->state == FPGAGDR_FRAMES_OK && !fr->reset_seen)
+			fpgagdr_fdone_rebase(&fr->fd, true);
+		fr->reset_seen = false;
+		fr->fd.gone = false;
+		fr->storm = false;
+		fpgagdr_frames_reapply(fr);
 	}
 	spin_unlock_irqrestore(&fr->lock, flags);
+	wake_up_all(&fr->wq);
 }
 
 /**
@@ -516,10 +676,10 @@ int fpgagdr_frames_info(struct fpgagdr_dev *fdev, struct fpgagdr_frame_info *fi)
 	fi->slot_size = fr->slot_size;
 	fi->user_irq = fr->user_irq;
 	fi->slot_base = fr->slot_base;
-	fi->events = fr->events;
-	fi->missed = fr->missed;
+	fi->events = fr->fd.events;
+	fi->missed = fr->fd.missed;
 	fi->queue_overflows = fr->queue_overflows;
-	fi->protocol_errors = fr->protocol_errors;
+	fi->protocol_errors = fr->fd.protocol_errors;
 	spin_unlock_irqrestore(&fr->lock, flags);
 	return 0;
 }
@@ -580,10 +740,54 @@ void fpgagdr_frames_unsubscribe(struct fpgagdr_dev *fdev,
 }
 
 static bool fpgagdr_frames_ready(struct fpgagdr_dev *fdev,
-				 struct fpgagdr_frame_sub *sub, u32 cancel)
+				 struct fpgagdr_frame_sub *sub, u32 cancel,
+				 u64 gone)
 {
 	return READ_ONCE(sub->count) || READ_ONCE(sub->cancel) != cancel ||
+	       READ_ONCE(fdev->frames.fd.gone_reads) != gone ||
 	       READ_ONCE(fdev->gone);
+}
+
+/*
+ * A wait that found no event: is the card gone (-EIO)?  One read of the
+ * block (MAGIC while it is gone; back, it is set up again).  @lock held.
+ */
+static int fpgagdr_frames_no_event(struct fpgagdr_frames *fr)
+{
+	struct fpgagdr_fdone_io io;
+	u64 gone = fr->fd.gone_reads;
+
+	if (!fr->attached)
+		return 0;
+	io = fpgagdr_frames_io(fr);
+	switch (fpgagdr_fdone_probe(&fr->fd, &io)) {
+	case FPGAGDR_FDONE_GONE:
+		if (fr->fd.gone_reads != gone)
+			fpgagdr_frames_gone(fr, "the user register block");
+		return -EIO;
+	case FPGAGDR_FDONE_BACK:
+		fpgagdr_frames_back(fr);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* The event's missed for the file, and the file's baseline. */
+static u64 fpgagdr_frames_given(struct fpgagdr_frame_sub *sub,
+				const struct fpgagdr_frame_ev *ev)
+{
+	u64 missed;
+
+	if (ev->fresh)
+		missed = ev->overflows + ev->reset_drops;
+	else if (sub->have_given)
+		missed = ev->seq - sub->last_given - 1;
+	else
+		missed = 0;
+	sub->last_given = ev->seq;
+	sub->have_given = true;
+	return missed;
 }
 
 /**
@@ -595,7 +799,9 @@ static bool fpgagdr_frames_ready(struct fpgagdr_dev *fdev,
  *
  * Context: process context; sleeps at most @w->timeout_ms.
  * Return: 0 or the errno of the header's table: -ENXIO, -ENOMEM,
- * -EINTR, -ETIMEDOUT, -EAGAIN, -ECANCELED, -ENODEV, -EBADMSG.
+ * -EINTR, -ETIMEDOUT, -EAGAIN, -ECANCELED, -ENODEV, -EBADMSG, and -EIO
+ * when no event was queued and the card reads all ones (gone from the
+ * bus, or its link down).
  */
 int fpgagdr_frames_wait(struct fpgagdr_dev *fdev,
 			struct fpgagdr_frame_sub **subp,
@@ -606,6 +812,7 @@ int fpgagdr_frames_wait(struct fpgagdr_dev *fdev,
 	struct fpgagdr_frame_ev ev;
 	unsigned long flags;
 	u32 cancel;
+	u64 gone;
 	long left;
 	int ret = 0;
 
@@ -615,10 +822,13 @@ int fpgagdr_frames_wait(struct fpgagdr_dev *fdev,
 	if (!sub)
 		return -ENOMEM;
 	cancel = READ_ONCE(sub->cancel);
+	gone = READ_ONCE(fr->fd.gone_reads);
 	if (!(w->flags & FPGAGDR_WAIT_NOWAIT)) {
 		left = msecs_to_jiffies(w->timeout_ms);
 		left = wait_event_interruptible_timeout(fr->wq,
-							fpgagdr_frames_ready(fdev, sub, cancel),
+							fpgagdr_frames_ready(fdev, sub,
+									     cancel,
+									     gone),
 							left);
 		if (left < 0)
 			return -EINTR;
@@ -636,18 +846,17 @@ int fpgagdr_frames_wait(struct fpgagdr_dev *fdev,
 		w->arrival_ns = ev.arrival_ns;
 		w->overflows = ev.overflows;
 		w->queued = sub->count;
-		if (ev.rule) {
+		if (ev.rule)
 			ret = -EBADMSG;
-		} else {
-			w->missed = sub->have_given ?
-				    ev.seq - sub->last_given - 1 : 0;
-			sub->last_given = ev.seq;
-			sub->have_given = true;
-		}
+		else
+			w->missed = fpgagdr_frames_given(sub, &ev);
 	} else if (sub->cancel != cancel) {
 		ret = -ECANCELED;
 	} else {
-		ret = w->flags & FPGAGDR_WAIT_NOWAIT ? -EAGAIN : -ETIMEDOUT;
+		ret = fpgagdr_frames_no_event(fr);
+		if (!ret)
+			ret = w->flags & FPGAGDR_WAIT_NOWAIT ? -EAGAIN :
+							       -ETIMEDOUT;
 	}
 	spin_unlock_irqrestore(&fr->lock, flags);
 	return ret;
@@ -712,17 +921,18 @@ static int fpgagdr_frames_show(struct seq_file *m, void *unused)
 	struct fpgagdr_frames *fr = &fdev->frames;
 	u64 count[FPROTO_USER_IRQS];
 	unsigned long flags;
+	struct fpgagdr_fdone fd;
 	u32 k, nsubs, enabled, oneshot;
-	u64 ev, missed, ovf, perr;
+	bool storm;
+	u64 ovf;
 
 	spin_lock_irqsave(&fr->lock, flags);
 	nsubs = fr->nsubs;
 	enabled = fr->enabled;
 	oneshot = fr->oneshot;
-	ev = fr->events;
-	missed = fr->missed;
+	fd = fr->fd;
+	storm = fr->storm;
 	ovf = fr->queue_overflows;
-	perr = fr->protocol_errors;
 	memcpy(count, fr->irq_count, sizeof(count));
 	spin_unlock_irqrestore(&fr->lock, flags);
 
@@ -737,10 +947,16 @@ static int fpgagdr_frames_show(struct seq_file *m, void *unused)
 	seq_printf(m, "subscribers %u\n", nsubs);
 	seq_printf(m, "user_irq_enabled %u\n", enabled);
 	seq_printf(m, "user_irq_oneshot %u\n", oneshot);
-	seq_printf(m, "events %llu\n", ev);
-	seq_printf(m, "missed %llu\n", missed);
+	seq_printf(m, "events %llu\n", fd.events);
+	seq_printf(m, "missed %llu\n", fd.missed);
 	seq_printf(m, "queue_overflows %llu\n", ovf);
-	seq_printf(m, "protocol_errors %llu\n", perr);
+	seq_printf(m, "protocol_errors %llu\n", fd.protocol_errors);
+	seq_printf(m, "repeated %llu\n", fd.repeated);
+	seq_printf(m, "storms %llu\n", fd.storms);
+	seq_printf(m, "storm_polling %d\n", storm);
+	seq_printf(m, "gone %d\n", fd.gone);
+	seq_printf(m, "gone_reads %llu\n", fd.gone_reads);
+	seq_printf(m, "rebases %llu\n", fd.rebases);
 	for (k = 0; k < FPROTO_USER_IRQS; k++)
 		if (count[k])
 			seq_printf(m, "user_irq_%u %llu\n", k, count[k]);
@@ -871,187 +1087,4 @@ const struct file_operations fpgagdr_events_fops = {
 	.release = fpgagdr_events_release,
 	.read = fpgagdr_events_read,
 	.poll = fpgagdr_events_poll,
-};
-
-/* ---- fpgagdrN_user ---- */
-
-static int fpgagdr_user_open(struct inode *inode, struct file *file)
-{
-	struct fpgagdr_user_file *uf;
-	struct fpgagdr_dev *fdev;
-	u32 node;
-
-	fdev = fpgagdr_dev_get_by_minor(iminor(inode), &node);
-	if (!fdev)
-		return -ENODEV;
-	uf = kzalloc(sizeof(*uf), GFP_KERNEL_ACCOUNT);
-	if (!uf) {
-		fpgagdr_dev_put(fdev);
-		return -ENOMEM;
-	}
-	uf->fdev = fdev;
-	uf->mapping = file->f_mapping;
-	mutex_lock(&fdev->frames.mmap_lock);
-	list_add(&uf->node, &fdev->frames.mappings);
-	mutex_unlock(&fdev->frames.mmap_lock);
-	file->private_data = uf;
-	return 0;
-}
-
-static int fpgagdr_user_release(struct inode *inode, struct file *file)
-{
-	struct fpgagdr_user_file *uf = file->private_data;
-	struct fpgagdr_dev *fdev = uf->fdev;
-
-	mutex_lock(&fdev->frames.mmap_lock);
-	list_del(&uf->node);
-	mutex_unlock(&fdev->frames.mmap_lock);
-	kfree(uf);
-	fpgagdr_dev_put(fdev);
-	return 0;
-}
-
-/*
- * Clip [*ppos, *ppos + count) to the block; words only.  Returns the
- * bytes to move (0 at the end) or -EINVAL.
- */
-static ssize_t fpgagdr_user_span(struct fpgagdr_frames *fr, loff_t pos,
-				 size_t count)
-{
-	if (pos < 0 || !IS_ALIGNED(pos, 4) || !IS_ALIGNED(count, 4))
-		return -EINVAL;
-	if (pos >= fr->len)
-		return 0;
-	return min_t(size_t, min_t(size_t, count, fr->len - pos), PAGE_SIZE);
-}
-
-/* Move @n bytes of registers from @pos to or from @kbuf. */
-static int fpgagdr_user_io(struct fpgagdr_dev *fdev, u32 *kbuf, u32 pos,
-			   size_t n, bool write)
-{
-	struct fpgagdr_frames *fr = &fdev->frames;
-	unsigned long flags;
-	size_t i = 0, end;
-
-	while (i < n / 4) {
-		end = min_t(size_t, n / 4, i + FPGAGDR_USER_BURST);
-		spin_lock_irqsave(&fr->lock, flags);
-		if (!fr->attached || READ_ONCE(fdev->gone)) {
-			spin_unlock_irqrestore(&fr->lock, flags);
-			return -ENODEV;
-		}
-		for (; i < end; i++) {
-			if (write)
-				fr->ops->write(fr->ctx, pos + 4 * i, kbuf[i]);
-			else
-				kbuf[i] = fr->ops->read(fr->ctx, pos + 4 * i);
-		}
-		spin_unlock_irqrestore(&fr->lock, flags);
-	}
-	return 0;
-}
-
-static ssize_t fpgagdr_user_read(struct file *file, char __user *buf,
-				 size_t count, loff_t *ppos)
-{
-	struct fpgagdr_user_file *uf = file->private_data;
-	ssize_t n = fpgagdr_user_span(&uf->fdev->frames, *ppos, count);
-	u32 *kbuf;
-	int ret;
-
-	if (n <= 0)
-		return n;
-	kbuf = kmalloc(n, GFP_KERNEL);
-	if (!kbuf)
-		return -ENOMEM;
-	ret = fpgagdr_user_io(uf->fdev, kbuf, *ppos, n, false);
-	if (!ret && copy_to_user(buf, kbuf, n))
-		ret = -EFAULT;
-	kfree(kbuf);
-	if (ret)
-		return ret;
-	*ppos += n;
-	return n;
-}
-
-static ssize_t fpgagdr_user_write(struct file *file, const char __user *buf,
-				  size_t count, loff_t *ppos)
-{
-	struct fpgagdr_user_file *uf = file->private_data;
-	ssize_t n = fpgagdr_user_span(&uf->fdev->frames, *ppos, count);
-	u32 *kbuf;
-	int ret;
-
-	if (n < 0)
-		return n;
-	if (!n)
-		return count ? -ENOSPC : 0;
-	kbuf = memdup_user(buf, n);
-	if (IS_ERR(kbuf))
-		return PTR_ERR(kbuf);
-	ret = fpgagdr_user_io(uf->fdev, kbuf, *ppos, n, true);
-	kfree(kbuf);
-	if (ret)
-		return ret;
-	*ppos += n;
-	return n;
-}
-
-static loff_t fpgagdr_user_llseek(struct file *file, loff_t off, int whence)
-{
-	struct fpgagdr_user_file *uf = file->private_data;
-
-	return fixed_size_llseek(file, off, whence, uf->fdev->frames.len);
-}
-
-static vm_fault_t fpgagdr_user_fault(struct vm_fault *vmf)
-{
-	struct vm_area_struct *vma = vmf->vma;
-	struct fpgagdr_user_file *uf = vma->vm_private_data;
-	struct fpgagdr_frames *fr = &uf->fdev->frames;
-	unsigned long pfn, flags;
-	vm_fault_t ret = VM_FAULT_SIGBUS;
-	bool ok, io = false;
-
-	/* removal zaps under this mutex: no insert can follow its zap */
-	mutex_lock(&fr->mmap_lock);
-	spin_lock_irqsave(&fr->lock, flags);
-	ok = fr->attached && !READ_ONCE(uf->fdev->gone);
-	spin_unlock_irqrestore(&fr->lock, flags);
-	if (ok && !fr->ops->pfn(fr->ctx, vmf->pgoff, &pfn, &io))
-		ret = vmf_insert_pfn_prot(vma, vmf->address, pfn,
-					  io ? pgprot_noncached(vma->vm_page_prot) :
-					  vma->vm_page_prot);
-	mutex_unlock(&fr->mmap_lock);
-	return ret;
-}
-
-static const struct vm_operations_struct fpgagdr_user_vm_ops = {
-	.fault = fpgagdr_user_fault,
-};
-
-static int fpgagdr_user_mmap(struct file *file, struct vm_area_struct *vma)
-{
-	struct fpgagdr_user_file *uf = file->private_data;
-	unsigned long pages = DIV_ROUND_UP(uf->fdev->frames.len, PAGE_SIZE);
-
-	if (!(vma->vm_flags & VM_SHARED))
-		return -EINVAL;
-	if (vma->vm_pgoff >= pages || vma_pages(vma) > pages - vma->vm_pgoff)
-		return -EINVAL;
-	fpgagdr_vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND |
-			     VM_DONTDUMP);
-	vma->vm_ops = &fpgagdr_user_vm_ops;
-	vma->vm_private_data = uf;
-	return 0;
-}
-
-const struct file_operations fpgagdr_user_fops = {
-	.owner = THIS_MODULE,
-	.open = fpgagdr_user_open,
-	.release = fpgagdr_user_release,
-	.read = fpgagdr_user_read,
-	.write = fpgagdr_user_write,
-	.llseek = fpgagdr_user_llseek,
-	.mmap = fpgagdr_user_mmap,
 };

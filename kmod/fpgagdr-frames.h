@@ -23,6 +23,7 @@
 #include <linux/workqueue.h>
 #include <uapi/linux/fpgagdr.h>
 
+#include "fpgagdr-fdone.h"
 #include "fpgagdr-frames-regs.h"
 
 struct cdev;
@@ -36,7 +37,8 @@ struct fpgagdr_frame_sub;
  * struct fpgagdr_user_ops - a card's user register block and user IRQs
  * @read: read the 32-bit register at byte offset @off (a multiple of 4,
  *	below the block's length); may have side effects (the frame-done
- *	latch).  Called with a spinlock held, interrupts off: must not sleep.
+ *	latch).  Called with a spinlock held, interrupts off, or from the
+ *	user node in process context: must not sleep.
  * @write: write the 32-bit register at @off; same context as @read
  * @irq_enable: set (@on) or clear the bits @mask of the XDMA IRQ block's
  *	user interrupt enable mask (PG195: W1S 0x2008, W1C 0x200c); same
@@ -58,16 +60,22 @@ struct fpgagdr_user_ops {
  * @slot: slot index
  * @len: frame length, bytes
  * @rule: 0, or the FPGAGDR_FRAMES_RULE_* the event broke
+ * @fresh: the first event of a new baseline (attach, a reset, the card
+ *	back): no gap is known before it
  * @arrival_ns: ktime_get_ns() in the handler
  * @overflows: events this file's full queue dropped just before this one
+ * @reset_drops: events a reset of the card dropped from this file's
+ *	queue just before this one
  */
 struct fpgagdr_frame_ev {
 	u64 seq;
 	u32 slot;
 	u32 len;
 	u32 rule;
+	bool fresh;
 	u64 arrival_ns;
 	u64 overflows;
+	u64 reset_drops;
 };
 
 /**
@@ -77,27 +85,30 @@ struct fpgagdr_frame_ev {
  * @len: bytes of the user register block the nodes reach
  * @attached: @ops may be called (cleared for good by removal)
  * @polled: no interrupt: a worker polls IRQ_STATUS while anyone listens
+ * @storm: the card raised frame-done for one record again and again:
+ *	frame-done stays masked and the worker polls until capture restarts
+ *	or the card is reset
+ * @reset_seen: the function was reset since the PCIe error (hard rebase)
  * @state: enum fpgagdr_frames_state, decided when attached
  * @proto_version: the VERSION register
  * @slot_base: card address of slot 0
  * @slot_size: bytes per slot
  * @slot_count: slots
  * @user_irq: the frame-done user interrupt
- * @lock: every call of @ops, the queues, the counters below
+ * @lock: every call of @ops but the user node's (see @io_lock), the
+ *	queues, the counters below
  * @subs: subscribed open files (struct fpgagdr_frame_sub)
  * @nsubs: entries in @subs
  * @ev_open: open event nodes per user interrupt
  * @enabled: user interrupts unmasked in the XDMA IRQ block
  * @oneshot: user interrupts the handler masked until their node is read
  * @irq_count: user interrupts seen, per interrupt
- * @have_last: @last_seq is meaningful
- * @last_seq: sequence of the last event taken in order
- * @events: frame-done events taken
- * @missed: sequence gaps seen by the handler
+ * @fd: the frame-done record's state and counters (fpgagdr-fdone.c)
  * @queue_overflows: events dropped for full queues
- * @protocol_errors: events that broke a rule
  * @wq: woken on every event, cancel, and removal
  * @poll_work: the worker of @polled
+ * @io_lock: held by the user node around its register accesses; removal
+ *	takes it after clearing @attached, so none is in flight after it
  * @mmap_lock: protects @mappings
  * @mappings: address spaces of open user nodes, zapped on removal
  * @user_cdev: the user node
@@ -111,6 +122,8 @@ struct fpgagdr_frames {
 	u32 len;
 	bool attached;
 	bool polled;
+	bool storm;
+	bool reset_seen;
 	u32 state;
 	u32 proto_version;
 	u64 slot_base;
@@ -124,14 +137,11 @@ struct fpgagdr_frames {
 	u32 enabled;
 	u32 oneshot;
 	u64 irq_count[FPROTO_USER_IRQS];
-	bool have_last;
-	u64 last_seq;
-	u64 events;
-	u64 missed;
+	struct fpgagdr_fdone fd;
 	u64 queue_overflows;
-	u64 protocol_errors;
 	wait_queue_head_t wq;
 	struct delayed_work poll_work;
+	struct mutex io_lock;	/* user node accesses vs removal */
 	struct mutex mmap_lock;	/* @mappings */
 	struct list_head mappings;
 	struct cdev *user_cdev;
@@ -140,20 +150,14 @@ struct fpgagdr_frames {
 	struct device *ev_node[FPROTO_USER_IRQS];
 };
 
-/* Why an event broke the protocol (fpgagdr_frame_ev.rule). */
-enum {
-	FPGAGDR_FRAMES_RULE_OK,
-	FPGAGDR_FRAMES_RULE_SEQUENCE,	/* not above the previous one */
-	FPGAGDR_FRAMES_RULE_SLOT,	/* slot != sequence mod slot_count */
-	FPGAGDR_FRAMES_RULE_LENGTH,	/* < header or > slot size */
-};
-
 void fpgagdr_frames_attach(struct fpgagdr_dev *fdev,
 			   const struct fpgagdr_user_ops *ops, void *ctx,
 			   u32 len, bool polled);
 void fpgagdr_frames_detach(struct fpgagdr_dev *fdev);
+void fpgagdr_frames_reset_done(struct fpgagdr_dev *fdev);
 void fpgagdr_frames_resume(struct fpgagdr_dev *fdev);
 irqreturn_t fpgagdr_frames_irq(struct fpgagdr_dev *fdev, u32 pending);
+void fpgagdr_frames_card_gone(struct fpgagdr_dev *fdev);
 void fpgagdr_frames_debugfs(struct fpgagdr_dev *fdev);
 
 int fpgagdr_frames_info(struct fpgagdr_dev *fdev,
@@ -170,6 +174,7 @@ void fpgagdr_frames_cancel(struct fpgagdr_dev *fdev,
 void fpgagdr_frames_unsubscribe(struct fpgagdr_dev *fdev,
 				struct fpgagdr_frame_sub *sub);
 
+void fpgagdr_usernode_detach(struct fpgagdr_frames *fr);
 extern const struct file_operations fpgagdr_user_fops;
 extern const struct file_operations fpgagdr_events_fops;
 

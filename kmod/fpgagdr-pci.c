@@ -41,7 +41,12 @@ struct fpgagdr_pci {
 /* The user node reaches at most this much of the user BAR. */
 #define FPGAGDR_PCI_USER_MAX	SZ_16M
 
-/* Map each memory BAR big enough in turn; keep the one with XDMA's IDs. */
+/*
+ * Map each memory BAR big enough in turn; keep the one with XDMA's IDs
+ * (PG195 "Target Bridge": the config BAR follows the AXI-Lite master's
+ * user BAR, the DMA bypass BAR follows it).  A user BAR is read at offset
+ * 0 only (fpgagdr_xdma_is_config_bar()).
+ */
 static int fpgagdr_pci_find_bar(struct pci_dev *pdev, void __iomem **regs)
 {
 	void __iomem *base;
@@ -281,15 +286,17 @@ static pci_ers_result_t fpgagdr_pci_error_detected(struct pci_dev *pdev,
 	return fpgagdr_card_error_detected(fp->fdev, state);
 }
 
-/* The link was reset: the function's engines are idle, its state lost. */
+/*
+ * The link was reset: the function's engines are idle, its config space
+ * and the core's registers back at their reset values.
+ */
 static pci_ers_result_t fpgagdr_pci_slot_reset(struct pci_dev *pdev)
 {
 	struct fpgagdr_pci *fp = pci_get_drvdata(pdev);
 
 	pci_restore_state(pdev);
 	pci_save_state(pdev);
-	if (fp->irq)
-		fpgagdr_xdma_irq_setup(&fp->x);
+	fpgagdr_xdma_restore(&fp->x);
 	fpgagdr_card_reset_done(fp->fdev);
 	return PCI_ERS_RESULT_RECOVERED;
 }
@@ -301,10 +308,30 @@ static void fpgagdr_pci_resume(struct pci_dev *pdev)
 	fpgagdr_card_resume(fp->fdev);
 }
 
+/* A reset asked for outside error recovery (sysfs reset, a bus reset). */
+static void fpgagdr_pci_reset_prepare(struct pci_dev *pdev)
+{
+	struct fpgagdr_pci *fp = pci_get_drvdata(pdev);
+
+	fpgagdr_card_reset_prepare(fp->fdev);
+}
+
+/* The PCI core has restored the function's config space. */
+static void fpgagdr_pci_reset_done(struct pci_dev *pdev)
+{
+	struct fpgagdr_pci *fp = pci_get_drvdata(pdev);
+
+	fpgagdr_xdma_restore(&fp->x);
+	fpgagdr_card_reset_done(fp->fdev);
+	fpgagdr_card_resume(fp->fdev);
+}
+
 static const struct pci_error_handlers fpgagdr_pci_err = {
 	.error_detected = fpgagdr_pci_error_detected,
 	.slot_reset = fpgagdr_pci_slot_reset,
 	.resume = fpgagdr_pci_resume,
+	.reset_prepare = fpgagdr_pci_reset_prepare,
+	.reset_done = fpgagdr_pci_reset_done,
 };
 
 /*

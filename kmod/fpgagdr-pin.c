@@ -245,8 +245,13 @@ static int fpgagdr_pin_run(struct fpgagdr_file *f, struct fpgagdr_engine *eng,
 	fpgagdr_pinned_sync(pin, &x, true);
 	ret = fpgagdr_engine_exec(eng, &pin->chain, pin, deadline,
 				  &t->duration_ns);
-	/* the engine is seen stopped (or the card fenced): the CPU's turn */
-	fpgagdr_pinned_sync(pin, &x, false);
+	/*
+	 * The engine is seen stopped (or the card fenced): the CPU's turn.
+	 * Not for a failed C2H: bytes the card never wrote would be copied
+	 * from a bounce buffer over what the CPU wrote since the last run.
+	 */
+	if (!ret || !x.c2h)
+		fpgagdr_pinned_sync(pin, &x, false);
 	WRITE_ONCE(pin->eng, NULL);
 	fpgagdr_engine_release(eng);
 	if (!ret)

@@ -20,17 +20,20 @@
  * the card does can reach the memory.
  *
  * DMA sync.  Mappings made once and used for many runs belong to the
- * device only during a run: each run is bracketed by
- * dma_sync_single_range_for_device() and _for_cpu() over exactly the bytes
- * it moves, in its direction, one DMA API segment at a time.  That is what
- * makes bounce buffers (swiotlb), non-coherent arm64 and encrypted-memory
- * guests see the right bytes.
+ * device only during a run: each run is bracketed by syncs for the device
+ * and for the CPU over exactly the bytes it moves, in its direction
+ * (fpgagdr-dmasync.c).  That is what makes bounce buffers (swiotlb),
+ * non-coherent arm64 and encrypted-memory guests see the right bytes.  A
+ * C2H run that failed is not synced back: the card may have written none
+ * of its bytes, and a bounce buffer's stale bytes must not overwrite what
+ * the CPU wrote.
  */
 #include <linux/dma-mapping.h>
 #include <linux/jiffies.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
 
+#include "fpgagdr-dmasync.h"
 #include "fpgagdr-pinned.h"
 
 /*
@@ -227,42 +230,23 @@ void fpgagdr_pinned_revoke(struct fpgagdr_pinned *pin)
  * @for_device: before the run (true) or after it
  *
  * Syncs exactly [head + offset, head + offset + len) of the back-end's
- * DMA API mapping, per mapped segment (a sync may not span two
- * mappings), C2H as DMA_FROM_DEVICE, H2C as DMA_TO_DEVICE.  Nothing to do
- * for memory the DMA API did not map (nvidia_p2p BAR addresses) or whose
- * mapping needs no sync (a dma-buf on a coherent card without bounce
- * buffers).
+ * DMA API mapping, C2H as DMA_FROM_DEVICE, H2C as DMA_TO_DEVICE, one
+ * piece per CPU-side entry and DMA segment (fpgagdr-dmasync.c: an IOMMU's
+ * merged segment spans entries that are not physically contiguous).
+ * Nothing to do for memory the DMA API did not map (nvidia_p2p BAR
+ * addresses) or whose mapping needs no sync (a dma-buf on a coherent card
+ * without bounce buffers).
  *
  * Context: process context.
  */
 void fpgagdr_pinned_sync(struct fpgagdr_pinned *pin,
 			 const struct fpgagdr_xfer *x, bool for_device)
 {
-	enum dma_data_direction dir = x->c2h ? DMA_FROM_DEVICE : DMA_TO_DEVICE;
-	struct device *dev = pin->fdev->dev;
-	u64 start = pin->head + x->offset, end = start + x->len, pos = 0;
-	u64 from, to;
-	struct scatterlist *sg;
-	dma_addr_t addr;
-	u32 i, len;
-
 	if (!pin->sgt)
 		return;
-	for_each_sgtable_dma_sg(pin->sgt, sg, i) {
-		len = sg_dma_len(sg);
-		from = max(pos, start);
-		to = min(pos + len, end);
-		addr = sg_dma_address(sg);
-		if (from < to && for_device)
-			dma_sync_single_range_for_device(dev, addr, from - pos,
-							 to - from, dir);
-		else if (from < to)
-			dma_sync_single_range_for_cpu(dev, addr, from - pos,
-						      to - from, dir);
-		pos += len;
-		if (pos >= end)
-			break;
-	}
+	fpgagdr_dma_sync_range(pin->fdev->dev, pin->sgt, pin->head + x->offset,
+			       x->len, x->c2h ? DMA_FROM_DEVICE : DMA_TO_DEVICE,
+			       for_device);
 }
 
 /**

@@ -160,9 +160,14 @@ static int fpgagdr_rw_run(struct fpgagdr_rw *rw, u32 npages, u64 ofs,
 						  fpgagdr_rw_deadline(), &ns);
 		fpgagdr_engine_release(eng);
 	}
-	/* the engine is seen stopped, or the card fenced */
+	/*
+	 * The engine is seen stopped, or the card fenced.  A failed C2H
+	 * copies nothing back: bounce bytes the card never wrote stay out of
+	 * the caller's buffer (and its pages are not dirtied).
+	 */
 	dma_unmap_sgtable(fdev->dev, &sgt,
-			  rw->c2h ? DMA_FROM_DEVICE : DMA_TO_DEVICE, 0);
+			  rw->c2h ? DMA_FROM_DEVICE : DMA_TO_DEVICE,
+			  rw->c2h && ret ? DMA_ATTR_SKIP_CPU_SYNC : 0);
 	sg_free_table(&sgt);
 unlock:
 	up_read(&fdev->dma_lock);

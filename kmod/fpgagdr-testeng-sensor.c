@@ -10,10 +10,15 @@
  *  - the user register block is one page of memory (mmap() of
  *    fpgagdrN_user maps it), with the protocol's side effects on the
  *    accessors the module uses: reading DONE_SEQ_LO latches the record,
- *    writing CONTROL starts or stops capture, HOST_ACK clears
- *    FRAME_PENDING only for the latest sequence and re-raises otherwise.
- *    Offsets 0x100 up to the end of the page are scratch registers
- *    (read/write), as a design's own registers would be;
+ *    writing CONTROL starts or stops capture (CAPTURE 0->1 clears a stale
+ *    FRAME_PENDING), HOST_ACK clears FRAME_PENDING only for the latest
+ *    sequence and re-raises otherwise; protocol 1.1's EPOCH (a new value,
+ *    never 0, for every card and every reset of it), DROPPED and
+ *    LIVE_SEQ_LO (the live sequence, no latch); with test_user_version of
+ *    minor 0 the card is a 1.0 card and those read 0.  A write takes effect
+ *    only as a whole 32-bit word (the accessors are 32-bit).  Offsets 0x100
+ *    up to the end of the page are scratch registers (read/write), as a
+ *    design's own registers would be;
  *  - while CONTROL.CAPTURE is set, a worker writes one real frame per
  *    period of sensor_fps into slot (sequence mod SLOT_COUNT) of the card's
  *    memory: the 64-byte header of docs/frames.md (magic, geometry,
@@ -21,10 +26,15 @@
  *    pattern (a diagonal gradient moving one pixel per frame, the sequence
  *    in the first 8 payload bytes), or the frames user space pushed
  *    through debugfs (in a loop; sequence, time and header CRC rewritten),
- *    then updates the frame-done record, sets FRAME_PENDING and raises the
- *    user interrupt (through edu's interrupt) if IRQ_EN and the emulated
- *    XDMA user interrupt mask allow it.  A frame that completes while one
- *    is pending only updates the record (coalesced), as the protocol says.
+ *    payload first and the header last, as protocol 1.1 says, then updates
+ *    the frame-done record, sets FRAME_PENDING and raises the user
+ *    interrupt (through edu's interrupt) if IRQ_EN and the emulated XDMA
+ *    user interrupt mask allow it.  A frame that completes while one is
+ *    pending only updates the record (coalesced), as the protocol says;
+ *  - a reset of the card (AER slot reset, or sensor_reset) resets the block
+ *    as axi_aresetn does on an FPGA: a new EPOCH, sequence, record,
+ *    DROPPED, CONTROL and FRAME_PENDING back to 0; a frame being written
+ *    is abandoned, never announced.
  *
  * debugfs fpgagdr/testeng/: sensor_fps, sensor_width, sensor_height,
  * sensor_format (1 mono8, 2 rgb8); faults: sensor_stall (1: no frames
@@ -35,7 +45,14 @@
  * sensor_bad_crc (N: the next N frames
  * carry a wrong payload CRC), sensor_bad_event (1: the next record the
  * host latches has its sequence back at 0, 2: a wrong slot, 3: a length
- * past the slot); sensor_raise (K: raise user interrupt K once); sensor_frames
+ * past the slot); sensor_drop (N: the next N frames are dropped whole
+ * after their payload was written, as card memory that cannot keep up
+ * makes an FPGA drop them: no sequence consumed, DROPPED counts them);
+ * sensor_tear (S + 1: frame S, once its payload is in its slot, waits with
+ * its header unwritten until sensor_tear is written 0, at most 2 s: the
+ * slot holds the old header and the new payload meanwhile, what a C2H copy
+ * overlapping the card's write reads); sensor_reset (1: reset the card's
+ * register block); sensor_raise (K: raise user interrupt K once); sensor_frames
  * (write one whole frame per open/close to push it), sensor_frames_clear;
  * sensor (counters).  The card's registers come from module parameters
  * test_user_bar, test_user_magic, test_user_version, test_slot_base,
@@ -123,6 +140,8 @@ struct fpgagdr_ts_frame {
  *	latched, then produces SLOT_COUNT more
  * @bad_crc: frames left that carry a wrong payload CRC
  * @bad_event: FPGAGDR_TS_BAD_* for the next record
+ * @drop: frames left to drop whole
+ * @tear: 0, or 1 + the sequence of the frame that holds its header back
  * @push_lock: protects @push and @npush
  * @push: pushed frames, used in a loop
  * @npush: entries in @push
@@ -139,6 +158,8 @@ struct fpgagdr_ts_knobs {
 	atomic_t overrun;
 	atomic_t bad_crc;
 	atomic_t bad_event;
+	atomic_t drop;
+	u64 tear;
 	struct mutex push_lock;	/* push, npush */
 	struct fpgagdr_ts_frame push[FPGAGDR_TS_PUSH_MAX];
 	u32 npush;
@@ -153,6 +174,9 @@ static struct fpgagdr_ts_knobs fpgagdr_ts = {
 	.format = 1,
 	.push_lock = __MUTEX_INITIALIZER(fpgagdr_ts.push_lock),
 };
+
+/* the last EPOCH given to a card (fpgagdr_ts_new_epoch()) */
+static atomic_t fpgagdr_ts_epochs;
 
 /* every sensor, for debugfs and sensor_raise; under fpgagdr_ts_list_lock */
 static LIST_HEAD(fpgagdr_ts_list);
@@ -171,6 +195,10 @@ static DEFINE_MUTEX(fpgagdr_ts_list_lock);
  * @irq_mask: the emulated XDMA user interrupt enable mask
  * @pending: FRAME_PENDING
  * @seq: sequence of the next frame (= frames produced)
+ * @gen: resets so far; a frame begun before one is abandoned
+ * @epoch: EPOCH
+ * @dropped: DROPPED
+ * @tearing: a frame holds its header back (sensor_tear)
  * @live_seq: the latest completed frame's record, as reported
  * @live_slot: its slot
  * @live_len: its length
@@ -195,6 +223,10 @@ struct fpgagdr_te_sensor {
 	u32 irq_mask;
 	bool pending;
 	u64 seq;
+	u32 gen;
+	u32 epoch;
+	u32 dropped;
+	bool tearing;
 	u64 live_seq;
 	u32 live_slot;
 	u32 live_len;
@@ -264,6 +296,13 @@ static void fpgagdr_ts_latch(struct fpgagdr_te_sensor *s)
 	s->regs[FPROTO_REG_DONE_LENGTH / 4] = len;
 }
 
+/* A card of protocol 1.1 or later (EPOCH, DROPPED, LIVE_SEQ_LO) */
+static bool fpgagdr_ts_v11(struct fpgagdr_te_sensor *s)
+{
+	return FIELD_GET(FPROTO_VERSION_MINOR,
+			 fpgagdr_ts_reg(s, FPROTO_REG_VERSION)) >= 1;
+}
+
 static u32 fpgagdr_ts_read(void *ctx, u32 off)
 {
 	struct fpgagdr_te_sensor *s = ctx;
@@ -272,6 +311,16 @@ static u32 fpgagdr_ts_read(void *ctx, u32 off)
 
 	spin_lock_irqsave(&s->lock, flags);
 	switch (off) {
+	case FPROTO_REG_EPOCH:
+		v = fpgagdr_ts_v11(s) ? s->epoch : 0;
+		break;
+	case FPROTO_REG_DROPPED:
+		v = fpgagdr_ts_v11(s) ? s->dropped : 0;
+		break;
+	case FPROTO_REG_LIVE_SEQ_LO:
+		/* no latch: what the host's torn-frame check reads */
+		v = fpgagdr_ts_v11(s) ? lower_32_bits(s->live_seq) : 0;
+		break;
 	case FPROTO_REG_DONE_SEQ_LO:
 		/* the latch: the rest of the record is this record */
 		fpgagdr_ts_latch(s);
@@ -301,12 +350,18 @@ static void fpgagdr_ts_write(void *ctx, u32 off, u32 val)
 	switch (off) {
 	case FPROTO_REG_CONTROL:
 		was = fpgagdr_ts_irq_wanted(s);
+		/* CAPTURE 0->1: no event from before the restart */
+		if ((val & FPROTO_CONTROL_CAPTURE) &&
+		    !(fpgagdr_ts_reg(s, off) & FPROTO_CONTROL_CAPTURE))
+			s->pending = false;
 		s->regs[off / 4] = val & (FPROTO_CONTROL_CAPTURE |
 					  FPROTO_CONTROL_IRQ_EN);
 		raise = !was && fpgagdr_ts_irq_wanted(s);
 		break;
 	case FPROTO_REG_HOST_ACK:
 		s->acks++;
+		if (!s->pending)
+			break;		/* nothing to acknowledge */
 		if (val == lower_32_bits(s->live_seq))
 			s->pending = false;
 		else
@@ -453,17 +508,48 @@ static u32 fpgagdr_ts_pushed(struct fpgagdr_te_sensor *s, u64 seq, u32 room)
 	return len;
 }
 
-/* Write one frame into its slot and report it, as the card would. */
+/*
+ * sensor_tear: frame @seq holds its header back until the knob is cleared
+ * (at most 2 s), its payload already in the slot.
+ */
+static void fpgagdr_ts_tear_wait(struct fpgagdr_te_sensor *s, u64 seq)
+{
+	unsigned long end = jiffies + 2 * HZ, flags;
+
+	if (READ_ONCE(fpgagdr_ts.tear) != seq + 1)
+		return;
+	spin_lock_irqsave(&s->lock, flags);
+	s->tearing = true;
+	spin_unlock_irqrestore(&s->lock, flags);
+	while (READ_ONCE(fpgagdr_ts.tear) == seq + 1 && !READ_ONCE(s->stop) &&
+	       time_before(jiffies, end))
+		usleep_range(500, 1000);
+	WRITE_ONCE(fpgagdr_ts.tear, 0);
+	spin_lock_irqsave(&s->lock, flags);
+	s->tearing = false;
+	spin_unlock_irqrestore(&s->lock, flags);
+}
+
+/*
+ * Write one frame into its slot and report it, as the card would: the
+ * payload first, the header (which carries the payload CRC) last, then
+ * the record (docs/card-protocol.md, "Write order").
+ */
 static void fpgagdr_ts_produce(struct fpgagdr_te_sensor *s)
 {
 	u32 count = fpgagdr_ts_reg(s, FPROTO_REG_SLOT_COUNT);
 	u32 size = fpgagdr_ts_reg(s, FPROTO_REG_SLOT_SIZE);
 	u64 base = (u64)fpgagdr_ts_reg(s, FPROTO_REG_SLOT_BASE_HI) << 32 |
 		   fpgagdr_ts_reg(s, FPROTO_REG_SLOT_BASE_LO);
-	u32 room = min(size, FPGAGDR_TS_FRAME_MAX), len, slot, crc;
+	u32 room = min(size, FPGAGDR_TS_FRAME_MAX), len, slot, crc, gen;
 	bool raise = false;
 	unsigned long flags;
-	u64 seq = s->seq;
+	u64 seq, addr;
+
+	spin_lock_irqsave(&s->lock, flags);
+	seq = s->seq;
+	gen = s->gen;
+	spin_unlock_irqrestore(&s->lock, flags);
 
 	div_u64_rem(seq, count, &slot);
 	len = fpgagdr_ts_pushed(s, seq, room);
@@ -476,10 +562,31 @@ static void fpgagdr_ts_produce(struct fpgagdr_te_sensor *s)
 		fpgagdr_ts_le32(crc, s->buf + 48);
 		fpgagdr_ts_le32(fpgagdr_ts_crc(s->buf, 60), s->buf + 60);
 	}
-	if (s->ops->write_card(s->card, base + (u64)slot * size, s->buf, len))
+	addr = base + (u64)slot * size;
+	if (s->ops->write_card(s->card, addr + FPGAGDR_FRAME_HEADER_LEN,
+			       s->buf + FPGAGDR_FRAME_HEADER_LEN,
+			       len - FPGAGDR_FRAME_HEADER_LEN))
+		return;
+	if (atomic_add_unless(&fpgagdr_ts.drop, -1, 0)) {
+		/* dropped whole: its header is never written, its sequence
+		 * is the next frame's
+		 */
+		spin_lock_irqsave(&s->lock, flags);
+		if (gen == s->gen)
+			s->dropped++;
+		spin_unlock_irqrestore(&s->lock, flags);
+		return;
+	}
+	fpgagdr_ts_tear_wait(s, seq);
+	if (s->ops->write_card(s->card, addr, s->buf, FPGAGDR_FRAME_HEADER_LEN))
 		return;
 
 	spin_lock_irqsave(&s->lock, flags);
+	if (gen != s->gen) {
+		/* the card was reset while this frame was written */
+		spin_unlock_irqrestore(&s->lock, flags);
+		return;
+	}
 	s->seq = seq + 1;
 	s->live_seq = seq;
 	s->live_slot = slot;
@@ -549,6 +656,14 @@ static void fpgagdr_ts_tick(struct work_struct *work)
 				   msecs_to_jiffies(20));
 }
 
+/* A new reset epoch: never 0, different from the last one given. */
+static u32 fpgagdr_ts_new_epoch(void)
+{
+	u32 e = atomic_inc_return(&fpgagdr_ts_epochs);
+
+	return e ? e : atomic_inc_return(&fpgagdr_ts_epochs);
+}
+
 /**
  * fpgagdr_te_sensor_new() - a software card's user register block
  * @ops: the card's calls
@@ -586,6 +701,7 @@ fpgagdr_te_sensor_new(const struct fpgagdr_te_card_ops *ops, void *card,
 	strscpy(s->name, name, sizeof(s->name));
 	spin_lock_init(&s->lock);
 	s->latched_seq = U64_MAX;
+	s->epoch = fpgagdr_ts_new_epoch();
 	INIT_DELAYED_WORK(&s->work, fpgagdr_ts_tick);
 	s->regs[FPROTO_REG_MAGIC / 4] = fpgagdr_ts_magic;
 	s->regs[FPROTO_REG_VERSION / 4] = fpgagdr_ts_version;
@@ -627,6 +743,44 @@ void fpgagdr_te_sensor_start(struct fpgagdr_te_sensor *s)
 }
 
 /**
+ * fpgagdr_te_sensor_reset() - the card's reset (axi_aresetn on an FPGA:
+ * link reset, hot reset, FLR)
+ * @s: the sensor
+ *
+ * As the block's reset does (docs/card-protocol.md): a new EPOCH; a frame
+ * being written is abandoned (never announced); CONTROL, FRAME_PENDING,
+ * the sequence, the record, DROPPED and the emulated XDMA user interrupt
+ * mask back to 0.  The fixed registers keep their values.  The sensor
+ * ticks again once CONTROL.CAPTURE is set.
+ *
+ * Context: process context (debugfs, the software card's
+ * slot_reset/reset_done).
+ */
+void fpgagdr_te_sensor_reset(struct fpgagdr_te_sensor *s)
+{
+	unsigned long flags;
+
+	cancel_delayed_work_sync(&s->work);
+	spin_lock_irqsave(&s->lock, flags);
+	s->gen++;
+	s->epoch = fpgagdr_ts_new_epoch();
+	s->regs[FPROTO_REG_CONTROL / 4] = 0;
+	s->regs[FPROTO_REG_DONE_SEQ_LO / 4] = 0;
+	s->regs[FPROTO_REG_DONE_SEQ_HI / 4] = 0;
+	s->regs[FPROTO_REG_DONE_SLOT / 4] = 0;
+	s->regs[FPROTO_REG_DONE_LENGTH / 4] = 0;
+	s->pending = false;
+	s->irq_mask = 0;
+	s->seq = 0;
+	s->live_seq = 0;
+	s->live_slot = 0;
+	s->live_len = 0;
+	s->latched_seq = U64_MAX;
+	s->dropped = 0;
+	spin_unlock_irqrestore(&s->lock, flags);
+}
+
+/**
  * fpgagdr_te_sensor_free() - stop the sensor and free it
  * @s: the sensor, or NULL; the card's frames are detached
  *
@@ -654,10 +808,10 @@ static int fpgagdr_ts_stats_show(struct seq_file *m, void *unused)
 	mutex_lock(&fpgagdr_ts_list_lock);
 	list_for_each_entry(s, &fpgagdr_ts_list, node) {
 		spin_lock_irqsave(&s->lock, flags);
-		seq_printf(m, "%s produced %llu raised %llu coalesced %llu acks %llu pending %d control %#x irq_mask %#x\n",
+		seq_printf(m, "%s produced %llu raised %llu coalesced %llu acks %llu pending %d control %#x irq_mask %#x epoch %u dropped %u tearing %d\n",
 			   s->name, s->seq, s->raised, s->coalesced, s->acks,
 			   s->pending, fpgagdr_ts_reg(s, FPROTO_REG_CONTROL),
-			   s->irq_mask);
+			   s->irq_mask, s->epoch, s->dropped, s->tearing);
 		spin_unlock_irqrestore(&s->lock, flags);
 	}
 	mutex_unlock(&fpgagdr_ts_list_lock);
@@ -691,6 +845,22 @@ static int fpgagdr_ts_raise_set(void *data, u64 val)
 	return 0;
 }
 DEFINE_DEBUGFS_ATTRIBUTE(fpgagdr_ts_raise_fops, NULL, fpgagdr_ts_raise_set,
+			 "%llu\n");
+
+/* sensor_reset: write 1 to reset every card's register block. */
+static int fpgagdr_ts_reset_set(void *data, u64 val)
+{
+	struct fpgagdr_te_sensor *s;
+
+	if (val != 1)
+		return -EINVAL;
+	mutex_lock(&fpgagdr_ts_list_lock);
+	list_for_each_entry(s, &fpgagdr_ts_list, node)
+		fpgagdr_te_sensor_reset(s);
+	mutex_unlock(&fpgagdr_ts_list_lock);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(fpgagdr_ts_reset_fops, NULL, fpgagdr_ts_reset_set,
 			 "%llu\n");
 
 /*
@@ -822,6 +992,10 @@ void fpgagdr_te_sensor_debugfs(struct dentry *dir)
 	debugfs_create_atomic_t("sensor_overrun", 0600, dir, &k->overrun);
 	debugfs_create_atomic_t("sensor_bad_crc", 0600, dir, &k->bad_crc);
 	debugfs_create_atomic_t("sensor_bad_event", 0600, dir, &k->bad_event);
+	debugfs_create_atomic_t("sensor_drop", 0600, dir, &k->drop);
+	debugfs_create_u64("sensor_tear", 0600, dir, &k->tear);
+	debugfs_create_file("sensor_reset", 0200, dir, NULL,
+			    &fpgagdr_ts_reset_fops);
 	debugfs_create_file("sensor_raise", 0200, dir, NULL,
 			    &fpgagdr_ts_raise_fops);
 	debugfs_create_file("sensor_frames", 0200, dir, NULL,

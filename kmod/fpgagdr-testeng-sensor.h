@@ -31,6 +31,7 @@ fpgagdr_te_sensor_new(const struct fpgagdr_te_card_ops *ops, void *card,
 		      const char *name);
 u32 fpgagdr_te_sensor_len(const struct fpgagdr_te_sensor *s);
 void fpgagdr_te_sensor_start(struct fpgagdr_te_sensor *s);
+void fpgagdr_te_sensor_reset(struct fpgagdr_te_sensor *s);
 void fpgagdr_te_sensor_free(struct fpgagdr_te_sensor *s);
 void fpgagdr_te_sensor_debugfs(struct dentry *dir);
 void fpgagdr_te_sensor_exit(void);

@@ -44,7 +44,14 @@
  *
  * The card's user register block and its TEST-ONLY frame sensor (issue 15)
  * are fpgagdr-testeng-sensor.c; user interrupt K arrives as edu's
- * interrupt with status bit 16 + K.
+ * interrupt with status bit 16 + K.  The user BAR the module sees is two
+ * pages: the sensor's protocol block, then one page of the design's own
+ * registers (scratch memory, mappable).  Between the module and the
+ * sensor sit the faults of a card on a bad day (debugfs, below) and a
+ * count of the module's register reads made with interrupts off outside
+ * the interrupt handler (user_irqsoff_reads in stats).  A reset of the
+ * function (AER slot reset, sysfs reset) resets the sensor's block as it
+ * resets the hardware's: its sequence starts again at 0.
  *
  * Fault injection, debugfs fpgagdr/testeng/: fault_mode (0 none, 1 hang:
  * never complete, stop at once; 2 late: complete after late_ms; 3 error:
@@ -52,8 +59,14 @@
  * bytes, and keep doing so for stuck_ms after RUN is cleared), fault_runs
  * (how many of the next runs get fault_mode), late_ms, stuck_ms, pickup_ms
  * (the worker sleeps this long before it looks at the run, as a guest
- * thread the scheduler is slow to run; 0 by default); stats has
- * counters the tests read (desc_errors and refused_unmapped must stay 0).
+ * thread the scheduler is slow to run; 0 by default); card_gone (1: every
+ * read of the user BAR returns all ones and writes are lost, as from a
+ * card gone from the bus), irq_storm (1: HOST_ACK never reaches the
+ * sensor, which keeps FRAME_PENDING set, and each one raises frame-done
+ * again, as a card that ignores the acknowledge), resume_ms (AER resume
+ * reaches the module this long after the error was handled, as when other
+ * drivers under the same port take their time); stats has counters the
+ * tests read (desc_errors and refused_unmapped must stay 0).
  */
 #include <linux/debugfs.h>
 #include <linux/delay.h>
@@ -201,6 +214,8 @@ struct fpgagdr_te_chan {
  * @node: in fpgagdr_te_cards
  * @chan: engines by direction and channel
  * @sensor: the user register block and frame sensor (issue 15)
+ * @design: the page of the design's own registers above the block
+ * @user_mask: the user interrupt enable mask as the module set it
  */
 struct fpgagdr_testcard {
 	struct fpgagdr_dev *fdev;
@@ -213,6 +228,8 @@ struct fpgagdr_testcard {
 	struct list_head node;
 	struct fpgagdr_te_chan chan[2][XDMA_MAX_CHANNELS];
 	struct fpgagdr_te_sensor *sensor;
+	struct page *design;
+	u32 user_mask;
 };
 
 /**
@@ -223,6 +240,7 @@ struct fpgagdr_testcard {
  * @late_ms: delay of FPGAGDR_TE_FAULT_LATE
  * @stuck_ms: how long FPGAGDR_TE_FAULT_STUCK ignores a cleared RUN
  * @pickup_ms: how long the worker sleeps before it looks at the run
+ * @resume_ms: how long AER resume waits before the module's
  * @runs: chains started
  * @walks: chains the worker began to walk (at most @runs: each run once)
  * @descs: descriptors completed
@@ -234,6 +252,10 @@ struct fpgagdr_testcard {
  * @refused_master_off: accesses refused because Bus Master Enable was clear
  * @irqs: completion interrupts taken
  * @pages: card pages allocated
+ * @card_gone: the user BAR reads all ones, writes are lost
+ * @irq_storm: HOST_ACK is lost and raises frame-done again
+ * @user_irqsoff_reads: user BAR reads made with interrupts off outside
+ *	the interrupt handler
  * @err_lock: protects @last_err
  * @last_err: the last descriptor rule broken or access refused
  */
@@ -244,6 +266,7 @@ struct fpgagdr_te_global {
 	u32 late_ms;
 	u32 stuck_ms;
 	u32 pickup_ms;
+	u32 resume_ms;
 	atomic64_t runs;
 	atomic64_t walks;
 	atomic64_t descs;
@@ -255,6 +278,9 @@ struct fpgagdr_te_global {
 	atomic64_t refused_master_off;
 	atomic64_t irqs;
 	atomic64_t pages;
+	u32 card_gone;
+	u32 irq_storm;
+	atomic64_t user_irqsoff_reads;
 	spinlock_t err_lock;	/* last_err */
 	char last_err[160];
 };
@@ -803,6 +829,8 @@ static int fpgagdr_te_stats_show(struct seq_file *m, void *unused)
 	seq_printf(m, "refused_master_off %lld\n",
 		   atomic64_read(&g->refused_master_off));
 	seq_printf(m, "irqs %lld\n", atomic64_read(&g->irqs));
+	seq_printf(m, "user_irqsoff_reads %lld\n",
+		   atomic64_read(&g->user_irqsoff_reads));
 	seq_printf(m, "card_pages %lld\n", atomic64_read(&g->pages));
 	seq_printf(m, "busy %u\n", busy);
 	seq_printf(m, "link_mbps %u\n", fpgagdr_te_link_mbps);
@@ -895,6 +923,84 @@ static const struct fpgagdr_te_card_ops fpgagdr_te_card_ops = {
 	.raise = fpgagdr_te_raise_user,
 };
 
+/*
+ * The user BAR as the module reaches it: the sensor's block below
+ * FPROTO_BLOCK_LEN, the design's page above, and the faults.
+ */
+static u32 fpgagdr_te_user_read(void *ctx, u32 off)
+{
+	struct fpgagdr_testcard *card = ctx;
+	u32 *design;
+
+	if (irqs_disabled() && !in_hardirq())
+		atomic64_inc(&fpgagdr_te.user_irqsoff_reads);
+	if (READ_ONCE(fpgagdr_te.card_gone))
+		return ~0U;
+	if (off < PAGE_SIZE)
+		return fpgagdr_te_sensor_user_ops.read(card->sensor, off);
+	design = page_address(card->design);
+	return READ_ONCE(design[(off - PAGE_SIZE) / 4]);
+}
+
+static void fpgagdr_te_user_write(void *ctx, u32 off, u32 val)
+{
+	struct fpgagdr_testcard *card = ctx;
+	u32 *design, irq;
+
+	if (READ_ONCE(fpgagdr_te.card_gone))
+		return;
+	if (off >= PAGE_SIZE) {
+		design = page_address(card->design);
+		WRITE_ONCE(design[(off - PAGE_SIZE) / 4], val);
+		return;
+	}
+	if (off == FPROTO_REG_HOST_ACK && READ_ONCE(fpgagdr_te.irq_storm)) {
+		/* lost: FRAME_PENDING stays, frame-done comes again */
+		irq = fpgagdr_te_sensor_user_ops.read(card->sensor,
+						      FPROTO_REG_USER_IRQ);
+		if (irq < FPROTO_USER_IRQS &&
+		    (READ_ONCE(card->user_mask) & BIT(irq)))
+			fpgagdr_te_raise_user(card, irq);
+		return;
+	}
+	fpgagdr_te_sensor_user_ops.write(card->sensor, off, val);
+}
+
+static void fpgagdr_te_user_irq_enable(void *ctx, u32 mask, bool on)
+{
+	struct fpgagdr_testcard *card = ctx;
+
+	WRITE_ONCE(card->user_mask, on ? card->user_mask | mask :
+			    card->user_mask & ~mask);
+	fpgagdr_te_sensor_user_ops.irq_enable(card->sensor, mask, on);
+}
+
+static int fpgagdr_te_user_pfn(void *ctx, unsigned long pgoff,
+			       unsigned long *pfn, bool *io)
+{
+	struct fpgagdr_testcard *card = ctx;
+
+	if (pgoff == 1) {
+		*pfn = page_to_pfn(card->design);
+		*io = false;
+		return 0;
+	}
+	return fpgagdr_te_sensor_user_ops.pfn(card->sensor, pgoff, pfn, io);
+}
+
+static const struct fpgagdr_user_ops fpgagdr_te_user_ops = {
+	.read = fpgagdr_te_user_read,
+	.write = fpgagdr_te_user_write,
+	.irq_enable = fpgagdr_te_user_irq_enable,
+	.pfn = fpgagdr_te_user_pfn,
+};
+
+/* Bytes of the user BAR: the block's page and the design's, or none. */
+static u32 fpgagdr_te_user_len(struct fpgagdr_testcard *card)
+{
+	return fpgagdr_te_sensor_len(card->sensor) ? 2 * PAGE_SIZE : 0;
+}
+
 /* The completion interrupt: edu's one vector, MSI or INTx. */
 static int fpgagdr_te_irq_init(struct fpgagdr_testcard *card)
 {
@@ -979,13 +1085,13 @@ static int fpgagdr_te_probe(struct pci_dev *pdev, const struct pci_device_id *id
 	}
 	card->sensor = fpgagdr_te_sensor_new(&fpgagdr_te_card_ops, card,
 					     card->fdev->name);
-	if (!card->sensor) {
+	card->design = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	if (!card->sensor || !card->design) {
 		ret = -ENOMEM;
 		goto irq_exit;
 	}
-	fpgagdr_frames_attach(card->fdev, &fpgagdr_te_sensor_user_ops,
-			      card->sensor, fpgagdr_te_sensor_len(card->sensor),
-			      fpgagdr_te_poll);
+	fpgagdr_frames_attach(card->fdev, &fpgagdr_te_user_ops, card,
+			      fpgagdr_te_user_len(card), fpgagdr_te_poll);
 	ret = fpgagdr_card_register(card->fdev);
 	if (ret)
 		goto irq_exit;
@@ -1004,6 +1110,8 @@ irq_exit:
 	fpgagdr_frames_detach(card->fdev);
 	fpgagdr_te_irq_exit(card);
 	fpgagdr_te_sensor_free(card->sensor);
+	if (card->design)
+		__free_page(card->design);
 put_fdev:
 	fpgagdr_dev_put(card->fdev);
 destroy_wq:
@@ -1031,6 +1139,7 @@ static void fpgagdr_te_remove(struct pci_dev *pdev)
 	fpgagdr_te_irq_exit(card);
 	/* the sensor writes card memory: stopped before it is freed */
 	fpgagdr_te_sensor_free(card->sensor);
+	__free_page(card->design);
 	/* a run still finishing its descriptor ends here */
 	destroy_workqueue(card->wq);
 	fpgagdr_dev_put(card->fdev);
@@ -1054,12 +1163,16 @@ static void fpgagdr_te_shutdown(struct pci_dev *pdev)
 		 fpgagdr_te_busy_engines(card));
 }
 
-/* A link reset stops every engine, as it resets the hardware's. */
+/*
+ * A reset of the function stops every engine and resets the user register
+ * block, as it resets the hardware's.
+ */
 static void fpgagdr_te_reset(struct fpgagdr_testcard *card)
 {
 	struct fpgagdr_te_chan *c;
 	u32 dir, ch;
 
+	WRITE_ONCE(card->user_mask, 0);
 	for (dir = 0; dir < 2; dir++) {
 		for (ch = 0; ch < card->fdev->nch[dir]; ch++) {
 			c = &card->chan[dir][ch];
@@ -1072,6 +1185,9 @@ static void fpgagdr_te_reset(struct fpgagdr_testcard *card)
 			spin_unlock(&c->lock);
 		}
 	}
+	/* the user register block is reset with the link (axi_aresetn) */
+	if (card->sensor)
+		fpgagdr_te_sensor_reset(card->sensor);
 }
 
 static pci_ers_result_t fpgagdr_te_error_detected(struct pci_dev *pdev,
@@ -1097,6 +1213,25 @@ static void fpgagdr_te_resume(struct pci_dev *pdev)
 {
 	struct fpgagdr_testcard *card = pci_get_drvdata(pdev);
 
+	if (READ_ONCE(fpgagdr_te.resume_ms))
+		msleep(READ_ONCE(fpgagdr_te.resume_ms));
+	fpgagdr_card_resume(card->fdev);
+}
+
+static void fpgagdr_te_reset_prepare(struct pci_dev *pdev)
+{
+	struct fpgagdr_testcard *card = pci_get_drvdata(pdev);
+
+	fpgagdr_card_reset_prepare(card->fdev);
+}
+
+/* The function was reset (a bus reset: edu has no FLR). */
+static void fpgagdr_te_reset_done(struct pci_dev *pdev)
+{
+	struct fpgagdr_testcard *card = pci_get_drvdata(pdev);
+
+	fpgagdr_te_reset(card);
+	fpgagdr_card_reset_done(card->fdev);
 	fpgagdr_card_resume(card->fdev);
 }
 
@@ -1104,6 +1239,8 @@ static const struct pci_error_handlers fpgagdr_te_err = {
 	.error_detected = fpgagdr_te_error_detected,
 	.slot_reset = fpgagdr_te_slot_reset,
 	.resume = fpgagdr_te_resume,
+	.reset_prepare = fpgagdr_te_reset_prepare,
+	.reset_done = fpgagdr_te_reset_done,
 };
 
 static const struct pci_device_id fpgagdr_te_ids[] = {
@@ -1130,6 +1267,9 @@ static void fpgagdr_te_debugfs(void)
 	debugfs_create_u32("late_ms", 0600, g->dbg, &g->late_ms);
 	debugfs_create_u32("stuck_ms", 0600, g->dbg, &g->stuck_ms);
 	debugfs_create_u32("pickup_ms", 0600, g->dbg, &g->pickup_ms);
+	debugfs_create_u32("resume_ms", 0600, g->dbg, &g->resume_ms);
+	debugfs_create_u32("card_gone", 0600, g->dbg, &g->card_gone);
+	debugfs_create_u32("irq_storm", 0600, g->dbg, &g->irq_storm);
 	debugfs_create_file("stats", 0444, g->dbg, NULL,
 			    &fpgagdr_te_stats_fops);
 	fpgagdr_te_sensor_debugfs(g->dbg);

@@ -90,7 +90,7 @@
 #define XDMA_IRQ_CHAN_INT_EN		0x2010
 #define XDMA_IRQ_CHAN_INT_EN_W1S	0x2014
 #define XDMA_IRQ_CHAN_INT_EN_W1C	0x2018
-#define XDMA_IRQ_USER_INT_REQ		0x2040	/* usr_irq_req as asserted */
+#define XDMA_IRQ_USER_INT_REQ		0x2040	/* usr_irq_req AND the enable mask */
 #define XDMA_IRQ_USER_INT_PENDING	0x2048	/* requested and enabled */
 #define XDMA_IRQ_CHAN_INT_PENDING	0x204c
 /* user vector numbers: 4 registers, 5-bit vector per byte, K at byte K % 4 */

@@ -32,14 +32,23 @@ static bool fpgagdr_xdma_id_ok(u32 id, u32 target)
  * fpgagdr_xdma_is_config_bar() - is this BAR the XDMA register space?
  * @regs: the first XDMA_REG_SPACE_LEN bytes of a memory BAR
  *
- * The IRQ and config blocks carry fixed identifiers.
+ * Offset 0 of the register space is the first H2C channel's identifier
+ * (every core has one); only when it reads as one are the IRQ and config
+ * blocks' identifiers at 0x2000 and 0x3000 read too.  So a BAR that is not
+ * the config BAR, a user BAR of 64 KiB or more in front of it, is read at
+ * offset 0 alone: inside the frame protocol's block (its MAGIC register),
+ * never where a design may have registers of its own.
  *
  * Context: process context.
- * Return: true when both identifiers match.
+ * Return: true when all three identifiers match.
  */
 bool fpgagdr_xdma_is_config_bar(void __iomem *regs)
 {
-	return fpgagdr_xdma_id_ok(ioread32(regs + XDMA_IRQ_ID),
+	u32 id = ioread32(regs + XDMA_CHAN_H2C_BASE + XDMA_CHAN_ID);
+
+	return fpgagdr_xdma_id_ok(id, XDMA_TARGET_H2C) &&
+	       !FIELD_GET(XDMA_ID_CHANNEL, id) &&
+	       fpgagdr_xdma_id_ok(ioread32(regs + XDMA_IRQ_ID),
 				  XDMA_TARGET_IRQ) &&
 	       fpgagdr_xdma_id_ok(ioread32(regs + XDMA_CONFIG_ID),
 				  XDMA_TARGET_CONFIG);
@@ -119,6 +128,16 @@ static const struct fpgagdr_engine_ops fpgagdr_xdma_ops = {
 	.stop = fpgagdr_xdma_stop,
 	.status = fpgagdr_xdma_status,
 };
+
+/*
+ * A channel's own interrupt enable mask: every event that ends a run
+ * raises the channel's interrupt (which the IRQ block's channel enable
+ * mask then lets through, one channel at a time).  Its reset value is 0.
+ */
+static void fpgagdr_xdma_chan_setup(struct fpgagdr_xdma_engine *xe)
+{
+	iowrite32(XDMA_CHAN_EVENTS, xe->chan + XDMA_CHAN_INT_ENABLE);
+}
 
 /* Alignment fields of 0 mean "no requirement"; keep powers of 2 only. */
 static u32 fpgagdr_xdma_align(u32 v)
@@ -220,7 +239,7 @@ int fpgagdr_xdma_add_engines(struct fpgagdr_xdma *x, bool use_irq)
 			align = ioread32(xe->chan + XDMA_CHAN_ALIGNMENTS);
 			addr_align = FIELD_GET(XDMA_ALIGN_ADDR, align);
 			len_gran = FIELD_GET(XDMA_ALIGN_LEN_GRANULARITY, align);
-			iowrite32(XDMA_CHAN_EVENTS, xe->chan + XDMA_CHAN_INT_ENABLE);
+			fpgagdr_xdma_chan_setup(xe);
 			ret = fpgagdr_dev_add_engine(fdev, dir, ch,
 						     &fpgagdr_xdma_ops, xe,
 						     use_irq,
@@ -256,6 +275,31 @@ void fpgagdr_xdma_irq_setup(struct fpgagdr_xdma *x)
 	iowrite32(~0U, x->regs + XDMA_IRQ_CHAN_INT_EN_W1C);
 	iowrite32(0, x->regs + XDMA_IRQ_CHAN_VEC_H2C);
 	iowrite32(0, x->regs + XDMA_IRQ_CHAN_VEC_C2H);
+}
+
+/**
+ * fpgagdr_xdma_restore() - after a reset of the function: the core's setup
+ * @x: the core, its engines added
+ *
+ * A reset (AER slot reset, hot reset, FLR) returns the core's registers
+ * to their reset values: every channel's interrupt enable mask is 0, so no
+ * channel would interrupt again and every transfer would wait out its
+ * timeout.  Each channel's mask is written again and, with interrupts,
+ * the IRQ block's routing (fpgagdr_xdma_irq_setup()); the user interrupt
+ * mask is fpgagdr-frames.c's to set again, on resume.
+ *
+ * Context: process context (the driver's slot_reset or reset_done).
+ */
+void fpgagdr_xdma_restore(struct fpgagdr_xdma *x)
+{
+	u32 dir, ch;
+
+	for (dir = 0; dir < 2; dir++)
+		for (ch = 0; ch < XDMA_MAX_CHANNELS; ch++)
+			if (x->eng[dir][ch])
+				fpgagdr_xdma_chan_setup(&x->xe[dir][ch]);
+	if (x->use_irq)
+		fpgagdr_xdma_irq_setup(x);
 }
 
 /**
@@ -305,8 +349,11 @@ irqreturn_t fpgagdr_xdma_irq(int irq, void *data)
 	irqreturn_t ret;
 	u32 dir, ch;
 
-	if (pending == ~0U || user == ~0U)
-		return IRQ_NONE;	/* the card is gone */
+	if (pending == ~0U || user == ~0U) {
+		/* the card is gone: frame waits end, not ours */
+		fpgagdr_frames_card_gone(x->fdev);
+		return IRQ_NONE;
+	}
 	ret = fpgagdr_frames_irq(x->fdev, user & GENMASK(XDMA_USER_IRQS - 1, 0));
 	if (!pending)
 		return ret;

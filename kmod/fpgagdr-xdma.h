@@ -44,6 +44,7 @@ bool fpgagdr_xdma_is_config_bar(void __iomem *regs);
 u32 fpgagdr_xdma_stop_leftovers(void __iomem *regs);
 int fpgagdr_xdma_add_engines(struct fpgagdr_xdma *x, bool use_irq);
 void fpgagdr_xdma_irq_setup(struct fpgagdr_xdma *x);
+void fpgagdr_xdma_restore(struct fpgagdr_xdma *x);
 void fpgagdr_xdma_irq_teardown(struct fpgagdr_xdma *x);
 void fpgagdr_xdma_user_irq_enable(struct fpgagdr_xdma *x, u32 mask, bool on);
 irqreturn_t fpgagdr_xdma_irq(int irq, void *data);

@@ -1,5 +1,5 @@
 //! Embeds the dashboard: every file listed in `webui/assets.txt` becomes a
-//! `(path, bytes)` entry of `ASSETS` (see `src/assets.rs`). A listed file that is
+//! `(path, bytes)` entry of `ASSETS` (see `src/api/assets.rs`). A listed file that is
 //! missing fails the build, naming it.
 
 use std::fmt::Write;

@@ -14,6 +14,7 @@
 # whole; the streams are checked by fpgagdrd's stream, golden and results tests).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
+apt_get=$root/appliance/scripts/apt-get.sh
 base=${1:?usage: api-conformance.sh BASE_URL TOKEN}
 token=${2:?usage: api-conformance.sh BASE_URL TOKEN}
 venv=$root/.deps/api-venv
@@ -25,7 +26,7 @@ max_examples=${FPGAGDR_SCHEMATHESIS_EXAMPLES:-25}
 if ! "$venv/bin/python" -c 'import schemathesis, openapi_spec_validator' 2>/dev/null; then
   if ! python3 -c 'import ensurepip' 2>/dev/null; then
     [ "$(id -u)" = 0 ] || { echo "api-conformance: python3-venv is needed: sudo apt-get install python3-venv" >&2; exit 1; }
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    DEBIAN_FRONTEND=noninteractive "$apt_get" install -y -qq python3-venv >/dev/null
   fi
   rm -rf "$venv"
   python3 -m venv "$venv"

@@ -25,6 +25,7 @@
 # (default here $scale below; override with FPGAGDR_ARM64_TIME_SCALE).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
+apt_get=$root/appliance/scripts/apt-get.sh
 cd "$root"
 
 triple=aarch64-unknown-linux-gnu
@@ -53,8 +54,8 @@ apt_install() {
 	((${#missing[@]} == 0)) && return
 	((EUID == 0)) || die "missing packages: ${missing[*]} (run as root to install)"
 	say "installing ${missing[*]}"
-	apt-get "${opts[@]}" update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get "${opts[@]}" install -y -qq --no-install-recommends \
+	"$apt_get" "${opts[@]}" update -qq
+	DEBIAN_FRONTEND=noninteractive "$apt_get" "${opts[@]}" install -y -qq --no-install-recommends \
 		"${missing[@]}" >/dev/null
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Fails when the Rust code has a circle: crates that depend on each other (through any
-kind of dependency, dev-dependencies included), or modules of one crate that import each
-other.
+kind of dependency, dev-dependencies included), modules of one crate that import each
+other, or folders of one crate that import each other; and when a crate that declares
+the order of its rooms has an import against that order.
 
 Crates come from `cargo metadata`. Modules are found by following `mod NAME;` from each
 target's root file (lib.rs, main.rs, each integration test and bench root); a module's
@@ -11,9 +12,27 @@ re-exports to the module that defines the item, so `use crate::Error` counts as 
 import of `error.rs`, not of `lib.rs`. Comments, doc comments, string literals and
 `#[cfg(test)] mod tests { ... }` blocks are ignored (a test module may use its parent).
 
+Folders: inside each module that has children (a crate root, a `mod.rs` or `name.rs`
+beside a `name/` folder), every child is a room holding itself and all its
+descendants; room A imports room B when any module under A imports any module under
+B. A circle of rooms that the file level cannot see (one passing through a folder) is
+reported like a circle of modules.
+
+Layers: a package may declare the order of the rooms of a folder, top to bottom, once,
+in its Cargo.toml:
+
+    [package.metadata.layers]
+    src = ["main", "http api", "control", ...]
+
+Each string is one layer (rooms separated by spaces; a layer may import itself and
+every layer below it). Every room of that folder must be named, and every name must be
+a room or a target's root file there (`main`, `lib`); an import from a room to a room
+of a higher layer is reported with its file and line.
+
 Usage: check-circles.py [--workspace DIR] [--self-test]
-Prints every circle (each as a ring of modules or crates, with the file and line of one
-import per arrow) and exits 1 when there is any, 0 otherwise.
+Prints every circle (each as a ring of modules, folders or crates, with the file and
+line of one import per arrow) and every import against a declared order, and exits 1
+when there is any, 0 otherwise.
 """
 
 import argparse
@@ -182,11 +201,14 @@ def load_crate(root_file):
                 m.uses.append((line, absolute))
                 if reexport and parts[-1] not in ("*",):
                     m.reexports[alias or parts[-1]] = absolute
-        # paths in code: crate::a::b, super::x, self::y, child::z
+        # paths in code: crate::a::b, super::x, self::y, child::z (`use` items were read
+        # above: a grouped `use super::super::{a, b}` is not an import of the parent)
         heads = ["crate", "super", "self"] + list(m.children)
         pat = r"(?<![:\w])((?:" + "|".join(map(re.escape, heads)) + r")(?:::" + IDENT + r")+)"
-        for rm in re.finditer(pat, text):
-            line = text.count("\n", 0, rm.start()) + 1
+        code = re.sub(r"^[ \t]*(pub(?:\([^)]*\))?\s+)?use\s+[^;]+;",
+                      lambda u: "\n" * u.group(0).count("\n"), text, flags=re.M)
+        for rm in re.finditer(pat, code):
+            line = code.count("\n", 0, rm.start()) + 1
             absolute = resolve_rel(m, rm.group(1).split("::"))
             if absolute is not None:
                 m.refs.append((line, absolute))
@@ -262,6 +284,56 @@ def describe(comp, edges, name):
     return lines
 
 
+def room_edges(modules, edges, parent):
+    """The rooms of folder `parent` (its children) and the imports between them: room ->
+    room -> (file, line) of one import."""
+    n = len(parent)
+    rooms = {k[n] for k in modules if len(k) > n and k[:n] == parent}
+    out = {}
+    for a, targets in edges.items():
+        if len(a) <= n or a[:n] != parent:
+            continue
+        for b, where in targets.items():
+            if len(b) <= n or b[:n] != parent or a[n] == b[n]:
+                continue
+            out.setdefault(a[n], {}).setdefault(b[n], where)
+    return rooms, out
+
+
+def folder_circles(modules, edges):
+    """Circles of rooms in every folder that pass through a folder (a circle of single
+    files is the file level's): (parent, component, room edges)."""
+    found = []
+    for parent in sorted(modules):
+        if not modules[parent].children:
+            continue
+        rooms, redges = room_edges(modules, edges, parent)
+        for comp in cycles(rooms, redges):
+            if any(modules[parent + (r,)].children for r in comp):
+                found.append((parent, comp, redges))
+    return found
+
+
+def layer_problems(modules, edges, parent, layers, roots):
+    """What breaks the declared `layers` of folder `parent`: undeclared rooms, declared
+    names that are nothing there, and imports from a room to a higher layer."""
+    level = {}
+    for i, layer in enumerate(layers):
+        for name in layer.split():
+            level[name] = i
+    rooms, redges = room_edges(modules, edges, parent)
+    out = []
+    for r in sorted(rooms - set(level)):
+        out.append("room %s is not in the declared order" % r)
+    for name in sorted(set(level) - rooms - set(roots)):
+        out.append("declared room %s is not a room here" % name)
+    for a in sorted(redges):
+        for b, where in sorted(redges[a].items()):
+            if a in level and b in level and level[b] < level[a]:
+                out.append("%s imports %s, a higher layer   (%s:%d)" % (a, b, where[0], where[1]))
+    return out
+
+
 def check(workspace):
     meta = json.loads(subprocess.check_output(
         ["cargo", "metadata", "--format-version", "1", "--no-deps", "--offline"],
@@ -278,34 +350,101 @@ def check(workspace):
         found += ["    %s depends on %s" % (a, b) for a in comp for b in crate_edges.get(a, {}) if b in comp]
     for p in sorted(members.values(), key=lambda p: p["name"]):
         roots = sorted({t["src_path"] for t in p["targets"]})
+        declared = ((p.get("metadata") or {}).get("layers") or {})
+        pkg_dir = os.path.dirname(p["manifest_path"])
+        checked = set()
         for root in roots:
             modules = load_crate(root)
             edges = module_edges(modules)
             rel = os.path.relpath(root, workspace)
+            name = lambda path: "::".join(("crate",) + path)
             for comp in cycles(modules, edges):
-                name = lambda path: "::".join(("crate",) + path)
                 found.append("modules of %s (%s): %s" % (p["name"], rel, ", ".join(map(name, comp))))
                 found += [l.replace(workspace + "/", "") for l in describe(comp, edges, name)]
+            for parent, comp, redges in folder_circles(modules, edges):
+                folder = os.path.relpath(modules[parent].dir, workspace)
+                found.append("folders of %s (%s/): %s" % (p["name"], folder, ", ".join(comp)))
+                found += [l.replace(workspace + "/", "")
+                          for l in describe(comp, redges, lambda r: r)]
+            for folder, layers in sorted(declared.items()):
+                for parent, m in modules.items():
+                    if os.path.normpath(m.dir) != os.path.normpath(os.path.join(pkg_dir, folder)):
+                        continue
+                    if not m.children and parent == ():
+                        continue  # a target root with no rooms (main.rs)
+                    checked.add(folder)
+                    here = os.path.join(pkg_dir, folder)
+                    target_roots = {os.path.splitext(os.path.basename(r))[0]
+                                    for r in roots if os.path.dirname(r) == here}
+                    for problem in layer_problems(modules, edges, parent, layers, target_roots):
+                        found.append("layers of %s (%s/): %s" % (
+                            p["name"], os.path.relpath(here, workspace),
+                            problem.replace(workspace + "/", "")))
+        for folder in sorted(set(declared) - checked):
+            found.append("layers of %s: no module folder %s to check" % (p["name"], folder))
     return found
 
 
 def self_test():
-    """A tiny crate with a two-module circle must be caught; without it, nothing."""
-    with tempfile.TemporaryDirectory() as d:
-        os.makedirs(os.path.join(d, "src"))
+    """Tiny crates that must pass or be caught: a two-module circle (and a clean crate
+    without it); a circle of two folders whose files form no circle; an import against
+    a declared order without any circle."""
+    def probe(d, files, layers=None):
+        meta = ""
+        if layers is not None:
+            meta = "[package.metadata.layers]\nsrc = [%s]\n" % ", ".join('"%s"' % l for l in layers)
+        os.makedirs(os.path.join(d, "src"), exist_ok=True)
         open(os.path.join(d, "Cargo.toml"), "w").write(
-            '[package]\nname = "circle-probe"\nversion = "0.0.0"\nedition = "2021"\n[lib]\npath = "src/lib.rs"\n')
-        open(os.path.join(d, "src/lib.rs"), "w").write(
-            "//! probe\nmod a;\nmod b;\npub use a::A;\n#[cfg(test)]\nmod tests { use super::*; }\n")
-        open(os.path.join(d, "src/a.rs"), "w").write(
-            "/// uses crate::b in a comment only\npub struct A;\npub fn f() -> crate::b::B { crate::b::B }\n")
-        open(os.path.join(d, "src/b.rs"), "w").write(
-            "pub struct B;\nconst S: &str = \"crate::a::A\";\n#[cfg(test)]\nmod tests { use crate::A; }\n")
-        clean = check(d)
-        open(os.path.join(d, "src/b.rs"), "a").write("pub fn g() -> crate::A { crate::A }\n")
-        circled = check(d)
-    ok = not clean and len(circled) >= 1 and "crate::a, crate::b" in circled[0]
-    print("self-test:", "ok" if ok else "FAILED (clean: %r, circled: %r)" % (clean, circled))
+            '[package]\nname = "circle-probe"\nversion = "0.0.0"\nedition = "2021"\n'
+            + meta + '[lib]\npath = "src/lib.rs"\n')
+        for rel, text in files.items():
+            os.makedirs(os.path.dirname(os.path.join(d, rel)), exist_ok=True)
+            open(os.path.join(d, rel), "w").write(text)
+        return check(d)
+
+    ok = True
+    with tempfile.TemporaryDirectory() as d:
+        files = {
+            "src/lib.rs": "//! probe\nmod a;\nmod b;\npub use a::A;\n#[cfg(test)]\nmod tests { use super::*; }\n",
+            "src/a.rs": "/// uses crate::b in a comment only\npub struct A;\npub fn f() -> crate::b::B { crate::b::B }\n",
+            "src/b.rs": "pub struct B;\nconst S: &str = \"crate::a::A\";\n#[cfg(test)]\nmod tests { use crate::A; }\n",
+        }
+        clean = probe(d, files)
+        files["src/b.rs"] += "pub fn g() -> crate::A { crate::A }\n"
+        circled = probe(d, files)
+        if clean or not circled or "crate::a, crate::b" not in circled[0]:
+            print("self-test: modules FAILED (clean: %r, circled: %r)" % (clean, circled))
+            ok = False
+    with tempfile.TemporaryDirectory() as d:
+        # a/x.rs -> b/y.rs and b/z.rs -> a/w.rs: no two files import each other, but the
+        # folders a and b do.
+        files = {
+            "src/lib.rs": "//! probe\nmod a;\nmod b;\n",
+            "src/a/mod.rs": "pub mod w;\npub mod x;\n",
+            "src/a/w.rs": "pub struct W;\n",
+            "src/a/x.rs": "pub fn f() -> crate::b::y::Y { crate::b::y::Y }\n",
+            "src/b/mod.rs": "pub mod y;\npub mod z;\n",
+            "src/b/y.rs": "pub struct Y;\n",
+            "src/b/z.rs": "pub struct Z;\n",
+        }
+        clean = probe(d, files, ["a", "b"])
+        files["src/b/z.rs"] = "pub fn g() -> crate::a::w::W { crate::a::w::W }\n"
+        folders = probe(d, files)
+        if clean or not any(f.startswith("folders of circle-probe") and ": a, b" in f for f in folders) \
+                or any(f.startswith("modules of") for f in folders):
+            print("self-test: folders FAILED (clean: %r, circled: %r)" % (clean, folders))
+            ok = False
+        files["src/b/z.rs"] = "pub struct Z;\n"
+        against = probe(d, files, ["b", "lib", "a"])
+        if not any("a imports b, a higher layer" in f for f in against) \
+                or any(f.startswith(("folders", "modules")) for f in against):
+            print("self-test: layers FAILED (against the order: %r)" % (against,))
+            ok = False
+        undeclared = probe(d, files, ["a"])
+        if not any("room b is not in the declared order" in f for f in undeclared):
+            print("self-test: layers FAILED (an undeclared room: %r)" % (undeclared,))
+            ok = False
+    print("self-test:", "ok" if ok else "FAILED")
     return ok
 
 
@@ -319,11 +458,13 @@ def main():
     ws = os.path.abspath(args.workspace)
     found = check(ws)
     if found:
-        print("check-circles: %d circle(s) among the Rust crates or their modules:" % sum(
-            1 for f in found if not f.startswith("    ")))
+        print("check-circles: %d circle(s) or import(s) against the declared order among the "
+              "Rust crates, their modules and folders:" % sum(
+                  1 for f in found if not f.startswith("    ")))
         print("\n".join(found))
         return 1
-    print("check-circles: no circle among %s's crates or their modules" % os.path.basename(ws))
+    print("check-circles: no circle among %s's crates, their modules or their folders, "
+          "and no import against a declared order" % os.path.basename(ws))
     return 0
 
 

@@ -2,7 +2,10 @@
 # Fetches what fpgagdrd needs at run time on a machine with no FPGA and no GPU, from the
 # package registries only, pinned by version and SHA-256, into the git-ignored .deps/:
 #   .deps/onnxruntime/libonnxruntime.so   ONNX Runtime 1.31.1 (CPU), from the PyPI wheel
-#   .deps/share/models -> ../../models    the default model (committed in models/)
+#   .deps/share/models/                   the models committed in models/, hard-linked (a
+#                                         symbolic link out of the data directory would
+#                                         lie outside it: docs/decisions.md, "Symbolic
+#                                         links in the data directory")
 #   .deps/share/frames/                   real photographs (CC0 / public domain) from the
 #                                         PyPI scikit-image 0.26.0 wheel (see docs/frames.md)
 # .deps/share is the data directory (FPGAGDR_DATA_DIR) the service resolves paths against.
@@ -14,6 +17,7 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
+apt_get=$root/appliance/scripts/apt-get.sh
 deps="$root/.deps"
 ORT_VERSION=1.31.1
 SKIMAGE_VERSION=0.26.0
@@ -32,7 +36,7 @@ need_pip() {
   if python3 -m pip --version >/dev/null 2>&1; then return 0; fi
   [ "$(id -u)" = 0 ] || die "python3 with pip is needed: sudo apt-get install python3-pip"
   say "installing python3-pip (Debian)"
-  apt-get update -qq && apt-get install -y -qq python3-pip >/dev/null
+  "$apt_get" update -qq && "$apt_get" install -y -qq python3-pip >/dev/null
 }
 
 # download NAME VERSION PLATFORM SHA256 DEST_DIR -> prints the wheel path
@@ -85,7 +89,13 @@ fi
 fetch_ort "$(uname -m)" "$deps/onnxruntime"
 
 mkdir -p "$deps/share/frames"
-ln -sfn ../../models "$deps/share/models"
+# The models as files of the data directory: hard links (copies where the file system
+# will not link), renewed on each run so a changed model is taken.
+[ -L "$deps/share/models" ] && rm "$deps/share/models"
+mkdir -p "$deps/share/models"
+for f in "$root"/models/*.onnx "$root"/models/*.labels.txt; do
+  ln -f "$f" "$deps/share/models/" 2>/dev/null || cp -f "$f" "$deps/share/models/"
+done
 missing=()
 for f in "${FRAMES[@]}"; do [ -s "$deps/share/frames/$f" ] || missing+=("$f"); done
 if [ ${#missing[@]} -gt 0 ]; then

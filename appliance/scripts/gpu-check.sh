@@ -8,13 +8,31 @@
 # machine, unpack the GPU ONNX Runtime there (`ort-gpu.sh unpack PARTS_DIR`), and run
 #   OUT=<results dir> ORT_GPU_DIR=$PWD/.deps/ortgpu/lib appliance/scripts/gpu-check.sh
 # GPU_CHECK_STEPS picks what runs (default "cpu sanitizer cuda"; a device call is at most
-# 10 minutes, so split them over calls: "tests anchor", "stage", "pipeline cpu", ...):
+# 10 minutes, so split them over calls: "tests anchor", "stage", "pipeline cpu", ...).
+# DEV_DIR names the folder of the binaries (default .deps/device); STAGE_CASES and
+# ENGINE_CASES the cases of `stage` and `engine`; INFER_STAGE_BIN another infer_stage
+# binary for `stage` (an earlier build, for before/after pairs in the same lease):
 #   cpu   with the CPU-only ONNX Runtime: the GPU tests, the CUDA dma-buf export of the
 #         frame ring and its nvidia_p2p fallback (gpu_dmabuf), the GPU benchmark (host-to-device
 #         hop, preprocessing kernel, CRC), and
 #         fpgagdrd with the simulated card and a CUDA frame ring (status, a PATCH of the
 #         config with the API token, the result on a real photograph, /metrics)
 #   sanitizer  the GPU tests under compute-sanitizer (memcheck)
+#   gputests  the GPU tests alone with ONNX Runtime's CUDA provider (GPU_TESTS_FILTER:
+#         names, as libtest filters them; default all)
+#   offer the simulated card's offer: 1 MiB frames into a CUDA ring, 1 to 4 C2H channels,
+#         link model off and x86-gen3x8 (the `offer` bench of fpgagdr-sim; no ONNX Runtime)
+#   engine the model alone (the `engine` bench of fpgagdr-infer): the same ONNX file,
+#         runtime, session options, binding and CUDA graphs as the inference stage, on
+#         tensors already in GPU memory, fp32 and fp16, batch 1 to 256 (ORT_GPU_DIR)
+#   overlap FramePrep alone (the `overlap` bench of fpgagdr-infer): check, preprocess and
+#         model on batches of 1 MiB frames in GPU memory, one batch at a time (`finish`)
+#         and with batch k+1 checked and preprocessed on a second stream while batch k
+#         runs (`submit`/`collect`), fp32 and fp16 at batch 32 and 256 (ORT_GPU_DIR)
+#   fp16opts  the engine alone in fp16 at batch 256 under each CUDA provider option
+#         measured: layout (prefer_nhwc), cudnn_conv_algo_search,
+#         cudnn_conv_use_max_workspace, fuse_conv_bias, one graph per batch size, no
+#         graphs; and fp32 with TF32 (ORT_GPU_DIR)
 #   cuda  = tests stage pipeline anchor, with ONNX Runtime's CUDA provider (ORT_GPU_DIR):
 #         the GPU tests, the same
 #         service check, the inference stage from a full ring (fp32 / fp16, batch 1 to
@@ -27,9 +45,9 @@ set -u
 : "${OUT:=$PWD/target/gpu-check}"
 mkdir -p "$OUT"
 steps=${GPU_CHECK_STEPS:-cpu sanitizer cuda}
-dev=$PWD/.deps/device
+dev=${DEV_DIR:-$PWD/.deps/device}
 cpu_ort=$PWD/.deps/onnxruntime/libonnxruntime.so
-export FPGAGDR_DATA_DIR=$PWD/.deps/share
+export FPGAGDR_DATA_DIR=${FPGAGDR_DATA_DIR:-$PWD/.deps/share}
 TOKEN=gpu-check-token-0123456789
 export NCCL_NVLS_ENABLE=0
 
@@ -82,16 +100,37 @@ PY
 }
 
 stage() { # stage: the inference stage alone, one process per case
-  local case
-  for case in ${STAGE_CASES:-fp32:1 fp32:8 fp32:32 fp32:256 fp16:1 fp16:32 fp16:256}; do
-    FPGAGDR_STAGE_CASES=$case FPGAGDR_BENCH_SECS=5 "$dev/infer_stage" || echo "| $case | failed: exit $? |"
+  local case bin=${INFER_STAGE_BIN:-$dev/infer_stage}
+  for case in ${STAGE_CASES:-fp32:1 fp32:8 fp32:32 fp32:256 fp16:1 fp16:8 fp16:32 fp16:256}; do
+    FPGAGDR_STAGE_CASES=$case FPGAGDR_BENCH_SECS=${BENCH_SECS:-5} "$bin" || echo "| $case | failed: exit $? |"
   done
-  # fp16 runs NHWC convolutions by default; the same case in NCHW, for comparison.
-  FPGAGDR_CUDA_NHWC=0 FPGAGDR_STAGE_CASES=fp16:256 FPGAGDR_BENCH_SECS=5 "$dev/infer_stage" ||
-    echo "| fp16:256 NCHW | failed: exit $? |"
 }
 
-export -f service stage
+engine() { # engine: the model alone, one process per case
+  local case
+  for case in ${ENGINE_CASES:-fp32:1 fp32:8 fp32:32 fp32:256 fp16:1 fp16:8 fp16:32 fp16:256}; do
+    FPGAGDR_ENGINE_CASES=$case FPGAGDR_BENCH_SECS=${BENCH_SECS:-3} "$dev/engine" || echo "| $case | failed: exit $? |"
+  done
+}
+
+fp16opts() { # fp16opts: the engine alone under each CUDA provider option, one process each
+  local opts
+  for opts in FPGAGDR_CUDA_NHWC=1 FPGAGDR_CUDA_NHWC=0 \
+    "FPGAGDR_CUDA_NHWC=1 FPGAGDR_CUDNN_SEARCH=exhaustive" \
+    "FPGAGDR_CUDA_NHWC=1 FPGAGDR_CUDNN_MAX_WORKSPACE=0" \
+    "FPGAGDR_CUDA_NHWC=1 FPGAGDR_CUDA_FUSE_CONV_BIAS=1" \
+    "FPGAGDR_CUDA_NHWC=1 FPGAGDR_FP16_GRAPH_PER_SIZE=1" FPGAGDR_STAGE_GRAPHS=0; do
+    echo "## $opts"
+    # shellcheck disable=SC2086 # the options are words for env
+    env $opts FPGAGDR_ENGINE_CASES="${FP16OPTS_CASES:-fp16:256}" FPGAGDR_BENCH_SECS="${BENCH_SECS:-3}" \
+      "$dev/engine" || echo "| $opts | failed: exit $? |"
+  done
+  echo "## fp32, FPGAGDR_CUDA_TF32=1"
+  FPGAGDR_CUDA_TF32=1 FPGAGDR_ENGINE_CASES=fp32:256 FPGAGDR_BENCH_SECS="${BENCH_SECS:-3}" \
+    "$dev/engine" || echo "| fp32 TF32 | failed: exit $? |"
+}
+
+export -f service stage engine fp16opts
 export dev TOKEN
 has() { [[ " $steps " == *" $1 "* ]]; }
 nvidia-smi -L
@@ -108,7 +147,11 @@ if has sanitizer; then
   run sanitizer 500 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --error-exitcode 9 \
     "$dev/gpu_tests" --test-threads 1
 fi
-if has cuda || has tests || has stage || has pipeline; then
+if has offer; then
+  run offer 120 "$dev/offer"
+fi
+if has cuda || has tests || has stage || has pipeline || has engine || has fp16opts ||
+  has overlap || has gputests; then
   [ -n "${ORT_GPU_DIR:-}" ] || { echo "ORT_GPU_DIR is not set (appliance/scripts/ort-gpu.sh)" >&2; exit 1; }
   # The CUDA provider's cuBLAS 13 / cuDNN 9: PyTorch's nvidia-* wheels on that machine.
   nv=$(python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)/nvidia
@@ -119,8 +162,21 @@ if has cuda || has tests; then
   run gpu_tests_ort_cuda 400 "$dev/gpu_tests" --nocapture --test-threads 1
   run status_ort_cuda 60 service "$ORT_DYLIB_PATH"
 fi
+if has gputests; then
+  # shellcheck disable=SC2086 # the filter is a list of test names
+  run gpu_tests_ort_cuda 400 "$dev/gpu_tests" --nocapture --test-threads 1 ${GPU_TESTS_FILTER:-}
+fi
 if has cuda || has stage; then
   run infer_stage 540 stage
+fi
+if has engine; then
+  run engine 400 engine
+fi
+if has overlap; then
+  run overlap 300 env FPGAGDR_BENCH_SECS="${BENCH_SECS:-3}" "$dev/overlap"
+fi
+if has fp16opts; then
+  run fp16opts 500 fp16opts
 fi
 if has cuda || has pipeline; then
   run pipeline_wait 120 env FPGAGDR_BENCH_SECS=8 FPGAGDR_BENCH_MODES=wait \

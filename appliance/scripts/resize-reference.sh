@@ -10,6 +10,7 @@
 # preprocessing drifts from these tensors by more than one grey level.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
+apt_get=$root/appliance/scripts/apt-get.sh
 out=${1:?usage: resize-reference.sh OUT_DIR FRAME...}
 shift
 [ $# -gt 0 ] || { echo "usage: resize-reference.sh OUT_DIR FRAME..." >&2; exit 2; }
@@ -21,7 +22,7 @@ numpy=numpy==2.4.6
 if ! "$venv/bin/python" -c 'import PIL, numpy' 2>/dev/null; then
   if ! python3 -c 'import ensurepip' 2>/dev/null; then
     [ "$(id -u)" = 0 ] || { echo "resize-reference: python3-venv is needed: sudo apt-get install python3-venv" >&2; exit 1; }
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    DEBIAN_FRONTEND=noninteractive "$apt_get" install -y -qq python3-venv >/dev/null
   fi
   rm -rf "$venv"
   python3 -m venv "$venv"

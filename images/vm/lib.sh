@@ -2,6 +2,8 @@
 # shellcheck shell=bash
 
 say() { printf '== vm: %s\n' "$*" >&2; }
+# apt-get that waits for another package manager run (its locks) instead of failing.
+apt_get=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/appliance/scripts/apt-get.sh
 die() {
 	printf 'FAIL: vm: %s\n' "$*" >&2
 	exit 1
@@ -19,8 +21,8 @@ need_pkgs() {
 	((${#missing[@]} == 0)) && return 0
 	((EUID == 0)) || die "missing Debian packages: ${missing[*]} (run as root to install them)"
 	say "installing ${missing[*]}"
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	"$apt_get" update -qq
+	DEBIAN_FRONTEND=noninteractive "$apt_get" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
 # need_qemu: qemu-system-x86 and qemu-utils as one pair, from bookworm-backports (QEMU
@@ -43,8 +45,8 @@ need_qemu() {
 	local o=(-o "Dir::Etc::sourcelist=$apt/sources.list" -o Dir::Etc::sourceparts=-
 		-o "Dir::State::lists=$apt/lists" -o "Dir::Cache::archives=$apt/archives")
 	say "installing qemu-system-x86 and qemu-utils from bookworm-backports"
-	apt-get "${o[@]}" update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get "${o[@]}" install -y -qq --no-install-recommends \
+	"$apt_get" "${o[@]}" update -qq
+	DEBIAN_FRONTEND=noninteractive "$apt_get" "${o[@]}" install -y -qq --no-install-recommends \
 		-t bookworm-backports qemu-system-x86 qemu-utils >/dev/null
 	rm -rf "$apt"
 }

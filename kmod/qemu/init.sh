@@ -9,7 +9,9 @@
 # The pass comes from the kernel command line (FPGAGDR_PASS=...):
 #   plain    x86, no IOMMU, no bounce buffers: A (nvidia_p2p double,
 #            interrupts: every suite, the stress test, frame capture, card
-#            removal, hot unplug through the host's QEMU monitor, AER), B
+#            removal, hot unplug through the host's QEMU monitor, AER,
+#            recovery: PCIe errors and a function reset while frames flow,
+#            an interrupt storm, a card gone), B
 #            (no NVIDIA back-end, polled, 64-byte alignment, frame capture
 #            polled), D (cards that break the frame protocol), C
 #            (load/unload loop), then power off with a transfer in flight
@@ -75,6 +77,8 @@ module_text() {
 # Trimmed frame capture selections (CI budget, DESIGN 10): polled, arm64.
 frames_only_polled=frame_info,frames_flow,queue_overflow,stall_timeout_abort,kill_with_wait
 frames_only_arm64=frame_info,frames_flow,stall_timeout_abort,bad_events,event_nodes,user_node,link_path
+# Through the IOMMU: engines running through a non-fatal PCIe error.
+recovery_only_iommu=engine_through_nonfatal,channel_node_through_nonfatal
 
 # FPGAGDR_SKIP=a,b on the kernel command line leaves suites out, FPGAGDR_ONLY=x,y
 # runs only those tests of a suite (debugging).
@@ -88,6 +92,7 @@ suites() { # suites PREFIX SUITE...
 			case $s in
 			frames_polled) check "$p/$s" env FPGAGDR_ONLY="$frames_only_polled" fgtest frames ;;
 			frames_arm64) check "$p/$s" env FPGAGDR_ONLY="$frames_only_arm64" fgtest frames ;;
+			recovery_iommu) check "$p/$s" env FPGAGDR_ONLY="$recovery_only_iommu" fgtest recovery ;;
 			*) check "$p/$s" fgtest "$s" ;;
 			esac
 			;;
@@ -124,7 +129,7 @@ pass_host() { # pass_host PREFIX "PARAMS" SUITE...
 pass_badcards() {
 	mark "pass D: cards that break the frame protocol"
 	for c in "2 test_user_magic=0x12345678" "1 test_user_bar=0" \
-		"5 test_slot_size=32" \
+		"4 test_slot_count=1" "5 test_slot_size=32" \
 		"7 test_slot_base=0x7ff00000 test_slot_count=16"; do
 		# shellcheck disable=SC2086 # state and parameters are words
 		set -- $c
@@ -244,7 +249,7 @@ plain)
 	mark "pass A: nvidia_p2p double, software card with interrupts"
 	check A/load-nvp2p-double insmod "$mods/fpgagdr-test-nvp2p.ko"
 	check A/load load fpgagdr-nv.ko
-	suites A functional nvp2p faults badioctl host dmabuf stress frames
+	suites A functional nvp2p faults badioctl host dmabuf stress frames recovery
 	for t in /extra/*; do
 		if [ -x "$t" ]; then
 			check "A/extra/${t##*/}" env FPGAGDR_DEVICE=/dev/fpgagdr0 "$t"
@@ -268,7 +273,7 @@ swiotlb)
 	;;
 iommu)
 	mark "pass I: virtual IOMMU, strict: every bus address translated"
-	pass_nv I functional host faults nvp2p dmabuf removal
+	pass_nv I functional host faults nvp2p dmabuf removal recovery_iommu
 	;;
 arm64)
 	mark "pass R: arm64, Orin-style build"

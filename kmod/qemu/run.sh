@@ -52,6 +52,8 @@ set -euo pipefail
 
 qdir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 kmod=$(dirname "$qdir")
+# apt-get that waits for another package manager run (its locks) instead of failing.
+apt_get=$kmod/../appliance/scripts/apt-get.sh
 out=$kmod/.cache/qemu
 passes=${FPGAGDR_QEMU_PASSES:-plain swiotlb iommu arm64 service}
 jobs=$(nproc)
@@ -77,8 +79,8 @@ apt_install() {
 	((${#missing[@]} == 0)) && return
 	((EUID == 0)) || die "missing packages: ${missing[*]} (run as root to install)"
 	say "installing ${missing[*]}"
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	"$apt_get" update -qq
+	DEBIAN_FRONTEND=noninteractive "$apt_get" install -y -qq \
 		--no-install-recommends "${missing[@]}" >/dev/null
 }
 
@@ -102,8 +104,8 @@ install_qemu() {
 		deb http://deb.debian.org/debian bookworm-backports main
 	EOF
 	say "installing qemu-system-x86 and qemu-system-arm from bookworm-backports"
-	apt-get "${a[@]}" update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get "${a[@]}" install -y -qq \
+	"$apt_get" "${a[@]}" update -qq
+	DEBIAN_FRONTEND=noninteractive "$apt_get" "${a[@]}" install -y -qq \
 		--no-install-recommends -t bookworm-backports \
 		qemu-system-x86 qemu-system-arm >/dev/null
 }

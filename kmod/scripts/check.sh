@@ -7,7 +7,8 @@
 # against Debian's arm64 headers with W=1 and sparse, compile the QEMU
 # guest tests, run checkpatch.pl --strict on our C, and the shell scripts
 # through ShellCheck, compare docs/card-protocol.md's register table with
-# fpgagdr-frames-regs.h; then run the unit tests.  The QEMU suite itself is
+# fpgagdr-frames-regs.h and the copies generated from it for the RTL
+# (hdl/rtl/fgdr_regs_pkg.sv, hdl/tb/fgdr_regs.py); then run the unit tests.  The QEMU suite itself is
 # qemu/run.sh.
 #
 # As root, missing Debian packages are installed (linux-headers-amd64,
@@ -21,6 +22,8 @@
 set -euo pipefail
 
 kmod=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# apt-get that waits for another package manager run (its locks) instead of failing.
+apt_get=$kmod/../appliance/scripts/apt-get.sh
 cache=$kmod/.cache
 jobs=${FPGAGDR_CHECK_JOBS:-$(nproc)}
 failed=0
@@ -47,8 +50,8 @@ ensure_packages() {
 		exit 1
 	fi
 	say "installing ${missing[*]}"
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+	"$apt_get" update -qq
+	DEBIAN_FRONTEND=noninteractive "$apt_get" install -y -qq "${missing[@]}" >/dev/null
 }
 
 find_kdir() {
@@ -194,7 +197,7 @@ if command -v shellcheck >/dev/null; then
 	fi
 fi
 
-say "card protocol: docs/card-protocol.md against fpgagdr-frames-regs.h"
+say "card protocol: docs/card-protocol.md against fpgagdr-frames-regs.h and the RTL's copies"
 if ! python3 "$kmod/scripts/check-card-protocol.py"; then
 	fail "the card protocol's document and header differ"
 fi

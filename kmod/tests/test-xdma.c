@@ -18,6 +18,8 @@ int test_checks;
 #define H2C	FPGAGDR_DIR_H2C
 #define NSEG	70			/* more than one 64-descriptor burst */
 #define DESC_BUS	0x100000000ULL	/* descriptor pages */
+/* PG195's status bits that end a run (all logged ones but idle_stopped) */
+#define PG_RUN_ENDS	(PG_ST_LOGGED & ~PG_ST_IDLE_STOPPED)
 #define HOST_BUS	0x200000000ULL	/* buffer pages, not contiguous */
 
 /* The core, as far as the XDMA engine code sees it. */
@@ -65,6 +67,14 @@ irqreturn_t fpgagdr_frames_irq(struct fpgagdr_dev *d, u32 pending)
 	return pending ? IRQ_HANDLED : IRQ_NONE;
 }
 
+static int gone_calls;
+
+void fpgagdr_frames_card_gone(struct fpgagdr_dev *d)
+{
+	CHECK(d == &fdev);
+	gone_calls++;
+}
+
 static int irq(int n, void *data)
 {
 	return fpgagdr_xdma_irq(n, data);
@@ -72,9 +82,7 @@ static int irq(int n, void *data)
 
 static const struct xm_cfg cfg_default = {
 	.nch = { [C2H] = 3, [H2C] = 2 }, .gap = -1,
-	.align = FIELD_PREP(XDMA_ALIGN_ADDR, 64) |
-		 FIELD_PREP(XDMA_ALIGN_LEN_GRANULARITY, 4) |
-		 FIELD_PREP(XDMA_ALIGN_ADDR_BITS, 64),
+	.align = PG_ALIGN(64, 4, 64),
 };
 
 static int setup(const struct xm_cfg *cfg, bool use_irq)
@@ -89,16 +97,15 @@ static int setup(const struct xm_cfg *cfg, bool use_irq)
 	return fpgagdr_xdma_add_engines(&xd, use_irq);
 }
 
+/* PG195's offsets (xdma-model.h), not the module's */
 static u32 chan_reg(u32 dir, u32 ch, u32 reg)
 {
-	return (dir == H2C ? XDMA_CHAN_H2C_BASE : XDMA_CHAN_C2H_BASE) +
-	       ch * XDMA_CHAN_STRIDE + reg;
+	return PG_CHAN(dir == C2H, ch, reg);
 }
 
 static u32 sgdma_reg(u32 dir, u32 ch, u32 reg)
 {
-	return (dir == H2C ? XDMA_SGDMA_H2C_BASE : XDMA_SGDMA_C2H_BASE) +
-	       ch * XDMA_CHAN_STRIDE + reg;
+	return PG_SGDMA(dir == C2H, ch, reg);
 }
 
 /**
@@ -162,11 +169,10 @@ static void test_config_bar_identified(void)
 {
 	xm_init(&cfg_default);
 	CHECK(fpgagdr_xdma_is_config_bar(xm_regs()));
-	xm_poke(XDMA_IRQ_ID, xm_peek(XDMA_IRQ_ID) ^
-		FIELD_PREP(XDMA_ID_TARGET, 1));
+	xm_poke(PG_IRQ, xm_peek(PG_IRQ) ^ (1U << 16));	/* another target */
 	CHECK(!fpgagdr_xdma_is_config_bar(xm_regs()));
 	xm_init(&cfg_default);
-	xm_poke(XDMA_CONFIG_ID, 0);
+	xm_poke(PG_CONFIG, 0);
 	CHECK(!fpgagdr_xdma_is_config_bar(xm_regs()));
 }
 
@@ -188,9 +194,8 @@ static void test_discovery(void)
 	CHECK_EQ(xd.xe[H2C][1].irq_bit, 1);
 	CHECK_EQ(xd.xe[C2H][0].irq_bit, 2);
 	CHECK_EQ(xd.xe[C2H][2].irq_bit, 4);
-	CHECK_EQ(xm_peek(chan_reg(C2H, 1, XDMA_CHAN_INT_ENABLE)),
-		 XDMA_CHAN_EVENTS);
-	CHECK_EQ(xm_peek(chan_reg(H2C, 1, XDMA_CHAN_CONTROL)), 0);
+	CHECK_EQ(xm_peek(chan_reg(C2H, 1, PG_CH_INT_EN)), PG_RUN_ENDS);
+	CHECK_EQ(xm_peek(chan_reg(H2C, 1, PG_CH_CONTROL)), 0);
 
 	/* discovery stops at the first missing channel */
 	gap.gap = 1;
@@ -202,7 +207,7 @@ static void test_discovery(void)
 	CHECK_EQ(setup(&none, false), -ENODEV);
 
 	/* alignment 0 means none; 3 rounds up to 4; streams are noted */
-	odd.align = FIELD_PREP(XDMA_ALIGN_ADDR, 3);
+	odd.align = PG_ALIGN(3, 0, 0);
 	odd.stream = true;
 	CHECK_EQ(setup(&odd, false), 0);
 	CHECK_EQ(engs[H2C][0].addr_align, 4);
@@ -218,16 +223,16 @@ static void test_discovery(void)
 static void test_stale_run_stopped_at_probe(void)
 {
 	xm_init(&cfg_default);
-	xm_poke(chan_reg(H2C, 1, XDMA_CHAN_CONTROL), XDMA_CTRL_RUN);
-	xm_poke(chan_reg(C2H, 2, XDMA_CHAN_CONTROL), XDMA_CTRL_RUN);
+	xm_poke(chan_reg(H2C, 1, PG_CH_CONTROL), PG_CTRL_RUN);
+	xm_poke(chan_reg(C2H, 2, PG_CH_CONTROL), PG_CTRL_RUN);
 	CHECK_EQ(fpgagdr_xdma_stop_leftovers(xm_regs()), 0);
-	CHECK_EQ(xm_peek(chan_reg(H2C, 1, XDMA_CHAN_CONTROL)), 0);
-	CHECK_EQ(xm_peek(chan_reg(C2H, 2, XDMA_CHAN_CONTROL)), 0);
-	CHECK_EQ(xm_peek(chan_reg(C2H, 2, XDMA_CHAN_STATUS)) & XDMA_STAT_BUSY,
+	CHECK_EQ(xm_peek(chan_reg(H2C, 1, PG_CH_CONTROL)), 0);
+	CHECK_EQ(xm_peek(chan_reg(C2H, 2, PG_CH_CONTROL)), 0);
+	CHECK_EQ(xm_peek(chan_reg(C2H, 2, PG_CH_STATUS)) & PG_ST_BUSY,
 		 0);
 	/* one that stays busy past the stop budget is counted */
 	xm_init(&cfg_default);
-	xm_poke(chan_reg(C2H, 0, XDMA_CHAN_CONTROL), XDMA_CTRL_RUN);
+	xm_poke(chan_reg(C2H, 0, PG_CH_CONTROL), PG_CTRL_RUN);
 	xm_fault.stuck_busy = true;
 	CHECK_EQ(fpgagdr_xdma_stop_leftovers(xm_regs()), 1);
 	xm_fault.stuck_busy = false;
@@ -251,18 +256,18 @@ static void test_poll_mode_round_trip(void)
 	build(&b, false, 0x10000, NSEG * 4096, &c);
 	CHECK_EQ(c.ndesc, NSEG);
 	CHECK_EQ(h2c->ops->start(h2c, &c), 0);
-	CHECK_EQ(xm_peek(sgdma_reg(H2C, 1, XDMA_SGDMA_DESC_LO)),
+	CHECK_EQ(xm_peek(sgdma_reg(H2C, 1, PG_SG_DESC_LO)),
 		 lower_32_bits(c.first));
-	CHECK_EQ(xm_peek(sgdma_reg(H2C, 1, XDMA_SGDMA_DESC_HI)),
+	CHECK_EQ(xm_peek(sgdma_reg(H2C, 1, PG_SG_DESC_HI)),
 		 upper_32_bits(c.first));
-	CHECK_EQ(xm_peek(sgdma_reg(H2C, 1, XDMA_SGDMA_DESC_ADJ)), c.first_adj);
-	CHECK_EQ(xm_peek(chan_reg(H2C, 1, XDMA_CHAN_CONTROL)),
-		 XDMA_CTRL_RUN | XDMA_CHAN_EVENTS);
+	CHECK_EQ(xm_peek(sgdma_reg(H2C, 1, PG_SG_DESC_ADJ)), c.first_adj);
+	CHECK_EQ(xm_peek(chan_reg(H2C, 1, PG_CH_CONTROL)),
+		 PG_CTRL_RUN | PG_RUN_ENDS);
 	CHECK_EQ(h2c->ops->poll(h2c), -EINPROGRESS);
 	CHECK_EQ(xm_step(H2C, 1), 0);
 	CHECK_EQ(h2c->ops->poll(h2c), 0);
 	CHECK_EQ(h2c->ops->stop(h2c), 0);
-	CHECK_EQ(xm_peek(chan_reg(H2C, 1, XDMA_CHAN_CONTROL)), 0);
+	CHECK_EQ(xm_peek(chan_reg(H2C, 1, PG_CH_CONTROL)), 0);
 	CHECK_EQ(h2c->ops->status(h2c), 0);	/* read-cleared by stop */
 	for (i = 0; i < NSEG * 4096; i++)
 		bad += xm_card()[0x10000 + i] != (unsigned char)(i / 4096 + 1);
@@ -291,33 +296,33 @@ static void test_interrupts(void)
 	struct buf b;
 
 	CHECK_EQ(setup(&cfg_default, true), 0);
-	xm_poke(XDMA_IRQ_CHAN_VEC_C2H, 0x01010101);
+	xm_poke(PG_IRQ_CHAN_VEC_C2H, 0x01010101);
 	fpgagdr_xdma_irq_setup(&xd);
-	CHECK_EQ(ioread32(xm_regs() + XDMA_IRQ_CHAN_INT_EN), 0);
-	CHECK_EQ(xm_peek(XDMA_IRQ_CHAN_VEC_C2H), 0);
+	CHECK_EQ(xm_peek(PG_IRQ_CHAN_EN), 0);
+	CHECK_EQ(xm_peek(PG_IRQ_CHAN_VEC_C2H), 0);
 	buf_init(&b);
 	e = &engs[C2H][1];
 	bit = BIT(xd.xe[C2H][1].irq_bit);
 	build(&b, true, 0, 8 * 4096, &c);
 	CHECK_EQ(e->ops->start(e, &c), 0);
-	CHECK_EQ(ioread32(xm_regs() + XDMA_IRQ_CHAN_INT_EN), bit);
+	CHECK_EQ(xm_peek(PG_IRQ_CHAN_EN), bit);
 	/* nothing pending: not ours */
 	CHECK_EQ(fpgagdr_xdma_irq(0, &xd), IRQ_NONE);
 	CHECK_EQ(xm_step(C2H, 1), 0);
 	CHECK_EQ(completes[C2H][1], 1);		/* the interrupt came */
 	CHECK_EQ(completes[C2H][0] + completes[H2C][0], 0);
 	/* the handler masked the channel until the next start */
-	CHECK_EQ(ioread32(xm_regs() + XDMA_IRQ_CHAN_INT_EN), 0);
+	CHECK_EQ(xm_peek(PG_IRQ_CHAN_EN), 0);
 	CHECK_EQ(e->ops->poll(e), 0);
 	CHECK_EQ(e->ops->stop(e), 0);
 	/* a card that fell off the bus reads all ones */
-	xm_fault.pending_all_ones = true;
+	xm_fault.all_ones = true;
 	CHECK_EQ(fpgagdr_xdma_irq(0, &xd), IRQ_NONE);
 	CHECK_EQ(completes[C2H][1], 1);
-	xm_fault.pending_all_ones = false;
+	xm_fault.all_ones = false;
 	CHECK_EQ(e->ops->start(e, &c), 0);
 	fpgagdr_xdma_irq_teardown(&xd);
-	CHECK_EQ(ioread32(xm_regs() + XDMA_IRQ_CHAN_INT_EN), 0);
+	CHECK_EQ(xm_peek(PG_IRQ_CHAN_EN), 0);
 	CHECK_EQ(e->ops->stop(e), 0);
 	buf_free(&b);
 }
@@ -334,34 +339,34 @@ static void test_user_interrupts(void)
 	u32 i;
 
 	CHECK_EQ(setup(&cfg_default, true), 0);
-	for (i = 0; i < XDMA_IRQ_USER_VEC_REGS; i++)
-		xm_poke(XDMA_IRQ_USER_VEC(i), 0x1f1f1f1f);
-	iowrite32(0xffff, xm_regs() + XDMA_IRQ_USER_INT_EN);
+	for (i = 0; i < 4; i++)
+		xm_poke(PG_IRQ_USER_VEC(i), 0x1f1f1f1f);
+	xm_poke(PG_IRQ_USER_EN, 0xffff);
 	fpgagdr_xdma_irq_setup(&xd);
-	CHECK_EQ(xm_peek(XDMA_IRQ_USER_INT_EN), 0);
-	for (i = 0; i < XDMA_IRQ_USER_VEC_REGS; i++)
-		CHECK_EQ(xm_peek(XDMA_IRQ_USER_VEC(i)), 0);
+	CHECK_EQ(xm_peek(PG_IRQ_USER_EN), 0);
+	for (i = 0; i < 4; i++)
+		CHECK_EQ(xm_peek(PG_IRQ_USER_VEC(i)), 0);
 	frames_calls = 0;
 	xm_set_irq(irq, &xd);
 
 	fpgagdr_xdma_user_irq_enable(&xd, BIT(3) | BIT(5), true);
-	CHECK_EQ(xm_peek(XDMA_IRQ_USER_INT_EN), BIT(3) | BIT(5));
+	CHECK_EQ(xm_peek(PG_IRQ_USER_EN), BIT(3) | BIT(5));
 	fpgagdr_xdma_user_irq_enable(&xd, BIT(3), false);
-	CHECK_EQ(xm_peek(XDMA_IRQ_USER_INT_EN), BIT(5));
+	CHECK_EQ(xm_peek(PG_IRQ_USER_EN), BIT(5));
 	/* only the 16 user interrupts exist */
 	fpgagdr_xdma_user_irq_enable(&xd, BIT(20), true);
-	CHECK_EQ(xm_peek(XDMA_IRQ_USER_INT_EN), BIT(5));
+	CHECK_EQ(xm_peek(PG_IRQ_USER_EN), BIT(5));
 	CHECK_EQ(frames_calls, 0);
 
 	/* usr_irq_req[5], enabled: the interrupt, handed on */
 	xm_user_request(BIT(5), true);
 	CHECK_EQ(frames_calls, 1);
 	CHECK_EQ(frames_pending, BIT(5));
-	CHECK_EQ(ioread32(xm_regs() + XDMA_IRQ_USER_INT_PENDING), BIT(5));
+	CHECK_EQ(xm_peek(PG_IRQ_USER_PEND), BIT(5));
 	/* a masked request interrupts nobody ... */
 	xm_user_request(BIT(3), true);
 	CHECK_EQ(frames_calls, 1);
-	CHECK_EQ(ioread32(xm_regs() + XDMA_IRQ_USER_INT_PENDING), BIT(5));
+	CHECK_EQ(xm_peek(PG_IRQ_USER_PEND), BIT(5));
 	/* ... until it is unmasked, and the handler sees both requests */
 	fpgagdr_xdma_user_irq_enable(&xd, BIT(3), true);
 	CHECK_EQ(frames_calls, 2);
@@ -372,14 +377,19 @@ static void test_user_interrupts(void)
 	xm_user_request(BIT(3) | BIT(5), false);
 	/* nothing requested, nothing pending: not ours (shared INTx) */
 	CHECK_EQ(fpgagdr_xdma_irq(0, &xd), IRQ_NONE);
-	/* a card gone from the bus reads all ones: not ours, not handed on */
-	xm_fault.pending_all_ones = true;
+	/*
+	 * a card gone from the bus reads all ones: not ours, not handed on
+	 * as user interrupts, but frame capture is told the card is gone
+	 */
+	xm_fault.all_ones = true;
 	i = frames_calls;
+	gone_calls = 0;
 	CHECK_EQ(fpgagdr_xdma_irq(0, &xd), IRQ_NONE);
 	CHECK_EQ(frames_calls, i);
-	xm_fault.pending_all_ones = false;
+	CHECK_EQ(gone_calls, 1);
+	xm_fault.all_ones = false;
 	fpgagdr_xdma_irq_teardown(&xd);
-	CHECK_EQ(xm_peek(XDMA_IRQ_USER_INT_EN), 0);
+	CHECK_EQ(xm_peek(PG_IRQ_USER_EN), 0);
 	xm_set_irq(NULL, NULL);
 }
 
@@ -399,8 +409,8 @@ static void test_abort_then_next_run(void)
 	CHECK_EQ(xm_step(H2C, 0), -EAGAIN);
 	CHECK_EQ(e->ops->poll(e), -EINPROGRESS);
 	CHECK_EQ(e->ops->stop(e), 0);		/* the abort */
-	CHECK_EQ(xm_peek(chan_reg(H2C, 0, XDMA_CHAN_CONTROL)), 0);
-	CHECK_EQ(e->ops->status(e) & XDMA_STAT_BUSY, 0);
+	CHECK_EQ(xm_peek(chan_reg(H2C, 0, PG_CH_CONTROL)), 0);
+	CHECK_EQ(e->ops->status(e) & PG_ST_BUSY, 0);
 	xm_fault.hang = false;
 
 	/* a completed run, then a shorter one: no stale status or count */
@@ -409,14 +419,14 @@ static void test_abort_then_next_run(void)
 	CHECK_EQ(e->ops->poll(e), 0);
 	CHECK_EQ(e->ops->stop(e), 0);
 	/* an event left over in the status must not complete the next run */
-	xm_poke(chan_reg(H2C, 0, XDMA_CHAN_STATUS),
-		XDMA_CHAN_DESC_STOPPED | XDMA_CHAN_DESC_COMPLETED);
+	xm_poke(chan_reg(H2C, 0, PG_CH_STATUS),
+		PG_ST_DESC_STOPPED | PG_ST_DESC_COMPLETED);
 	build(&b, false, 0, 3 * 4096, &c);
 	CHECK_EQ(e->ops->start(e, &c), 0);
 	CHECK_EQ(e->ops->poll(e), -EINPROGRESS);
 	CHECK_EQ(xm_step(H2C, 0), 0);
 	CHECK_EQ(e->ops->poll(e), 0);
-	CHECK_EQ(xm_peek(chan_reg(H2C, 0, XDMA_CHAN_COMPLETED)), 3);
+	CHECK_EQ(xm_peek(chan_reg(H2C, 0, PG_CH_COMPLETED)), 3);
 	CHECK_EQ(e->ops->stop(e), 0);
 	buf_free(&b);
 }
@@ -453,7 +463,7 @@ static void test_errors_reported(void)
 	e = &engs[C2H][0];
 	build(&b, true, 0, 4 * 4096, &c);
 
-	xm_fault.error = FIELD_PREP(XDMA_CHAN_WRITE_ERROR, 1);
+	xm_fault.error = 1U << 14;	/* write_error */
 	CHECK_EQ(e->ops->start(e, &c), 0);
 	CHECK_EQ(xm_step(C2H, 0), 0);
 	CHECK_EQ(e->ops->poll(e), -EIO);
@@ -471,7 +481,7 @@ static void test_errors_reported(void)
 	b.desc[0][1].control ^= cpu_to_le32(FIELD_PREP(XDMA_DESC_MAGIC, 1));
 	CHECK_EQ(e->ops->start(e, &c), 0);
 	CHECK_EQ(xm_step(C2H, 0), -EIO);
-	CHECK(e->ops->status(e) & XDMA_CHAN_MAGIC_STOPPED);
+	CHECK(e->ops->status(e) & PG_ST_MAGIC_STOPPED);
 	CHECK_EQ(e->ops->poll(e), -EIO);
 	CHECK_EQ(e->ops->stop(e), 0);
 

@@ -42,6 +42,12 @@ static inline bool is_power_of_2(u64 n)
 #define IS_ALIGNED(x, a)	(((x) & ((u64)(a) - 1)) == 0)
 #define round_down(x, y)	((x) & ~((u64)(y) - 1))
 #define div64_u64(a, b)		((u64)(a) / (u64)(b))
+static inline u64 div_u64_rem(u64 dividend, u32 divisor, u32 *remainder)
+{
+	*remainder = (u32)(dividend % divisor);
+	return dividend / divisor;
+}
+
 static inline u64 fgu_div_round_up(u64 n, u64 d)
 {
 	return (n + d - 1) / d;
@@ -50,6 +56,7 @@ static inline u64 fgu_div_round_up(u64 n, u64 d)
 #define DIV_ROUND_UP(n, d)	fgu_div_round_up(n, d)
 
 #define min(a, b)	({ typeof(a) _a = (a); typeof(b) _b = (b); _a < _b ? _a : _b; })
+#define max(a, b)	({ typeof(a) _a = (a); typeof(b) _b = (b); _a > _b ? _a : _b; })
 #define min_t(t, a, b)	({ t _x = (a), _y = (b); _x < _y ? _x : _y; })
 
 #endif /* FPGAGDR_USHIM_H */

@@ -38,6 +38,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+apt_get=$here/../../appliance/scripts/apt-get.sh
 layer=$(dirname "$here")
 root=$(dirname "$layer")
 cache=$layer/.check
@@ -47,8 +48,8 @@ die() { printf 'layer-check: error: %s\n' "$*" >&2; exit 1; }
 apt_need() { # apt_need COMMAND-TEST PACKAGE
   if eval "$1" >/dev/null 2>&1; then return 0; fi
   [ "$(id -u)" = 0 ] || die "$2 is needed: sudo apt-get install $2"
-  if [ -z "${apt_updated:-}" ]; then apt-get update -qq; apt_updated=1; fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null
+  if [ -z "${apt_updated:-}" ]; then "$apt_get" update -qq; apt_updated=1; fi
+  DEBIAN_FRONTEND=noninteractive "$apt_get" install -y -qq "$2" >/dev/null
 }
 
 # --- tools ---------------------------------------------------------------------

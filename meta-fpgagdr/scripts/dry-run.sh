@@ -34,6 +34,7 @@ set -euo pipefail
 usage() { echo "usage: $0 LAYERS KAS_FILE|MACHINE [TARGET]" >&2; exit 2; }
 [ $# -ge 2 ] || usage
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+apt_get=$here/../../appliance/scripts/apt-get.sh
 layer=$(dirname "$here")
 root=$(dirname "$layer")
 say() { printf 'dry-run: %s\n' "$*"; }
@@ -55,8 +56,8 @@ if ! locale -a 2>/dev/null | grep -qi '^en_US\.utf-\?8$'; then need+=(locales); 
 python3 -c 'import ensurepip' 2>/dev/null || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] || { say "needed: ${need[*]} (apt-get install them)"; exit 1; }
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  "$apt_get" update -qq
+  DEBIAN_FRONTEND=noninteractive "$apt_get" install -y -qq "${need[@]}" >/dev/null
   if printf '%s\n' "${need[@]}" | grep -qx locales; then
     sed -i 's/^# *en_US.UTF-8/en_US.UTF-8/' /etc/locale.gen && locale-gen >/dev/null
   fi

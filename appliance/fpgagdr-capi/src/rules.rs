@@ -67,6 +67,7 @@ pub const RULE_ERRNOS: &[(&str, i32)] = &[
     ("frame-sequence", EBADMSG),
     ("frame-slot", EBADMSG),
     ("frame-length", EBADMSG),
+    ("card-gone", EIO),
     ("kernel", EIO),
     // This API's own rules.
     ("card-handle", EBADF),

@@ -8,24 +8,29 @@
 //! the step between filled ring entries and the model's results: check and preprocess a
 //! batch on the GPU when the entries are CUDA memory and the kernels compile (the model
 //! then runs on the same stream, reading the tensors where they lie), on the CPU
-//! otherwise. Must not: know about the frame ring's states or threads; the service's
-//! inference thread (`fpgagdrd` `pipeline/infer.rs`) drives these and keeps the promises
-//! [`FramePrep::push`] asks for.
+//! otherwise; [`RingPrep`], the same step fed with `fpgagdr::FrameRing` entries by their
+//! consumer tokens, whose life keeps the promise [`FramePrep::push`] asks for. Must not:
+//! know about the frame ring's states or threads; the service's inference thread
+//! (`fpgagdrd` `pipeline/infer.rs`) drives these.
 //!
 //! All of the appliance's CUDA and ONNX Runtime `unsafe` is here: kernel launches and
-//! device copies (`gpu/`, `prep.rs`), and the device tensors handed to ONNX Runtime
-//! (`model/`); each block states what it relies on. Modules, one way down: `prep` →
-//! `model`, `gpu`, `preprocess`; `gpu` → `preprocess`.
+//! device copies (`gpu/`, `prep.rs`, `held.rs`), and the device tensors handed to ONNX
+//! Runtime (`model/`); each block states what it relies on. Modules, one way down:
+//! `held` → `prep` (with `prep/ahead.rs`, batches queued ahead on a second stream) →
+//! `model`, `gpu`, `preprocess`; `model` → `gpu` (the top-5 kernel) → `preprocess`.
 #![deny(missing_docs)]
 
 pub mod gpu;
+mod held;
 mod model;
 mod prep;
 mod preprocess;
 
+pub use held::RingPrep;
 pub use model::{
     Classification, EngineBuild, EngineCache, MAX_BATCH, MAX_CLASSES, MAX_INPUT_SIDE, Model,
-    ModelError, ModelOptions, Precision, Provider, Ran, TOP_K, TensorRtOptions, Top, engine_build,
+    ModelError, ModelOptions, Precision, Provider, Ran, TOP_K, TensorRtOptions, Top,
+    display_labels, engine_build,
 };
 pub use prep::{BatchTimes, FrameOutcome, FramePrep, PrepError, Pushed};
 pub use preprocess::{

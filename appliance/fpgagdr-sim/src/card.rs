@@ -5,6 +5,14 @@
 //! memory sparsely, copies bytes for real (so integrity checks mean something), and,
 //! unless the link model is off, makes each transfer last as long as the seed report
 //! measured on the platform its [`LinkPreset`] names.
+//!
+//! DMA engines: each channel is one engine, its transfers serialised, as on the XDMA
+//! (PG195); channels run side by side, one caller thread each. The link is shared: a
+//! transfer's bytes cross it only while no other transfer's of the same direction do,
+//! so several channels together never beat the link's bandwidth (`finish`). A C2H into
+//! CUDA device memory from the sensor's frame slots, which lie in page-locked memory
+//! ([`SimCard::map_frame_memory`]), is one copy by the GPU's copy engine straight from
+//! there: the engine the simulated card has for device rings (docs/decisions.md).
 //! Must not: be mistaken for hardware: its status says `simulated: true` and its name
 //! says "simulated".
 
@@ -123,6 +131,9 @@ pub struct SimCard {
     chains: Mutex<HashMap<u64, ChainKey>>,
     chain_hits: AtomicU64,
     chain_misses: AtomicU64,
+    /// Per direction (C2H, H2C), when the link is free again: the end of the data phase
+    /// of the last transfer reserved on it.
+    link_busy: [Mutex<Option<Instant>>; 2],
 }
 
 /// What a cached descriptor chain was built for (the module's key, `fpgagdr-desc.c`).
@@ -151,6 +162,7 @@ impl SimCard {
             chains: Mutex::new(HashMap::new()),
             chain_hits: AtomicU64::new(0),
             chain_misses: AtomicU64::new(0),
+            link_busy: [Mutex::new(None), Mutex::new(None)],
         }
     }
 
@@ -177,6 +189,27 @@ impl SimCard {
     /// Host bytes actually held for card memory (it is sparse).
     pub fn resident_bytes(&self) -> u64 {
         self.memory.resident_bytes()
+    }
+
+    /// Holds card memory `card_addr .. card_addr + len` (a frame slot) in one contiguous
+    /// block of page-locked host memory (`cuMemHostAlloc`) when a CUDA driver is present,
+    /// plain host memory otherwise; returns which. Nothing the range holds changes. A C2H
+    /// of a range inside one page-locked block into CUDA device memory is then one DMA
+    /// by the GPU's copy engine, with no staging copy. The simulated sensor maps each of
+    /// its frame slots so. A range overlapping one mapped before is left as it is.
+    ///
+    /// Errors: [`Error::CardBounds`]; [`Error::Alloc`] when no memory can be had.
+    pub fn map_frame_memory(&self, card_addr: u64, len: u64) -> Result<MemoryKind> {
+        self.check_bounds(card_addr, len)?;
+        if len == 0 {
+            return Err(Error::ZeroLength {
+                what: "frame memory",
+            });
+        }
+        let chunk = card_memory::CHUNK;
+        let start = card_addr / chunk * chunk;
+        let end = (card_addr + len).div_ceil(chunk) * chunk;
+        self.memory.map_dense(start, end - start)
     }
 
     fn check_bounds(&self, card_addr: u64, len: u64) -> Result<()> {
@@ -231,6 +264,13 @@ impl SimCard {
     }
 
     /// Holds the transfer until the link model says it is done, bounded by `timeout`.
+    ///
+    /// A transfer that started at `start` sets up for the model's set-up time, then its
+    /// bytes cross the link at the model's bandwidth once the link is free of the bytes
+    /// of earlier transfers of the same direction on any channel: set-up overlaps other
+    /// channels' data, data does not. One channel used back to back therefore takes
+    /// exactly set-up + bytes / bandwidth per transfer (the seed report's latency), and
+    /// several channels together reach at most the bandwidth.
     fn finish(
         &self,
         start: Instant,
@@ -240,12 +280,31 @@ impl SimCard {
         timeout: Duration,
     ) -> Result<Transfer> {
         if let Some(model) = self.config.preset.model() {
-            let modelled = model.cost(dir, gpu).duration(len);
-            if modelled > timeout {
-                wait_until(start + timeout);
-                return Err(Error::Timeout { dir, len, timeout });
+            let cost = model.cost(dir, gpu);
+            let setup = cost.duration(0);
+            let data = cost.duration(len).saturating_sub(setup);
+            let end = {
+                let i = match dir {
+                    Direction::C2H => 0,
+                    Direction::H2C => 1,
+                };
+                let mut busy = self.link_busy[i].lock().expect("link lock poisoned");
+                let begin = busy.map_or(start + setup, |b| b.max(start + setup));
+                let end = begin + data;
+                if end.duration_since(start) > timeout {
+                    None
+                } else {
+                    *busy = Some(end);
+                    Some(end)
+                }
+            };
+            match end {
+                Some(end) => wait_until(end),
+                None => {
+                    wait_until(start + timeout);
+                    return Err(Error::Timeout { dir, len, timeout });
+                }
             }
-            wait_until(start + modelled);
         }
         Ok(Transfer {
             bytes: len,
@@ -348,11 +407,17 @@ impl Backend for SimCard {
                 });
                 result
             }
-            Direction::C2H => {
-                let staging = engine.pinned_staging(len)?;
-                self.memory.read(req.card_addr, staging);
-                mem.write(req.offset, staging)
-            }
+            // Into CUDA device memory: straight from page-locked card memory (a frame
+            // slot) when the range lies in it, one DMA by the GPU's copy engine; else
+            // through the channel's page-locked staging buffer.
+            Direction::C2H => self
+                .memory
+                .with_page_locked(req.card_addr, len, |src| mem.write(req.offset, src))
+                .unwrap_or_else(|| {
+                    let staging = engine.pinned_staging(len)?;
+                    self.memory.read(req.card_addr, staging);
+                    mem.write(req.offset, staging)
+                }),
             // Out of CUDA device memory through the page-locked staging too (path B's
             // device-to-host copy at its best), from host memory through a plain buffer.
             Direction::H2C if !region.kind.host_accessible() => {

@@ -35,6 +35,6 @@ pub use card::{SimCard, SimConfig, open_sim};
 pub use link::{LinkModel, LinkPreset, PathCost};
 pub use sensor::{SENSOR_SLOTS, SimSensor};
 pub use source::{
-    FrameSource, IMAGE_EXTENSIONS, MAX_IMAGE_SIDE, MAX_IMAGES, Replay, ReplayPlan, TestPattern,
-    is_image_name,
+    FrameSource, IMAGE_EXTENSIONS, MAX_IDENTITY_LEN, MAX_IMAGE_SIDE, MAX_IMAGES, Replay,
+    ReplayPlan, TestPattern, is_image_name,
 };

@@ -7,8 +7,20 @@ use std::path::{Path, PathBuf};
 
 use fpgagdr::frame::{FrameError, FrameHeader, HEADER_LEN, PixelFormat};
 
+/// Most identity bytes a source may write at the start of a payload
+/// ([`FrameSource::identity_len`]).
+pub const MAX_IDENTITY_LEN: usize = 16;
+
 /// Produces the bytes of frame `seq` (header + payload), as the FPGA's capture logic
 /// would write them into card memory.
+///
+/// A source may say which frames show the same picture ([`FrameSource::picture`]) and
+/// which payload bytes carry a frame's identity rather than its picture
+/// ([`FrameSource::identity`]): the sensor then writes a frame that shows the picture a
+/// frame slot already holds by rewriting only its header and those bytes, with the
+/// payload CRC still that of the payload as written. The bytes are exactly those
+/// [`FrameSource::render`] gives (apart from the header's timestamp, which the sensor
+/// sets either way).
 pub trait FrameSource: Send {
     /// One line for status pages, e.g. `"replay: 14 frames from /data/frames"` (`"1 frame"`
     /// for one).
@@ -17,16 +29,40 @@ pub trait FrameSource: Send {
     fn max_frame_len(&self) -> usize;
     /// Renders frame `seq` into `out` (cleared first; its capacity is reused).
     fn render(&mut self, seq: u64, out: &mut Vec<u8>) -> FrameHeader;
+    /// Which picture frame `seq` shows: two frames with the same key render the same
+    /// header fields (bar sequence number, timestamp and CRCs) and the same payload bar
+    /// its first [`FrameSource::identity_len`] bytes. `None` (the default): every frame
+    /// is rendered in full.
+    fn picture(&self, _seq: u64) -> Option<u64> {
+        None
+    }
+    /// How many bytes at the start of the payload carry the frame's identity (at most
+    /// [`MAX_IDENTITY_LEN`] and less than any payload); 0 (the default) for none.
+    fn identity_len(&self) -> usize {
+        0
+    }
+    /// Writes frame `seq`'s identity bytes into `out` (`identity_len()` bytes), as
+    /// [`FrameSource::render`] writes them.
+    fn identity(&self, _seq: u64, _out: &mut [u8]) {}
 }
 
-/// A synthetic frame: a diagonal gradient that moves one pixel per frame, with the
-/// sequence number also written into the first 8 payload bytes (little-endian), so a
+/// A synthetic frame: a diagonal gradient that moves one pixel every
+/// [`TestPattern::with_step`] frames (every frame by default), with the sequence number
+/// also written into the first 8 payload bytes (little-endian, its identity bytes), so a
 /// frame's identity survives even if its header is lost.
+///
+/// Pixel (x, y) of frame `seq`, channel c: `(x + y + seq / step + 85 c) mod 256`, the
+/// payload's first 8 bytes replaced by `seq`. Rows are copied out of one precomputed
+/// cycle of the gradient, so rendering costs a copy and a CRC, not a loop per pixel.
 #[derive(Debug, Clone)]
 pub struct TestPattern {
     format: PixelFormat,
     width: u32,
     height: u32,
+    step: u64,
+    /// 256 + width pixels of the gradient row with phase 0: row y of phase p is the
+    /// `width` pixels from pixel `(y + p) mod 256`.
+    cycle: Vec<u8>,
 }
 
 impl TestPattern {
@@ -41,11 +77,30 @@ impl TestPattern {
                 format.as_str()
             )));
         }
+        let bpp = format.bytes_per_pixel();
+        let cycle = (0..256 + width as usize)
+            .flat_map(|i| (0..bpp).map(move |c| (i as u8).wrapping_add(c as u8 * 85)))
+            .collect();
         Ok(TestPattern {
             format,
             width,
             height,
+            step: 1,
+            cycle,
         })
+    }
+
+    /// The same pattern moving one pixel every `frames` frames (at least 1): frames in
+    /// between show the same picture with their own identity, which lets the simulated
+    /// sensor rewrite only header and identity of a frame slot that already holds it.
+    pub fn with_step(mut self, frames: u64) -> Self {
+        self.step = frames.max(1);
+        self
+    }
+
+    /// Frames per one-pixel move of the gradient.
+    pub fn step(&self) -> u64 {
+        self.step
     }
 }
 
@@ -66,21 +121,30 @@ impl FrameSource for TestPattern {
     fn render(&mut self, seq: u64, out: &mut Vec<u8>) -> FrameHeader {
         let bpp = self.format.bytes_per_pixel();
         let row = self.width as usize * bpp;
+        let phase = (seq / self.step) % 256;
         out.clear();
         out.resize(self.max_frame_len(), 0);
         let payload = &mut out[HEADER_LEN..];
         for (y, line) in payload.chunks_exact_mut(row).enumerate() {
-            for (x, px) in line.chunks_exact_mut(bpp).enumerate() {
-                let v = (x as u64 + y as u64 + seq) as u8;
-                for (c, b) in px.iter_mut().enumerate() {
-                    *b = v.wrapping_add(c as u8 * 85);
-                }
-            }
+            let from = ((y as u64 + phase) % 256) as usize * bpp;
+            line.copy_from_slice(&self.cycle[from..from + row]);
         }
         payload[..8].copy_from_slice(&seq.to_le_bytes());
         let header = FrameHeader::packed(self.format, self.width, self.height, seq, payload);
         out[..HEADER_LEN].copy_from_slice(&header.encode());
         header
+    }
+
+    fn picture(&self, seq: u64) -> Option<u64> {
+        Some((seq / self.step) % 256)
+    }
+
+    fn identity_len(&self) -> usize {
+        8
+    }
+
+    fn identity(&self, seq: u64, out: &mut [u8]) {
+        out[..8].copy_from_slice(&seq.to_le_bytes());
     }
 }
 
@@ -368,6 +432,10 @@ impl FrameSource for Replay {
                 .unwrap_or(0)
     }
 
+    fn picture(&self, seq: u64) -> Option<u64> {
+        Some(seq % self.images.len() as u64)
+    }
+
     fn render(&mut self, seq: u64, out: &mut Vec<u8>) -> FrameHeader {
         let img = &self.images[(seq % self.images.len() as u64) as usize];
         let mut header = FrameHeader::packed(img.format, img.width, img.height, seq, &[]);
@@ -398,6 +466,43 @@ mod tests {
                 u64::from_le_bytes(out[HEADER_LEN..HEADER_LEN + 8].try_into().unwrap()),
                 seq
             );
+        }
+    }
+
+    #[test]
+    fn pattern_rows_are_the_gradient_of_every_pixel() {
+        for (format, step) in [(PixelFormat::Mono8, 1), (PixelFormat::Rgb8, 3)] {
+            let (w, h) = (300u32, 7u32);
+            let mut p = TestPattern::new(format, w, h).unwrap().with_step(step);
+            let bpp = format.bytes_per_pixel();
+            let mut out = Vec::new();
+            for seq in [0u64, 5, 255 * step, 1000] {
+                p.render(seq, &mut out);
+                let payload = &out[HEADER_LEN..];
+                for y in 0..h as usize {
+                    for x in 0..w as usize {
+                        for c in 0..bpp {
+                            let i = (y * w as usize + x) * bpp + c;
+                            if i < 8 {
+                                continue; // the identity bytes
+                            }
+                            let v = (x as u64 + y as u64 + seq / step) as u8;
+                            assert_eq!(payload[i], v.wrapping_add(c as u8 * 85), "{seq} {x} {y}");
+                        }
+                    }
+                }
+                // Frames of one picture differ only in their identity bytes.
+                let key = p.picture(seq);
+                let mut again = Vec::new();
+                let next = seq + 1;
+                if p.picture(next) == key {
+                    p.render(next, &mut again);
+                    assert_eq!(again[HEADER_LEN + 8..], out[HEADER_LEN + 8..]);
+                    let mut id = [0u8; 8];
+                    p.identity(next, &mut id);
+                    assert_eq!(again[HEADER_LEN..HEADER_LEN + 8], id);
+                }
+            }
         }
     }
 

@@ -774,11 +774,13 @@ pub const ERRNO_TABLE: &[ErrnoRule] = &[
     ErrnoRule {
         errno: Errno::EIO,
         name: "EIO",
-        ioctls: &["TRANSFER,ABORT", "PIN"],
+        ioctls: &["TRANSFER,ABORT", "PIN", "WAIT_FRAME"],
         rule: "TRANSFER, ABORT: the engine reported an error (descriptor, read or write \
                error, magic mismatch), was not seen stopped within the stop budget (the \
                card then stops mastering the bus until it is), or a PCIe error (AER) ended \
-               the run; PIN: the back-end or the DMA API failed to pin or map the memory",
+               the run; PIN: the back-end or the DMA API failed to pin or map the memory; \
+               WAIT_FRAME: no event queued and the card reads all ones (gone from the bus, \
+               or its link down); capture resumes when it answers again",
     },
     ErrnoRule {
         errno: Errno::ENXIO,

@@ -177,7 +177,8 @@ pub enum Error {
     /// `"handle-busy"` (EBUSY on TRANSFER), `"engine-busy"` (EBUSY on ABORT: another open
     /// file's transfer), `"gpu-memory-freed"` (ESTALE), `"interrupted"` (EINTR),
     /// `"aborted"` (ECANCELED), `"engine"` (EIO on TRANSFER or ABORT, or a short
-    /// transfer), `"dma-mapping"` (EIO on PIN), `"alignment"` and
+    /// transfer), `"dma-mapping"` (EIO on PIN), `"card-gone"` (EIO on WAIT_FRAME: the card
+    /// reads all ones), `"alignment"` and
     /// `"timeout-range"` (the module's transfer alignment and 60 s timeout limit, checked
     /// before the call with the errno the module would answer), or `"kernel"` (an errno
     /// outside the header's table).
@@ -245,6 +246,7 @@ pub const RULES: &[&str] = &[
     "frame-sequence",
     "frame-slot",
     "frame-length",
+    "card-gone",
     "kernel",
 ];
 

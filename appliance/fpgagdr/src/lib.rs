@@ -19,10 +19,14 @@
 //!   registered pinned buffer by address lookup in [`TransferMode::GpuPinned`].
 //! - [`FrameTrigger`]: how capture learns a frame is in card memory; frames carry a
 //!   [`FrameHeader`] with sequence number and CRC ([`frame`]).
+//! - [`FrameRing`]: pinned entries handed between a capture thread and a reader without
+//!   a lock; an entry's bytes are read only through the token that holds it
+//!   ([`ring::Filling`], [`ring::Held`]), which is what makes reading them safe.
+//! - [`heap`]: the C heap's tuning for a process that rebuilds large pipelines.
 //!
 //! The simulated card, its sensor and the frame sources live in `fpgagdr-sim`; this
 //! crate names no back-end but its own kernel one (`open.rs`), and [`Backend`] is the
-//! seam. Modules, one way down: `card`/`transfer`/`open` → `buffer`/`legacy` →
+//! seam. Modules, one way down: `ring` → `card`/`transfer`/`open` → `buffer`/`legacy` →
 //! `backend` → `memory` → `sys`; `dma`, `status`, `frame` and `error` are words every
 //! module may use.
 //!
@@ -48,11 +52,13 @@ mod card;
 mod dma;
 mod error;
 pub mod frame;
+pub mod heap;
 pub mod kernel;
 mod legacy;
 mod memory;
 mod open;
 mod pinmethod;
+pub mod ring;
 mod status;
 mod sys;
 mod transfer;
@@ -71,5 +77,6 @@ pub use memory::{
     gpu_memory,
 };
 pub use pinmethod::{GpuFacts, PinChoice, PinMethod, PinPlan, plan_pin};
+pub use ring::{FrameMeta, FrameRing, WhenFull};
 pub use status::{Capabilities, CardStatus, PciAddress, PcieLink, Platform};
 pub use trigger::{FrameSlot, FrameTrigger};

@@ -317,25 +317,63 @@ pub(crate) unsafe fn cuda_export_dmabuf(
     Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 
-/// Copies host bytes to device address `dst` (synchronous `cuMemcpyHtoD`).
+/// This thread's copy stream in `ctx`: a non-blocking stream made on the thread's first
+/// copy and kept for its life. Copies go through it rather than the legacy default stream
+/// so that copies of different threads (the simulated card's C2H channels, one thread
+/// each) run side by side on the GPU's copy engines, and so that a copy never waits
+/// behind kernels other code queued on a blocking stream: like a card's DMA engine, it
+/// waits for nothing but itself (CUDA Driver API, "Stream synchronization behavior").
+fn copy_stream(ctx: &Arc<CudaContext>) -> Result<Arc<cudarc::driver::CudaStream>, String> {
+    thread_local! {
+        static STREAM: std::cell::RefCell<Option<Arc<cudarc::driver::CudaStream>>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    STREAM.with(|s| {
+        let mut s = s.borrow_mut();
+        if let Some(stream) = s.as_ref().filter(|st| Arc::ptr_eq(st.context(), ctx)) {
+            return Ok(stream.clone());
+        }
+        let stream = ctx.new_stream().map_err(|e| e.to_string())?;
+        *s = Some(stream.clone());
+        Ok(stream)
+    })
+}
+
+/// Copies host bytes to device address `dst` on this thread's copy stream
+/// ([`copy_stream`]: `cuMemcpyHtoDAsync`, then `cuStreamSynchronize`): returns once the
+/// bytes are in device memory. From page-locked host memory this is one DMA by the
+/// GPU's copy engine.
 ///
 /// # Safety
 /// `dst .. dst + src.len()` must be live device memory of `ctx` (the pin registry holds
 /// the pin's lock for the copy, as for host memory).
 #[allow(unsafe_code)]
-pub(crate) unsafe fn cuda_htod(ctx: &CudaContext, dst: u64, src: &[u8]) -> Result<(), String> {
+pub(crate) unsafe fn cuda_htod(ctx: &Arc<CudaContext>, dst: u64, src: &[u8]) -> Result<(), String> {
     ctx.bind_to_thread().map_err(|e| e.to_string())?;
-    // SAFETY: the caller's contract above.
-    unsafe { result::memcpy_htod_sync(dst, src) }.map_err(|e| e.to_string())
+    let stream = copy_stream(ctx)?;
+    // SAFETY: the caller's contract above; `src` stays borrowed until the stream is
+    // synchronised below, so the copy never reads it after this returns.
+    unsafe { result::memcpy_htod_async(dst, src, stream.cu_stream()) }
+        .map_err(|e| e.to_string())?;
+    stream.synchronize().map_err(|e| e.to_string())
 }
 
-/// Copies from device address `src` into host bytes (synchronous `cuMemcpyDtoH`).
+/// Copies from device address `src` into host bytes on this thread's copy stream
+/// (`cuMemcpyDtoHAsync`, then `cuStreamSynchronize`).
 ///
 /// # Safety
 /// `src .. src + dst.len()` must be live device memory of `ctx`.
 #[allow(unsafe_code)]
-pub(crate) unsafe fn cuda_dtoh(ctx: &CudaContext, dst: &mut [u8], src: u64) -> Result<(), String> {
+pub(crate) unsafe fn cuda_dtoh(
+    ctx: &Arc<CudaContext>,
+    dst: &mut [u8],
+    src: u64,
+) -> Result<(), String> {
     ctx.bind_to_thread().map_err(|e| e.to_string())?;
-    // SAFETY: the caller's contract above.
-    unsafe { result::memcpy_dtoh_sync(dst, src) }.map_err(|e| e.to_string())
+    let stream = copy_stream(ctx)?;
+    // SAFETY: the caller's contract above; `dst` stays borrowed until the stream is
+    // synchronised below.
+    unsafe { result::memcpy_dtoh_async(dst, src, stream.cu_stream()) }
+        .map_err(|e| e.to_string())?;
+    stream.synchronize().map_err(|e| e.to_string())
 }

@@ -103,10 +103,11 @@ fn connect_from(from: Ipv4Addr, to: SocketAddr) -> TcpStream {
     s.into()
 }
 
-/// The 64 idle connections of address `i` come from 127.1.(i / 250).(i % 250 + 1).
+/// Each 64 idle connections come from a /24 of their own (a client is an IPv4 /24 by
+/// default): the `k`-th 64 from 127.(1 + k / 250).(k % 250).1.
 fn idle_addr(i: usize) -> Ipv4Addr {
     let k = i / 64;
-    Ipv4Addr::new(127, 1, (k / 250) as u8, (k % 250 + 1) as u8)
+    Ipv4Addr::new(127, 1 + (k / 250) as u8, (k % 250) as u8, 1)
 }
 
 /// The load: idle connections, and streams read by one thread each group.
@@ -123,10 +124,11 @@ fn open_load(addr: SocketAddr, a: &Args) -> Held {
         .collect();
     let stop = Arc::new(AtomicBool::new(false));
     let bytes = Arc::new(AtomicU64::new(0));
-    // Streams: 16 per address; each reader thread polls its group non-blocking.
+    // Streams: 16 per client (a /24 each); each reader thread polls its group
+    // non-blocking.
     let mut streams = Vec::new();
     for i in 0..a.sse {
-        let from = Ipv4Addr::new(127, 2, 0, (i / 16 + 1) as u8);
+        let from = Ipv4Addr::new(127, 200, (i / 16) as u8, 1);
         let mut s = connect_from(from, addr);
         write!(
             s,

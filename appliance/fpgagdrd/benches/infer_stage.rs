@@ -21,10 +21,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fpgagdr::PixelFormat;
+use fpgagdr::WhenFull;
 use fpgagdr_sim::LinkPreset;
-use fpgagdrd::config::{CardChoice, RawConfig, SourceKind};
+use fpgagdrd::cards::CardChoice;
+use fpgagdrd::config::{RawConfig, SourceKind};
 use fpgagdrd::metrics::Stage;
-use fpgagdrd::pipeline::queue::WhenFull;
 use fpgagdrd::pipeline::{Shared, Supervisor, prepare};
 
 fn main() {
@@ -68,7 +69,7 @@ fn main() {
         let config = config.check().expect("a valid config");
         let prepared = match prepare(
             &config,
-            &CardChoice::Sim,
+            &CardChoice::sim(),
             &fpgagdrd::files::Policy::in_data_dir(),
         ) {
             Ok(p) => p,

@@ -29,11 +29,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use fpgagdr::WhenFull;
 use fpgagdr::{Card, DmaMemory, FrameTrigger, PixelFormat};
 use fpgagdr_sim::{LinkPreset, SimCard, SimConfig, SimSensor, TestPattern};
-use fpgagdrd::config::{CardChoice, RawConfig, SourceKind};
+use fpgagdrd::cards::CardChoice;
+use fpgagdrd::config::{RawConfig, SourceKind};
 use fpgagdrd::metrics::Stage;
-use fpgagdrd::pipeline::queue::WhenFull;
 use fpgagdrd::pipeline::{Shared, Supervisor, prepare};
 
 fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -126,7 +127,7 @@ fn main() {
         config.inference.precision = serde_json::from_value(serde_json::json!(precision))
             .unwrap_or_else(|e| panic!("FPGAGDR_BENCH_PRECISION: {e}"));
         let config = config.check().expect("a valid config");
-        let prepared = prepare(&config, &CardChoice::Sim, &fpgagdrd::files::Policy::in_data_dir()).unwrap_or_else(|e| {
+        let prepared = prepare(&config, &CardChoice::sim(), &fpgagdrd::files::Policy::in_data_dir()).unwrap_or_else(|e| {
             panic!("{e} (run appliance/scripts/fetch-deps.sh and set ORT_DYLIB_PATH / FPGAGDR_DATA_DIR)")
         });
         let shared = Arc::new(Shared::default());

@@ -14,13 +14,14 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use fpgagdr::{PinChoice, PixelFormat};
+use fpgagdr::{PinChoice, PixelFormat, WhenFull};
 use fpgagdr_sim::LinkPreset;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::pipeline::queue::WhenFull;
 use fpgagdr_infer::{Precision, Provider};
+
+use crate::files::data_dir;
 
 pub mod alerts;
 pub use alerts::{AlertRule, AlertsConfig, KeepFramesConfig};
@@ -557,44 +558,35 @@ impl Default for MqttConfig {
     }
 }
 
-/// Which card the service drives (from the command line, not the config document).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CardChoice {
-    /// The simulated card.
-    Sim,
-    /// A control node such as `/dev/fpgagdr0`.
-    Device(PathBuf),
+/// Why a config cannot be applied, though it passed every rule of the document: what
+/// only the system can judge (a file it names, the model, the card, a sensor). `field`
+/// is the JSON pointer of the config field at fault, where one is.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct Unusable {
+    /// JSON pointer of the config field at fault (e.g. `/model/path`), if one is.
+    pub field: Option<std::borrow::Cow<'static, str>>,
+    /// The rule and what broke it.
+    pub message: String,
 }
 
-/// The control node `--card auto` looks for.
-pub const AUTO_CARD: &str = "/dev/fpgagdr0";
+impl Unusable {
+    /// `e`, blamed on the config field `field`.
+    pub fn at(
+        field: impl Into<std::borrow::Cow<'static, str>>,
+        e: impl std::fmt::Display,
+    ) -> Unusable {
+        Unusable {
+            field: Some(field.into()),
+            message: e.to_string(),
+        }
+    }
 
-impl CardChoice {
-    /// Resolves the `--card` argument: `sim`, `auto`, or a control node's path. Returns
-    /// the choice and why it was made, in words for the status page and the log.
-    ///
-    /// `auto` (the image's default) takes the card when `auto_node` (normally
-    /// [`AUTO_CARD`]) exists, the simulated card otherwise; nothing else is probed, so a
-    /// card whose module refuses it still shows up as that card's error, never as a
-    /// silent fall-back to the simulation.
-    pub fn resolve(arg: &str, auto_node: &std::path::Path) -> (CardChoice, String) {
-        match arg {
-            "sim" => (CardChoice::Sim, "--card sim".into()),
-            "auto" if auto_node.exists() => (
-                CardChoice::Device(auto_node.to_path_buf()),
-                format!("--card auto: {} exists", auto_node.display()),
-            ),
-            "auto" => (
-                CardChoice::Sim,
-                format!(
-                    "--card auto: {} does not exist (no card, or the fpgagdr module is not loaded), so the simulated card",
-                    auto_node.display()
-                ),
-            ),
-            path => (
-                CardChoice::Device(PathBuf::from(path)),
-                format!("--card {path}"),
-            ),
+    /// `e`, blamed on no one field (the card, the system).
+    pub fn unplaced(e: impl std::fmt::Display) -> Unusable {
+        Unusable {
+            field: None,
+            message: e.to_string(),
         }
     }
 }
@@ -639,13 +631,6 @@ impl ConfigError {
             ConfigError::Invalid(v) => v.clone(),
         }
     }
-}
-
-/// The data directory relative paths are resolved against.
-pub fn data_dir() -> PathBuf {
-    std::env::var_os("FPGAGDR_DATA_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/share/fpgagdr"))
 }
 
 /// What the data directory offers for the config's file fields
@@ -820,7 +805,8 @@ fn check_mqtt(m: &MqttConfig, errs: &mut Vec<FieldError>) {
         bad(
             "password",
             "mqtt-credentials",
-            "a password needs a user name (MQTT 3.1.1)".into(),
+            "a password needs a user name (MQTT 3.1.1); to remove a saved password, send \"password\": \"\""
+                .into(),
         );
     }
     if let Some(ca) = &m.ca_file
@@ -1076,15 +1062,20 @@ impl Config {
     }
 
     /// This document with the write-only secrets of `saved` kept where it has none
-    /// (`outputs.mqtt.password` absent or null keeps the saved one; `""` removes it).
-    pub fn keep_secrets(mut self, saved: &Config) -> Config {
+    /// (`outputs.mqtt.password` absent or null keeps the saved one; `""` removes it),
+    /// checked again by every rule of the document: a kept password needs a user name
+    /// too.
+    ///
+    /// Errors: [`ConfigError::Invalid`] (`mqtt-credentials`: the saved password is kept
+    /// while the document removes the user name).
+    pub fn keep_secrets(mut self, saved: &Config) -> Result<Config, ConfigError> {
         let p = &mut self.raw.outputs.mqtt.password;
         match p.as_deref() {
             None => p.clone_from(&saved.outputs.mqtt.password),
             Some("") => *p = None,
-            Some(_) => {}
+            Some(_) => return Ok(self),
         }
-        self
+        self.raw.check()
     }
 
     /// The document as `GET /api/v1/config` shows it: without its write-only secrets.
@@ -1207,7 +1198,7 @@ const TEMP_PREFIX: &str = ".fpgagdr-config-";
 const TEMP_SUFFIX: &str = ".tmp";
 
 /// The config document on disk and in force. Reading the config in force never waits
-/// for a change being made (the caller serialises changes; see `api::state::Changes`).
+/// for a change being made (the caller serialises changes; see `control::Changes`).
 #[derive(Debug)]
 pub struct ConfigStore {
     path: PathBuf,
@@ -1223,6 +1214,12 @@ impl ConfigStore {
     /// (the message names the file, the field and the rule).
     pub fn open(path: PathBuf) -> Result<Self, ConfigFileError> {
         remove_leftovers(&path);
+        Self::read(path)
+    }
+
+    /// Loads `path` as [`ConfigStore::open`] does, touching nothing beside it (for a
+    /// check of the file).
+    pub fn read(path: PathBuf) -> Result<Self, ConfigFileError> {
         let current = match read_config_file(&path) {
             Ok(bytes) => match Config::from_json(&bytes) {
                 Ok(c) => c,
@@ -1351,24 +1348,6 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn card_auto_takes_the_node_when_it_exists_else_the_simulated_card() {
-        let dir = tempfile::tempdir().unwrap();
-        let node = dir.path().join("fpgagdr0");
-        let (c, why) = CardChoice::resolve("auto", &node);
-        assert_eq!(c, CardChoice::Sim);
-        assert!(why.contains("does not exist"), "{why}");
-        std::fs::write(&node, b"").unwrap();
-        let (c, why) = CardChoice::resolve("auto", &node);
-        assert_eq!(c, CardChoice::Device(node.clone()));
-        assert!(why.contains("exists"), "{why}");
-        assert_eq!(CardChoice::resolve("sim", &node).0, CardChoice::Sim);
-        assert_eq!(
-            CardChoice::resolve("/dev/fpgagdr3", &node).0,
-            CardChoice::Device("/dev/fpgagdr3".into())
-        );
-    }
-
-    #[test]
     fn the_mqtt_password_is_write_only_and_kept() {
         let saved = Config::from_value(json!({"outputs": {"mqtt": {
             "enabled": true, "username": "u", "password": "s3cret"}}}))
@@ -1377,19 +1356,52 @@ mod tests {
         assert!(shown.pointer("/outputs/mqtt/password").is_none(), "{shown}");
         assert!(!shown.to_string().contains("s3cret"));
         // GET then PUT: the shown document keeps the saved secret.
-        let put = Config::from_value(shown).unwrap().keep_secrets(&saved);
+        let put = Config::from_value(shown)
+            .unwrap()
+            .keep_secrets(&saved)
+            .unwrap();
         assert_eq!(put.outputs.mqtt.password.as_deref(), Some("s3cret"));
         assert_eq!(put, saved);
         // A merge patch that leaves it out, or sends null, keeps it; "" removes it.
         let other = json!({"outputs": {"mqtt": {"topic": "x/y"}}});
-        let patched = saved.merge_patch(&other).unwrap().keep_secrets(&saved);
+        let patched = saved
+            .merge_patch(&other)
+            .unwrap()
+            .keep_secrets(&saved)
+            .unwrap();
         assert_eq!(patched.outputs.mqtt.password.as_deref(), Some("s3cret"));
         let null = json!({"outputs": {"mqtt": {"password": null}}});
-        let patched = saved.merge_patch(&null).unwrap().keep_secrets(&saved);
+        let patched = saved
+            .merge_patch(&null)
+            .unwrap()
+            .keep_secrets(&saved)
+            .unwrap();
         assert_eq!(patched.outputs.mqtt.password.as_deref(), Some("s3cret"));
         let clear = json!({"outputs": {"mqtt": {"password": ""}}});
-        let patched = saved.merge_patch(&clear).unwrap().keep_secrets(&saved);
+        let patched = saved
+            .merge_patch(&clear)
+            .unwrap()
+            .keep_secrets(&saved)
+            .unwrap();
         assert_eq!(patched.outputs.mqtt.password, None);
+        // Removing the user while the password is kept breaks the credentials rule, as
+        // the same document would at start; removing both is how.
+        let no_user = json!({"outputs": {"mqtt": {"username": null, "password": null}}});
+        let e = saved
+            .merge_patch(&no_user)
+            .unwrap()
+            .keep_secrets(&saved)
+            .unwrap_err();
+        assert_eq!(e.fields()[0].field, "/outputs/mqtt/password");
+        assert_eq!(e.fields()[0].rule, "mqtt-credentials");
+        let neither = json!({"outputs": {"mqtt": {"username": null, "password": ""}}});
+        let c = saved
+            .merge_patch(&neither)
+            .unwrap()
+            .keep_secrets(&saved)
+            .unwrap();
+        assert_eq!(c.outputs.mqtt.password, None);
+        Config::from_json(&serde_json::to_vec(&c).unwrap()).unwrap();
     }
 
     #[test]

@@ -12,12 +12,12 @@
 //! model, labels and images are `fpgagdr-infer`'s and `fpgagdr-sim`'s).
 //!
 //! Confinement: a relative path is taken from the data directory; the path, with `.`
-//! and `..` resolved as written (not through links), must lie in the data directory or
-//! one of the kind's roots. A path outside gets `rule path-confined`, whether or not
-//! anything is there; only inside a root does an error say a file is missing. Symbolic
-//! links *inside* a root are the operator's and are followed (the development layout
-//! links the data directory's `models/` to the repository's); the file is then opened
-//! by its resolved path. Files of a replay folder are opened without following links.
+//! and `..` resolved as written, must lie in the data directory or one of the kind's
+//! roots, and so must the file it resolves to (symbolic links followed, compared with
+//! the roots' own real paths): a link inside a root to a file outside them is outside.
+//! A path outside gets `rule path-confined`, whether or not anything is there; only
+//! inside a root does an error say a file is missing. The file is then opened by its
+//! resolved path; files of a replay folder are opened without following links.
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -37,6 +37,14 @@ pub const DEFAULT_FILE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Reading threads that ran out of time and still hang (a stuck file system) before
 /// further reads are refused instead of starting more.
 pub const MAX_STUCK_READERS: usize = 4;
+
+/// The data directory relative paths are resolved against: `$FPGAGDR_DATA_DIR`, else
+/// `/usr/share/fpgagdr` (where the image installs the default model and frames).
+pub fn data_dir() -> PathBuf {
+    std::env::var_os("FPGAGDR_DATA_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/share/fpgagdr"))
+}
 
 /// What kind of file a path names: it decides the roots it may lie in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,11 +231,12 @@ impl Roots {
     }
 
     /// The file `given` names (relative: from the data directory), if, with `.` and
-    /// `..` resolved as written, it lies in the data directory or one of `kind`'s roots.
-    /// The returned path is the file's resolved one (links inside the root followed).
+    /// `..` resolved as written, it lies in the data directory or one of `kind`'s roots,
+    /// and the file it resolves to (links followed) does too. The returned path is the
+    /// resolved one.
     ///
-    /// Errors: [`FileError::Confined`] for a path outside (whatever is there),
-    /// [`FileError::Missing`] for nothing there inside a root.
+    /// Errors: [`FileError::Confined`] for a path outside, or a link to outside
+    /// (whatever is there), [`FileError::Missing`] for nothing there inside a root.
     pub fn confine(&self, given: &Path, kind: Kind) -> Result<Named, FileError> {
         let joined = if given.is_absolute() {
             given.to_path_buf()
@@ -244,7 +253,12 @@ impl Roots {
             return Err(self.refusal(given, kind));
         };
         match std::fs::canonicalize(&path) {
-            Ok(real) => Ok(Named { path: real, shown }),
+            // A link inside a root leads where it leads: the real path must be inside
+            // one of the roots (as they really are) too.
+            Ok(real) if self.of(kind).any(|r| real.starts_with(&r.real)) => {
+                Ok(Named { path: real, shown })
+            }
+            Ok(_) => Err(self.refusal(given, kind)),
             Err(_) => Err(FileError::Missing(shown)),
         }
     }
@@ -413,9 +427,9 @@ impl Policy {
         }
     }
 
-    /// The defaults: files in the data directory ([`crate::config::data_dir`]) only.
+    /// The defaults: files in the data directory ([`data_dir`]) only.
     pub fn in_data_dir() -> Policy {
-        Policy::new(Roots::new(&crate::config::data_dir(), &[], &[]))
+        Policy::new(Roots::new(&data_dir(), &[], &[]))
     }
 }
 
@@ -568,13 +582,29 @@ mod tests {
                 "{given:?}: {e}"
             );
         }
-        // A link inside the data directory is the operator's: followed, shown by its
-        // name there.
-        let link = roots
+        // A link inside the data directory to a file outside the roots is outside;
+        // one to a file inside a root is followed, shown by its name where it is.
+        let e = roots
             .confine(Path::new("models/link"), Kind::Model)
-            .unwrap();
-        assert_eq!(link.shown, "models/link");
-        assert_eq!(link.path, std::fs::canonicalize(&secret).unwrap());
+            .unwrap_err();
+        assert!(matches!(e, FileError::Confined { .. }), "{e}");
+        assert!(!e.to_string().contains("secret"), "{e}");
+        std::os::unix::fs::symlink(
+            dir.path().join("extra/x.onnx"),
+            dir.path().join("data/models/in"),
+        )
+        .unwrap();
+        let link = roots.confine(Path::new("models/in"), Kind::Model).unwrap();
+        assert_eq!(link.shown, "models/in");
+        assert_eq!(
+            link.path,
+            std::fs::canonicalize(dir.path().join("extra/x.onnx")).unwrap()
+        );
+        // ... but only into a root of its own kind.
+        assert!(matches!(
+            roots.confine(Path::new("models/in"), Kind::Frames),
+            Err(FileError::Confined { .. })
+        ));
         let e = roots
             .confine(Path::new("models/none.onnx"), Kind::Model)
             .unwrap_err();

@@ -1,22 +1,26 @@
 //! `fpgagdrd`: the appliance service.
 //!
-//! Start order: parse the command line → logging → config file (a bad file stops the
-//! service with the field and rule named) → pipeline (a pipeline that cannot start is
-//! shown as failed; the API still comes up so the user can fix the config) → telemetry
-//! thread → the frame board's sampler → HTTP → `READY=1` to systemd (when run by it) and the watchdog task. Stop order on
+//! Start order: parse the command line → logging → config file (a file that breaks a
+//! rule of its document stops the service with the field and rule named) → results
+//! room → telemetry thread → the control room applies the file's config (one that
+//! breaks a rule of the system, or a pipeline that cannot start, is shown as failed;
+//! the API still comes up so the user can fix the config) → the frame board's sampler →
+//! HTTP → `READY=1` to systemd (when run by it) and the watchdog task. Stop order on
 //! SIGINT/SIGTERM: `STOPPING=1`, HTTP, then the pipeline threads.
 #![forbid(unsafe_code)]
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Parser;
 
-use fpgagdrd::config::{self, CardChoice, ConfigStore};
-use fpgagdrd::pipeline::{self, Shared, Supervisor};
-use fpgagdrd::{api, assets};
+use fpgagdrd::api;
+use fpgagdrd::cards::{self, CardChoice};
+use fpgagdrd::config::ConfigStore;
+use fpgagdrd::control::{self, Control};
+use fpgagdrd::pipeline::Shared;
 
 /// Capture frames from an FPGA card into GPU memory, classify them, and serve a live
 /// dashboard and REST API.
@@ -68,6 +72,13 @@ struct Cli {
     /// A/B, or RAUC out of reach is left alone (exit 0). Once per installation.
     #[arg(long)]
     mark_good_after_health: bool,
+    /// Do not serve: read the config file (--config) as the service does at start,
+    /// judge it by every rule a PUT of it passes on this machine (the files it names,
+    /// the MQTT CA file, the alert rules' sensors and classes; loading the model and
+    /// pinning the frame ring only a start does), print the verdict and exit (0: it
+    /// passes; 1: the field and the rule it breaks).
+    #[arg(long)]
+    check_config: bool,
     /// How long --mark-good-after-health waits for health, seconds.
     #[arg(long, default_value_t = 300)]
     health_timeout_s: u64,
@@ -102,7 +113,7 @@ struct Cli {
     #[arg(long)]
     alert_frames_dir: Option<PathBuf>,
     /// Cap on the results log's files together, bytes (at least 65536).
-    #[arg(long, default_value_t = fpgagdrd::results::log::DEFAULT_MAX_BYTES,
+    #[arg(long, default_value_t = fpgagdrd::results::sinks::log::DEFAULT_MAX_BYTES,
           value_parser = parse_log_cap)]
     results_log_max_bytes: u64,
     #[command(flatten)]
@@ -110,7 +121,7 @@ struct Cli {
 }
 
 fn parse_log_cap(s: &str) -> Result<u64, String> {
-    let min = fpgagdrd::results::log::MIN_MAX_BYTES;
+    let min = fpgagdrd::results::sinks::log::MIN_MAX_BYTES;
     match s.trim().parse::<u64>() {
         Ok(v) if v >= min => Ok(v),
         _ => Err(format!(
@@ -119,46 +130,57 @@ fn parse_log_cap(s: &str) -> Result<u64, String> {
     }
 }
 
-/// The HTTP limits (`docs/api.md`, "Limits"); defaults from [`api::limits::Limits`].
+/// The HTTP limits (`docs/api.md`, "Limits"); defaults from [`fpgagdrd::http::Limits`].
 #[derive(Debug, clap::Args)]
 struct LimitArgs {
     /// Connections open at once, all clients together (fitted to RLIMIT_NOFILE). When
     /// all are taken the one idle longest is closed; when none is idle: 503.
-    #[arg(long, default_value_t = api::limits::Limits::default().max_connections)]
+    #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().max_connections)]
     max_connections: usize,
-    /// Connections open at once from one client (an IPv4 address or IPv6 /64); over it:
-    /// 503 with Retry-After.
-    #[arg(long, default_value_t = api::limits::Limits::default().max_client_connections)]
+    /// Connections open at once from one client (an IPv4 /24 or IPv6 /64 by default:
+    /// --client-prefix-v4, --client-prefix-v6); over it: 503 with Retry-After.
+    #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().max_client_connections)]
     max_client_connections: usize,
-    /// Live streams (SSE) open at once, all clients together; over it: 503.
-    #[arg(long, default_value_t = api::limits::Limits::default().max_streams)]
+    /// Live streams (SSE) open at once, all clients together; when all are taken a new
+    /// one takes the place of the stream slowest to read (then of the client holding
+    /// most, then the oldest).
+    #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().max_streams)]
     max_streams: usize,
     /// Live streams open at once from one client; over it: 503.
-    #[arg(long, default_value_t = api::limits::Limits::default().max_client_streams)]
+    #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().max_client_streams)]
     max_client_streams: usize,
+    /// Leading bits of an IPv4 address that make one client for the per-client limits
+    /// (connections, streams, changes): 24 = a site's /24, 32 = one address.
+    #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().client_v4_prefix,
+          value_parser = clap::value_parser!(u8).range(0..=32))]
+    client_prefix_v4: u8,
+    /// Leading bits of an IPv6 address that make one client (64: a host's /64).
+    #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().client_v6_prefix,
+          value_parser = clap::value_parser!(u8).range(0..=128))]
+    client_prefix_v6: u8,
     /// How long a connection may wait with no request, seconds.
-    #[arg(long, default_value_t = api::limits::Limits::default().idle_timeout.as_secs_f64(),
+    #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().idle_timeout.as_secs_f64(),
           value_parser = parse_timeout)]
     idle_timeout_s: f64,
     /// How long a request head may take from its first byte to its end, seconds.
-    #[arg(long, default_value_t = api::limits::Limits::default().header_timeout.as_secs_f64(),
+    #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().header_timeout.as_secs_f64(),
           value_parser = parse_timeout)]
     header_timeout_s: f64,
     /// How long a JSON request body may take to arrive whole (408 after), seconds.
-    #[arg(long, default_value_t = api::limits::Limits::default().body_timeout.as_secs_f64(),
+    #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().body_timeout.as_secs_f64(),
           value_parser = parse_timeout)]
     body_timeout_s: f64,
     /// How long an answer may wait for the client to read it before the connection is
     /// closed, seconds.
-    #[arg(long, default_value_t = api::limits::Limits::default().send_timeout.as_secs_f64(),
+    #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().send_timeout.as_secs_f64(),
           value_parser = parse_timeout)]
     send_timeout_s: f64,
     /// Changes (requests other than GET/HEAD/OPTIONS) per second from one client,
     /// sustained; over it: 429 with Retry-After.
-    #[arg(long, default_value_t = api::limits::Limits::default().change_rate)]
+    #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().change_rate)]
     change_rate: u32,
     /// Changes one client may send in a burst above --change-rate.
-    #[arg(long, default_value_t = api::limits::Limits::default().change_burst)]
+    #[arg(long, default_value_t = fpgagdrd::http::limits::Limits::default().change_burst)]
     change_burst: u32,
     /// How long a config change, start or stop may wait for its turn and for its
     /// pipeline to be built, seconds (503 change-busy / 422 change-timeout after).
@@ -194,9 +216,9 @@ struct LimitArgs {
 const DEFAULT_CHANGE_TIMEOUT_S: f64 = 60.0;
 
 impl LimitArgs {
-    fn limits(&self) -> api::limits::Limits {
+    fn limits(&self) -> fpgagdrd::http::limits::Limits {
         let d = std::time::Duration::from_secs_f64;
-        api::limits::Limits {
+        fpgagdrd::http::limits::Limits {
             max_connections: self.max_connections,
             max_client_connections: self.max_client_connections,
             max_streams: self.max_streams,
@@ -207,14 +229,20 @@ impl LimitArgs {
             send_timeout: d(self.send_timeout_s),
             change_rate: self.change_rate,
             change_burst: self.change_burst,
-            ..api::limits::Limits::default()
+            client_v4_prefix: self.client_prefix_v4,
+            client_v6_prefix: self.client_prefix_v6,
+            ..fpgagdrd::http::limits::Limits::default()
         }
     }
 
     fn files(&self) -> fpgagdrd::files::Policy {
         let mut p = fpgagdrd::files::Policy::new(
-            fpgagdrd::files::Roots::new(&config::data_dir(), &self.model_root, &self.frames_root)
-                .with_cert_roots(&self.cert_root),
+            fpgagdrd::files::Roots::new(
+                &fpgagdrd::files::data_dir(),
+                &self.model_root,
+                &self.frames_root,
+            )
+            .with_cert_roots(&self.cert_root),
         );
         p.max_model_bytes = self.max_model_bytes;
         p.timeout = std::time::Duration::from_secs_f64(self.file_timeout_s);
@@ -323,8 +351,8 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> Result<(), String> {
     let cli = Cli::parse();
-    // Before anything large is allocated (heap.rs: RSS across config changes).
-    fpgagdrd::heap::tune();
+    // Before anything large is allocated (fpgagdr::heap: RSS across config changes).
+    fpgagdr::heap::tune();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -333,11 +361,8 @@ fn run() -> Result<(), String> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let (card, card_why) = CardChoice::resolve(&cli.card, std::path::Path::new(config::AUTO_CARD));
-    match &card {
-        CardChoice::Sim => tracing::info!("card: the simulated card ({card_why})"),
-        CardChoice::Device(p) => tracing::info!("card: {} ({card_why})", p.display()),
-    }
+    let (card, card_why) = CardChoice::resolve(&cli.card, std::path::Path::new(cards::AUTO_CARD));
+    tracing::info!("card: {} ({card_why})", card.name());
     let config_path = cli.config.clone().unwrap_or_else(default_config_path);
     if cli.mark_good_after_health {
         let dir = config_path
@@ -353,11 +378,25 @@ fn run() -> Result<(), String> {
             std::time::Duration::from_secs(cli.rauc_wait_s),
         );
     }
+    let telemetry = || {
+        fpgagdr_telemetry::sampler::spawn(
+            cli.sysfs_root.clone(),
+            std::time::Duration::from_secs_f64(1.0 / cli.telemetry_hz),
+        )
+    };
+    if cli.check_config {
+        let telemetry = telemetry();
+        let verdict =
+            fpgagdrd::control::check_file(&config_path, &card, &cli.limits.files(), &telemetry);
+        telemetry.stop();
+        println!("fpgagdrd: {}", verdict?);
+        return Ok(());
+    }
     let store = ConfigStore::open(config_path).map_err(|e| e.to_string())?;
     // The notify socket first: it never needs a descriptor later.
     let notifier = fpgagdrd::notify::Notifier::from_env();
     let mut limits = cli.limits.limits();
-    let nofile = api::server::fit_descriptors(&mut limits)?;
+    let nofile = fpgagdrd::http::server::fit_descriptors(&mut limits)?;
     tracing::info!(
         "RLIMIT_NOFILE {nofile}: up to {} connections ({} per client), {} live streams",
         limits.max_connections,
@@ -373,21 +412,24 @@ fn run() -> Result<(), String> {
     tracing::info!(
         "config {} ; data directory {}",
         store.path().display(),
-        config::data_dir().display()
+        fpgagdrd::files::data_dir().display()
     );
-    let env_token = std::env::var(api::auth::TOKEN_ENV).ok();
+    let env_token = std::env::var(fpgagdrd::http::auth::TOKEN_ENV).ok();
     let config_dir = store
         .path()
         .parent()
         .map(std::path::Path::to_path_buf)
         .unwrap_or_default();
-    let (token, origin) =
-        api::auth::Token::resolve(env_token.as_deref(), cli.token_file.as_deref(), &config_dir)
-            .map_err(|e| e.to_string())?;
+    let (token, origin) = fpgagdrd::http::auth::Token::resolve(
+        env_token.as_deref(),
+        cli.token_file.as_deref(),
+        &config_dir,
+    )
+    .map_err(|e| e.to_string())?;
     let ota = ota_settings(&cli, &config_dir)?;
     tracing::info!("OTA: RAUC on {}, spool {}", ota.bus, ota.spool.display());
     match &origin {
-        api::auth::Origin::Generated(path) => {
+        fpgagdrd::http::auth::Origin::Generated(path) => {
             // The one time the token is shown: on first start, when none was configured.
             println!(
                 "fpgagdrd: API token (saved to {}): {}",
@@ -395,8 +437,12 @@ fn run() -> Result<(), String> {
                 token.expose()
             );
         }
-        api::auth::Origin::File(path) => tracing::info!("API token from {}", path.display()),
-        api::auth::Origin::Env => tracing::info!("API token from ${}", api::auth::TOKEN_ENV),
+        fpgagdrd::http::auth::Origin::File(path) => {
+            tracing::info!("API token from {}", path.display())
+        }
+        fpgagdrd::http::auth::Origin::Env => {
+            tracing::info!("API token from ${}", fpgagdrd::http::auth::TOKEN_ENV)
+        }
     }
     let shared = Arc::new(Shared::default());
     // The results room first: the first run's results already go to it.
@@ -423,8 +469,6 @@ fn run() -> Result<(), String> {
             max_bytes: cli.results_log_max_bytes,
             frames_dir: frames_dir.clone(),
         },
-        &store.current().outputs.mqtt,
-        &store.current().outputs.alerts,
         files.clone(),
     )
     .map_err(|e| {
@@ -439,14 +483,23 @@ fn run() -> Result<(), String> {
         results_dir.display(),
         cli.results_log_max_bytes
     );
-    let mut supervisor = Supervisor::new(shared.clone());
-    if store.current().autostart {
-        // A first TensorRT engine build can outlast TimeoutStartSec: extended meanwhile.
+    // The telemetry first: the config's alert rules are judged against its sensors.
+    let telemetry = telemetry();
+    let control = Control::new(control::Parts {
+        store,
+        shared: shared.clone(),
+        results: results.clone(),
+        telemetry: telemetry.clone(),
+        card,
+        files,
+        change_timeout: std::time::Duration::from_secs_f64(cli.limits.change_timeout_s),
+    });
+    // The file's config applied (outputs, and with autostart the pipeline started) or
+    // refused with the rule in status, before the API comes up. A first TensorRT engine
+    // build can outlast TimeoutStartSec: the start timeout is extended meanwhile.
+    {
         let _extending = notifier.extend_start(fpgagdrd::notify::DEFAULT_ENGINE_BUILD_LIMIT);
-        match pipeline::prepare(&store.current(), &card, &files) {
-            Ok(p) => supervisor.start(p),
-            Err(e) => supervisor.start_failed(e.message),
-        }
+        control.boot();
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -456,19 +509,12 @@ fn run() -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("starting the HTTP runtime: {e}"))?;
-    let supervisor = Arc::new(Mutex::new(supervisor));
-    let telemetry = fpgagdr_telemetry::sampler::spawn(
-        cli.sysfs_root.clone(),
-        std::time::Duration::from_secs_f64(1.0 / cli.telemetry_hz),
-    );
     let result = runtime.block_on(serve(Parts {
         listener,
-        card,
         card_why,
-        store,
+        control: control.clone(),
         shared,
         results,
-        supervisor: supervisor.clone(),
         telemetry: telemetry.clone(),
         token,
         sysfs_root: cli.sysfs_root,
@@ -476,48 +522,37 @@ fn run() -> Result<(), String> {
         notifier,
         stall_limit: std::time::Duration::from_secs_f64(cli.stall_limit_s),
         limits,
-        files,
-        change_timeout: std::time::Duration::from_secs_f64(cli.limits.change_timeout_s),
-        hosts: api::host::HostPolicy::new(&cli.limits.allow_host),
+        hosts: fpgagdrd::http::host::HostPolicy::new(&cli.limits.allow_host),
     }));
     telemetry.stop();
-    supervisor
-        .lock()
-        .map_err(|_| "supervisor poisoned".to_string())?
-        .stop();
+    control.shutdown();
     result
 }
 
 /// What [`serve`] wires together: everything `run` prepared before the runtime.
 struct Parts {
     listener: std::net::TcpListener,
-    card: CardChoice,
     card_why: String,
-    store: ConfigStore,
+    control: Control,
     shared: Arc<Shared>,
     results: fpgagdrd::results::Results,
-    supervisor: Arc<Mutex<Supervisor>>,
     telemetry: Arc<fpgagdr_telemetry::sampler::Telemetry>,
-    token: api::auth::Token,
+    token: fpgagdrd::http::auth::Token,
     sysfs_root: PathBuf,
     ota: fpgagdr_ota::Settings,
     notifier: fpgagdrd::notify::Notifier,
     stall_limit: std::time::Duration,
-    limits: api::limits::Limits,
-    files: Arc<fpgagdrd::files::Policy>,
-    change_timeout: std::time::Duration,
-    hosts: api::host::HostPolicy,
+    limits: fpgagdrd::http::limits::Limits,
+    hosts: fpgagdrd::http::host::HostPolicy,
 }
 
 async fn serve(parts: Parts) -> Result<(), String> {
     let Parts {
         listener,
-        card,
         card_why,
-        store,
+        control,
         shared,
         results,
-        supervisor,
         telemetry,
         token,
         sysfs_root,
@@ -525,26 +560,29 @@ async fn serve(parts: Parts) -> Result<(), String> {
         notifier,
         stall_limit,
         limits,
-        files,
-        change_timeout,
         hosts,
     } = parts;
     let board = fpgagdrd::board::Board::new(telemetry.period());
+    // The condition alert rules watch the board, with the pipeline's end-to-end totals.
+    let watch = {
+        let (results, shared) = (results.clone(), shared.clone());
+        Box::new(move |snapshot: &fpgagdrd::board::Snapshot| {
+            let totals = shared.totals.lock().expect("totals poisoned");
+            results.observe_board(snapshot, &totals);
+        })
+    };
     fpgagdrd::board::spawn(
         shared.clone(),
         telemetry.clone(),
         board.clone(),
-        Some(results.clone()),
+        vec![watch],
     );
     let live = api::live::Live::new(board.clone());
     let events = live.clone();
     let ota = fpgagdr_ota::Ota::new(ota, Arc::new(move |json| events.publish_event("ota", json)));
     fpgagdr_ota::spawn_monitor(ota.clone());
-    let pipeline_info = supervisor
-        .lock()
-        .map_err(|_| "supervisor poisoned".to_string())?
-        .info_slot();
-    let rate = api::limits::ChangeRate::new(&limits);
+    let pipeline_info = control.info_slot();
+    let rate = fpgagdrd::http::limits::ChangeRate::new(&limits);
     {
         // The rate limiter forgets clients whose bucket is full again (bounded memory).
         let rate = rate.clone();
@@ -557,18 +595,14 @@ async fn serve(parts: Parts) -> Result<(), String> {
         });
     }
     let state = api::AppState {
-        supervisor,
+        control,
         pipeline_info,
-        config: Arc::new(store),
-        changes: api::Changes::new(change_timeout),
-        files,
-        streams: api::limits::Streams::new(&limits),
+        streams: fpgagdrd::http::limits::Streams::new(&limits),
         rate,
         hosts,
         limits: Arc::new(limits.clone()),
         shared: shared.clone(),
         results,
-        card,
         card_why,
         live: live.clone(),
         board,
@@ -581,10 +615,14 @@ async fn serve(parts: Parts) -> Result<(), String> {
     let listener =
         tokio::net::TcpListener::from_std(listener).map_err(|e| format!("listening: {e}"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    tracing::info!("serving {} dashboard files and the API", assets::count());
+    tracing::info!(
+        "serving {} dashboard files and the API",
+        api::assets::count()
+    );
     println!("fpgagdrd: dashboard at http://{addr}/");
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let (_handle, server) = api::server::serve(listener, api::router(state), limits, stop_rx);
+    let (_handle, server) =
+        fpgagdrd::http::server::serve(listener, api::router(state), limits, stop_rx);
     let server = tokio::spawn(server);
     // The pipeline was started (or its failure recorded) before this point.
     notifier.ready(&format!(

@@ -21,7 +21,8 @@ use fpgagdr_infer::{
     Pushed, Ran, TOP_K, Top,
 };
 use fpgagdr_sim::{FrameSource, LinkPreset, Replay, SimCard, SimConfig, SimSensor, TestPattern};
-use fpgagdrd::config::{CardChoice, RawConfig, RingMemory, SourceKind};
+use fpgagdrd::cards::CardChoice;
+use fpgagdrd::config::{RawConfig, RingMemory, SourceKind};
 use fpgagdrd::metrics::Stage;
 use fpgagdrd::pipeline::{Shared, Supervisor, prepare};
 
@@ -163,8 +164,17 @@ fn frame_ring_entry_in_cuda_memory_is_preprocessed_where_it_lies() {
         // SAFETY: no C2H into `buf` runs during the copy (this thread issued the last one).
         #[allow(unsafe_code)]
         unsafe { buf.copy_to_host(0, &mut back) }.expect("device to host");
+        // The sensor stamps the capture time, which a render leaves 0.
+        let got = FrameHeader::parse(&back, back.len()).expect("a header");
+        assert_eq!(
+            FrameHeader {
+                timestamp_ns: 0,
+                ..got
+            },
+            header
+        );
         assert!(
-            back == host,
+            back[HEADER_LEN..] == host[HEADER_LEN..],
             "frame {} changed on its way through GPU memory",
             slot.seq
         );
@@ -262,7 +272,7 @@ fn the_pipeline_on_a_cuda_ring_checks_and_preprocesses_frames_on_the_gpu() {
         let config = config.check().expect("a valid config");
         let prepared = prepare(
             &config,
-            &CardChoice::Sim,
+            &CardChoice::sim(),
             &fpgagdrd::files::Policy::in_data_dir(),
         )
         .unwrap_or_else(|e| panic!("{e} (set ORT_DYLIB_PATH and FPGAGDR_DATA_DIR)"));
@@ -711,12 +721,12 @@ fn the_inference_stage_runs_full_batches_from_a_full_ring() {
     config.card.sim_link = LinkPreset::Off;
     config.ring.memory = RingMemory::CudaDevice;
     config.ring.entries = 16;
-    config.ring.when_full = fpgagdrd::pipeline::queue::WhenFull::Wait;
+    config.ring.when_full = fpgagdr::WhenFull::Wait;
     config.inference.max_batch = 8;
     let config = config.check().expect("a valid config");
     let prepared = prepare(
         &config,
-        &CardChoice::Sim,
+        &CardChoice::sim(),
         &fpgagdrd::files::Policy::in_data_dir(),
     )
     .expect("prepare");
@@ -759,4 +769,137 @@ fn cuda_ring_memory_is_aligned_to_the_64_kib_gpu_page_whatever_came_before() {
         );
         keep.push(m);
     }
+}
+
+/// The softmax top-5 computed where the logits lie is the host's: the same classes in
+/// the same order (ties to the lowest class) and the same probabilities to within
+/// rounding.
+#[test]
+fn the_top5_on_the_gpu_is_the_softmax_top5_of_the_host() {
+    use fpgagdr_infer::gpu::{GpuTopK, TOPK_K};
+    let Some(ctx) = fpgagdr::cuda_context() else {
+        eprintln!("skipped: no CUDA driver");
+        return;
+    };
+    let stream = ctx.new_stream().expect("stream");
+    let mut topk = match GpuTopK::on_stream(&stream, 8) {
+        Ok(t) => t,
+        Err(GpuError::Unavailable(why)) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let classes = 1000;
+    let mut logits: Vec<f32> = noise(8 * classes, 3)
+        .iter()
+        .map(|&b| (b as f32 - 128.0) / 16.0)
+        .collect();
+    // Row 1: ties at the top (the lowest class first); row 2: one class far ahead.
+    for c in [7, 300, 999] {
+        logits[classes + c] = 50.0;
+    }
+    logits[2 * classes + 5] = 90.0;
+    let dev = stream.clone_htod(&logits).expect("logits");
+    let (addr, _sync) = {
+        use cudarc::driver::DevicePtr;
+        dev.device_ptr(&stream)
+    };
+    // SAFETY: `dev` holds 8 × 1000 floats written by the copy queued on this stream; it
+    // lives until the end of the test, after the stream is synchronised.
+    #[allow(unsafe_code)]
+    unsafe { topk.launch(addr, 8, classes) }.expect("launch");
+    stream.synchronize().expect("synchronize");
+    for row in 0..8 {
+        let l = &logits[row * classes..(row + 1) * classes];
+        let max = l.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+        let sum: f64 = l.iter().map(|&v| (v as f64 - max).exp()).sum();
+        let mut order: Vec<usize> = (0..classes).collect();
+        order.sort_by(|&a, &b| l[b].total_cmp(&l[a]).then(a.cmp(&b)));
+        let got = topk.read(row).expect("read");
+        for k in 0..TOPK_K {
+            let want = ((l[order[k]] as f64 - max).exp() / sum) as f32;
+            assert_eq!(got[k].0 as usize, order[k], "row {row} rank {k}: {got:?}");
+            assert!(
+                (got[k].1 - want).abs() <= 1e-6 * want.max(1e-3),
+                "row {row} rank {k}: {} vs {want}",
+                got[k].1
+            );
+        }
+    }
+    assert_eq!(topk.read(1).unwrap().map(|t| t.0)[..3], [7, 300, 999]);
+}
+
+/// Batches queued ahead (check and preprocessing on a second stream beside the model)
+/// give exactly the outcomes of the same batches run one at a time, rejected frames
+/// included.
+#[test]
+fn batches_queued_ahead_give_the_outcomes_of_batches_run_one_at_a_time() {
+    let Some(g) = gpu(224, 224) else { return };
+    let Some(mut model) = cuda_model(&g, Precision::Fp32, 8) else {
+        return;
+    };
+    let sim = std::sync::Arc::new(SimCard::new(SimConfig {
+        preset: LinkPreset::Off,
+        ..SimConfig::default()
+    }));
+    let card = Card::from_backend(sim.clone());
+    let align = card.status().alignment as usize;
+    let (_, good) = chelsea();
+    let entry = good.len().div_ceil(align) * align;
+    let mut bad_payload = good.clone();
+    bad_payload[HEADER_LEN + 77] ^= 0x10;
+    let mut other = Vec::new();
+    let pattern_header = TestPattern::new(PixelFormat::Rgb8, 300, 200)
+        .unwrap()
+        .render(9, &mut other);
+    let frames = [&good, &bad_payload, &other, &good, &other, &good];
+    let bufs: Vec<PinnedBuffer> = frames
+        .iter()
+        .map(|f| {
+            let m = DmaMemory::for_frames(entry, align, MemoryKind::CudaDevice).expect("memory");
+            let b = card.pin(m).expect("pin");
+            into_ring(&sim, &card, &b, f);
+            b
+        })
+        .collect();
+    let (mut prep, _) = FramePrep::new(MemoryKind::CudaDevice, entry, &model);
+    prep.warm_up(&mut model).expect("warm-up");
+    assert!(prep.queues_ahead(&model), "{}", model.provider());
+    let push = |prep: &mut FramePrep, range: std::ops::Range<usize>| {
+        for i in range {
+            // SAFETY: nothing writes the entries after `into_ring` above.
+            #[allow(unsafe_code)]
+            unsafe { prep.push(&bufs[i], frames[i].len(), true) }.expect("push");
+        }
+    };
+    let summary = |outcomes: &[fpgagdr_infer::FrameOutcome]| -> Vec<String> {
+        outcomes
+            .iter()
+            .map(|o| match &o.header {
+                Ok(h) => format!("{} {:?}", h.seq, o.top.map(|t| (t.0, (t.1 * 1e5).round()))),
+                Err(e) => e.to_string(),
+            })
+            .collect()
+    };
+    let mut one_at_a_time = Vec::new();
+    for range in [0..4, 4..6] {
+        push(&mut prep, range);
+        one_at_a_time.extend(summary(prep.finish(&mut model, true).expect("finish").0));
+    }
+    let mut ahead = Vec::new();
+    push(&mut prep, 0..4);
+    prep.submit(&mut model, true).expect("submit");
+    push(&mut prep, 4..6);
+    prep.submit(&mut model, true).expect("submit");
+    assert_eq!(prep.in_flight(), 2);
+    while let Some(done) = prep.collect(&mut model) {
+        ahead.extend(summary(done.expect("collect").0));
+    }
+    assert_eq!(ahead, one_at_a_time);
+    assert!(
+        one_at_a_time[1].contains("frame-checksum"),
+        "{one_at_a_time:?}"
+    );
+    assert!(one_at_a_time[2].starts_with(&format!("{} ", pattern_header.seq)));
 }

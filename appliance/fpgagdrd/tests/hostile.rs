@@ -6,8 +6,9 @@
 //!
 //! Each test names the defect it guards against; every one failed on the code before the
 //! fix (the outputs are in the issue's closing note). Connections that must not count
-//! against the test client's own per-client limits come from other loopback addresses
-//! (127.0.0.2 and up), as a second machine on the network would.
+//! against the test client's own per-client limits come from loopback addresses of other
+//! /24 networks (127.0.N.1: a client is an IPv4 /24 by default), as a machine of another
+//! site would.
 
 mod common;
 
@@ -299,7 +300,7 @@ fn idle_connections_exhaust_no_descriptor_the_api_answers_and_the_watchdog_keeps
     // 400 idle connections from 8 other machines, 50 each.
     let mut idle = Vec::new();
     for i in 0..400u32 {
-        let from = Ipv4Addr::new(127, 0, 0, 2 + (i / 50) as u8);
+        let from = Ipv4Addr::new(127, 0, 2 + (i / 50) as u8, 1);
         idle.push(connect_from(from, svc.addr()));
     }
     let pings = watchdogs_within(Duration::from_secs(3));
@@ -327,7 +328,7 @@ fn idle_connections_exhaust_no_descriptor_the_api_answers_and_the_watchdog_keeps
 #[test]
 fn a_silent_connection_is_closed() {
     let svc = Service::start_with_file(Some(r#"{"autostart": false}"#));
-    let mut s = connect_from(Ipv4Addr::new(127, 0, 0, 5), svc.addr());
+    let mut s = connect_from(Ipv4Addr::new(127, 0, 5, 1), svc.addr());
     assert!(
         closed_within(&mut s, PATIENCE),
         "a connection that sent nothing was still open after {PATIENCE:?}"
@@ -338,7 +339,7 @@ fn a_silent_connection_is_closed() {
 #[test]
 fn a_request_head_trickled_byte_by_byte_is_cut_off() {
     let svc = Service::start_with_file(Some(r#"{"autostart": false}"#));
-    let mut s = connect_from(Ipv4Addr::new(127, 0, 0, 6), svc.addr());
+    let mut s = connect_from(Ipv4Addr::new(127, 0, 6, 1), svc.addr());
     s.write_all(b"GET /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
         .unwrap();
     let deadline = Instant::now() + PATIENCE;
@@ -390,7 +391,7 @@ fn protocol_problem(
 #[test]
 fn a_malformed_request_line_or_header_is_answered_with_a_problem() {
     let svc = Service::start_with_file(Some(r#"{"autostart": false}"#));
-    let from = Ipv4Addr::new(127, 0, 0, 20);
+    let from = Ipv4Addr::new(127, 0, 20, 1);
     let p = protocol_problem(
         &svc,
         from,
@@ -433,7 +434,7 @@ fn an_oversized_header_block_is_answered_431_with_a_problem() {
     head.push_str("\r\n");
     protocol_problem(
         &svc,
-        Ipv4Addr::new(127, 0, 0, 21),
+        Ipv4Addr::new(127, 0, 21, 1),
         head.as_bytes(),
         431,
         "header-size",
@@ -447,7 +448,7 @@ fn an_unsupported_http_version_is_answered_505_with_a_problem() {
     let svc = Service::start_with_file(Some(r#"{"autostart": false}"#));
     let p = protocol_problem(
         &svc,
-        Ipv4Addr::new(127, 0, 0, 22),
+        Ipv4Addr::new(127, 0, 22, 1),
         b"GET /api/v1/status HTTP/2.0\r\nHost: 127.0.0.1\r\n\r\n",
         505,
         "http-version",
@@ -456,7 +457,7 @@ fn an_unsupported_http_version_is_answered_505_with_a_problem() {
     // A version that is not even shaped like one is a syntax error.
     protocol_problem(
         &svc,
-        Ipv4Addr::new(127, 0, 0, 22),
+        Ipv4Addr::new(127, 0, 22, 1),
         b"GET /api/v1/status HTTX/1.1\r\nHost: 127.0.0.1\r\n\r\n",
         400,
         "request-syntax",
@@ -471,7 +472,7 @@ fn a_head_trickled_past_the_header_timeout_is_answered_408() {
         Some(r#"{"autostart": false}"#),
         &["--header-timeout-s", "1"],
     );
-    let mut s = connect_from(Ipv4Addr::new(127, 0, 0, 23), svc.addr());
+    let mut s = connect_from(Ipv4Addr::new(127, 0, 23, 1), svc.addr());
     s.write_all(b"GET /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
         .unwrap();
     // A byte every 0.2 s: never idle, never done.
@@ -507,7 +508,7 @@ fn a_head_trickled_past_the_header_timeout_is_answered_408() {
 #[test]
 fn a_body_that_stops_coming_is_answered_408() {
     let svc = Service::start_with_file(Some(r#"{"autostart": false}"#));
-    let mut s = connect_from(Ipv4Addr::new(127, 0, 0, 7), svc.addr());
+    let mut s = connect_from(Ipv4Addr::new(127, 0, 7, 1), svc.addr());
     write!(
         s,
         "PUT /api/v1/config HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\
@@ -542,7 +543,7 @@ fn a_huge_content_length_is_refused_at_once() {
 #[test]
 fn connections_over_the_per_client_limit_get_503_with_retry_after() {
     let svc = Service::start_with_file(Some(r#"{"autostart": false}"#));
-    let from = Ipv4Addr::new(127, 0, 0, 8);
+    let from = Ipv4Addr::new(127, 0, 8, 1);
     let mut held: Vec<TcpStream> = (0..PER_CLIENT_CONNECTIONS)
         .map(|_| connect_from(from, svc.addr()))
         .collect();
@@ -575,7 +576,7 @@ fn connections_over_the_per_client_limit_get_503_with_retry_after() {
 #[test]
 fn streams_over_the_limit_get_503_with_retry_after() {
     let svc = Service::start_with_file(Some(r#"{"autostart": false}"#));
-    let from = Ipv4Addr::new(127, 0, 0, 9);
+    let from = Ipv4Addr::new(127, 0, 9, 1);
     let open = || {
         let mut s = connect_from(from, svc.addr());
         write!(s, "GET /api/v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
@@ -611,6 +612,113 @@ fn streams_over_the_limit_get_503_with_retry_after() {
             r => Err(format!("{r:?}")),
         }
     });
+}
+
+/// Defect: eight client addresses × 16 streams held all 128 live-stream places, and
+/// every new dashboard then got `503 stream-limit` for as long as they read. Now a
+/// client is its /24 (the machines of one site share its 16), and when every place is
+/// taken a new stream takes the place of the stream slowest to read, else (all read)
+/// of the client holding the most places, its oldest. (Which is slowest is the unit
+/// test `when_all_are_taken_the_slowest_reader_gives_its_place`'s: on loopback the
+/// service's send buffer holds minutes of a silent client's stream.)
+#[test]
+fn stream_places_are_per_site_and_a_newcomer_takes_a_place_when_all_are_taken() {
+    let svc = Service::start_with_args(
+        Some(r#"{"autostart": false}"#),
+        &["--max-streams", "6", "--max-client-streams", "2"],
+    );
+    let open = |from: Ipv4Addr| {
+        let mut s = connect_from(from, svc.addr());
+        write!(s, "GET /api/v1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+        let r = read_reply(&mut s, PATIENCE).expect("a reply head");
+        (s, r)
+    };
+    // Two addresses of one /24 are one client: the third stream of the site is refused.
+    let (oldest, r) = open(Ipv4Addr::new(127, 0, 30, 1));
+    assert_eq!(r.status, 200, "{r:?}");
+    let (second, r) = open(Ipv4Addr::new(127, 0, 30, 2));
+    assert_eq!(r.status, 200, "{r:?}");
+    let (_, r) = open(Ipv4Addr::new(127, 0, 30, 3));
+    r.problem(503, "stream-limit");
+    assert!(r.body.contains("this client already holds its 2"), "{r:?}");
+    // Every place taken: 2 (site 30) + 1 + 1 + 1 + 1.
+    let mut reading = vec![second];
+    for net in [31u8, 32, 34, 35] {
+        let (s, r) = open(Ipv4Addr::new(127, 0, net, 1));
+        assert_eq!(r.status, 200, "{r:?}");
+        reading.push(s);
+    }
+    for s in &mut reading {
+        s.set_nonblocking(true).unwrap();
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let got: Vec<_> = (0..reading.len())
+        .map(|_| std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0)))
+        .collect();
+    let reader = {
+        let (stop, got) = (stop.clone(), got.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 65536];
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for (s, n) in reading.iter_mut().zip(&got) {
+                    if let Ok(k) = s.read(&mut buf) {
+                        n.fetch_add(k as u64, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            reading
+        })
+    };
+    // A dashboard of another site gets a place: the one site 30 held longest.
+    let (_newcomer, r) = open(Ipv4Addr::new(127, 0, 33, 1));
+    assert_eq!(r.status, 200, "{r:?}");
+    let mut oldest = oldest;
+    oldest
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    let mut tail: Vec<u8> = Vec::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        match oldest.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                tail.extend_from_slice(&buf[..n]);
+                let keep = tail.len().saturating_sub(16);
+                tail.drain(..keep);
+                // The chunked body's last chunk: the stream ended.
+                if tail.ends_with(b"\r\n0\r\n\r\n") {
+                    break;
+                }
+            }
+            Err(_) if Instant::now() < deadline => {}
+            Err(e) => panic!("the stream that gave its place did not end: {e}"),
+        }
+    }
+    // The others go on.
+    let before: Vec<u64> = got
+        .iter()
+        .map(|n| n.load(std::sync::atomic::Ordering::Relaxed))
+        .collect();
+    wait_for("every other stream to get more", || {
+        let stuck: Vec<usize> = got
+            .iter()
+            .zip(&before)
+            .enumerate()
+            .filter(|(_, (n, b))| n.load(std::sync::atomic::Ordering::Relaxed) <= **b)
+            .map(|(i, _)| i)
+            .collect();
+        stuck.is_empty().then_some(()).ok_or(format!("{stuck:?}"))
+    });
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    drop(reader.join().unwrap());
+    assert!(
+        svc.log()
+            .contains("live stream of 127.0.30.0/24 (waited 0.0 s to read) gives its place"),
+        "{}",
+        svc.log()
+    );
 }
 
 /// Defect: no rate limit on mutating requests. A burst past the limit gets 429 with
@@ -781,6 +889,55 @@ fn paths_outside_the_data_directory_are_refused_without_saying_what_is_there() {
     assert_eq!(svc.status()["pipeline"]["state"], "running");
 }
 
+/// Defect: a symbolic link inside the data directory to a file outside it was followed:
+/// a 1000-line file outside was accepted as the labels (and its lines served, without a
+/// token, in every result), and a link to a root-only file told its line count. Now the
+/// file a link leads to must lie in an allowed directory too (`path-confined`).
+#[test]
+fn a_link_inside_the_data_directory_to_a_file_outside_is_refused() {
+    let data = DataDir::new();
+    let outside = tempfile::tempdir().unwrap();
+    let lines: String = (0..1000).map(|i| format!("outside {i}\n")).collect();
+    std::fs::write(outside.path().join("labels.txt"), lines).unwrap();
+    for (link, to) in [
+        (
+            "models/outside.labels.txt",
+            outside.path().join("labels.txt"),
+        ),
+        ("models/passwd.labels.txt", PathBuf::from("/etc/passwd")),
+    ] {
+        std::os::unix::fs::symlink(&to, data.path(link)).unwrap();
+    }
+    let svc = data.start(&json!({"autostart": false}), &[]);
+    for link in ["models/outside.labels.txt", "models/passwd.labels.txt"] {
+        let body = json!({"model": {"labels": link}}).to_string();
+        let r = svc.request("PATCH", "/api/v1/config", Some(body.as_bytes()), &[]);
+        r.problem(422, "config-apply");
+        assert_eq!(
+            r.field_errors(),
+            [("/model/labels".to_string(), "apply".to_string())],
+            "{}",
+            r.body
+        );
+        let detail = r.json()["detail"].as_str().unwrap().to_string();
+        assert!(detail.contains("rule path-confined"), "{link}: {detail}");
+        assert!(!detail.contains("lines"), "{link}: {detail}");
+    }
+    // A link to a file inside the data directory is the operator's, and followed.
+    std::os::unix::fs::symlink(
+        data.path("models/efficientnet-lite0.labels.txt"),
+        data.path("models/again.labels.txt"),
+    )
+    .unwrap();
+    let r = svc.request(
+        "PATCH",
+        "/api/v1/config",
+        Some(br#"{"model": {"labels": "models/again.labels.txt"}}"#),
+        &[],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
 /// Defect: the unauthenticated GETs showed absolute paths (the data directory, the
 /// model's location).
 #[test]
@@ -882,6 +1039,49 @@ fn foreign_hosts_and_origins_are_refused_and_every_answer_says_nosniff() {
         "GET /api/v1/status HTTP/1.1\r\nHost: appliance.example.org\r\nConnection: close\r\n\r\n",
     );
     assert_eq!(r.status, 200, "{r:?}");
+}
+
+/// Defects: an HTTP/1.1 request with no `Host`, or with two, was served (RFC 9112 §3.2:
+/// 400); an absolute-form target (`GET http://evil.example/ HTTP/1.1`, which names the
+/// host in place of `Host`, RFC 9112 §3.2.2) was served whatever host it named; and the
+/// port of `Origin` was not looked at, so a page of another service on the appliance's
+/// own address (another port: another origin) was answered.
+#[test]
+fn a_missing_or_second_host_an_absolute_target_and_origin_s_port_are_checked() {
+    let svc = Service::start_with_file(Some(r#"{"autostart": false}"#));
+    let port = svc.addr().port();
+    let head = |lines: &str| raw(&svc, &format!("{lines}Connection: close\r\n\r\n"));
+    head("GET /api/v1/status HTTP/1.1\r\n").problem(400, "host-header");
+    head("GET /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: 127.0.0.1\r\n")
+        .problem(400, "host-header");
+    // HTTP/1.0 has no Host to require.
+    let r = head("GET /api/v1/status HTTP/1.0\r\n");
+    assert_eq!(r.status, 200, "{r:?}");
+    // The absolute-form target's host is the one asked for, whatever Host says.
+    head("GET http://evil.example/api/v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .problem(421, "host");
+    let r = head(&format!(
+        "GET http://127.0.0.1:{port}/api/v1/status HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+    ));
+    assert_eq!(r.status, 200, "{r:?}");
+    // An Origin of another port is another origin.
+    let origin = |o: &str| {
+        head(&format!(
+            "GET /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: {o}\r\n"
+        ))
+    };
+    origin(&format!("http://127.0.0.1:{}", port.wrapping_add(1))).problem(403, "origin");
+    origin("http://127.0.0.1").problem(403, "origin");
+    let r = origin(&format!("http://127.0.0.1:{port}"));
+    assert_eq!(r.status, 200, "{r:?}");
+    // Behind a proxy on the default port, Host and Origin carry none.
+    let r = head("GET /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://127.0.0.1\r\n");
+    assert_eq!(r.status, 200, "{r:?}");
+    let r =
+        head("GET /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://127.0.0.1:443\r\n");
+    assert_eq!(r.status, 200, "{r:?}");
+    head("GET /api/v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://127.0.0.1:8080\r\n")
+        .problem(403, "origin");
 }
 
 // --- config ----------------------------------------------------------------------------

@@ -16,13 +16,14 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../../.." && pwd)
+apt_get=$root/appliance/scripts/apt-get.sh
 cd "$root"
 
 need() { # need COMMAND PACKAGE
   command -v "$1" >/dev/null && return 0
   [ "$(id -u)" = 0 ] || { echo "ota tests: $1 is needed: sudo apt-get install $2" >&2; exit 1; }
-  if [ -z "${apt_updated:-}" ]; then apt-get update -qq; apt_updated=1; fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null
+  if [ -z "${apt_updated:-}" ]; then "$apt_get" update -qq; apt_updated=1; fi
+  DEBIAN_FRONTEND=noninteractive "$apt_get" install -y -qq "$2" >/dev/null
 }
 need rauc rauc
 need dbus-daemon dbus

@@ -203,6 +203,7 @@ int main(int argc, char **argv)
 		{ "stress", suite_stress },
 		{ "frames", suite_frames },
 		{ "dmabuf", suite_dmabuf },
+		{ "recovery", suite_recovery },
 		{ "pinhold", cmd_pinhold },
 		{ "hang", cmd_hang },
 	};
@@ -220,7 +221,7 @@ int main(int argc, char **argv)
 			return suites[i].fn();
 	fprintf(stderr, "usage: fgtest SUITE|pinhold|slabsites MOD|slabrange START LEN\n"
 		"  SUITE: functional, host, nvp2p, faults, badioctl, removal, stress, frames,\n"
-		"         dmabuf\n"
+		"         dmabuf, recovery\n"
 		"  badcard STATE: the card breaks a frame protocol rule\n");
 	return 2;
 }

@@ -7,6 +7,7 @@
  * transfer outstanding.  After each, the engine must work again.
  */
 #include <pthread.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -552,6 +553,49 @@ static void test_killed_process_releases_pins(void)
 	fx_close(&f);
 }
 
+/*
+ * A C2H run that fails hands no bytes back: the CPU's bytes of the range
+ * stay as the CPU wrote them.  With every mapping bounced (the swiotlb
+ * pass) the bounce buffer of a pin still holds the previous run's bytes;
+ * syncing it back after a run the card did not write would put them over
+ * what the CPU wrote since.  Through the pin (TRANSFER) and the channel
+ * node (pread).
+ */
+static void test_failed_c2h_keeps_cpu_bytes(void)
+{
+	unsigned char *want = malloc(BUF), *buf = t_alloc(BUF);
+	const __u64 card = 0x61000000;
+	char node[64];
+	struct fx f;
+	int cfd;
+
+	fx_open(&f);
+	/* card data, read once into b: a bounce buffer now holds it */
+	t_pattern(f.a, BUF, 77);
+	CHECK_OK(t_xfer(f.fd, FPGAGDR_DIR_H2C, 1, f.ha, 0, card, BUF, 5000));
+	CHECK_OK(t_xfer(f.fd, FPGAGDR_DIR_C2H, 1, f.hb, 0, card, BUF, 5000));
+	/* the CPU writes b, then a C2H into it fails: nothing moved */
+	t_pattern(want, BUF, 78);
+	memcpy(f.b, want, BUF);
+	t_fault(FAULT_ERROR, 1);
+	CHECK_ERR(t_xfer(f.fd, FPGAGDR_DIR_C2H, 1, f.hb, 0, card, BUF, 5000),
+		  EIO);
+	t_same(f.b, want, BUF, "the CPU's bytes after a failed C2H");
+	/* the same through the channel node */
+	snprintf(node, sizeof(node), "%s_c2h_1", t_dev);
+	cfd = open(node, O_RDONLY);
+	CHECK(cfd >= 0, "open %s", node);
+	memcpy(buf, want, BUF);
+	t_fault(FAULT_ERROR, 1);
+	CHECK(pread(cfd, buf, BUF, card) < 0 && errno == EIO,
+	      "pread of a failing C2H: not EIO");
+	t_same(buf, want, BUF, "the caller's bytes after a failed pread");
+	close(cfd);
+	fx_close(&f);
+	t_free(buf, BUF);
+	free(want);
+}
+
 int suite_faults(void)
 {
 	static const struct t_case cases[] = {
@@ -576,6 +620,7 @@ int suite_faults(void)
 		{ "abort_during_long_run", test_abort_during_long_run },
 		{ "killed_process_releases_pins",
 		  test_killed_process_releases_pins },
+		{ "failed_c2h_keeps_cpu_bytes", test_failed_c2h_keeps_cpu_bytes },
 	};
 
 	return t_run("faults", cases, ARRAY_SIZE(cases));

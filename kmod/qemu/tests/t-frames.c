@@ -6,8 +6,13 @@
  * header and CRCs after a real C2H DMA of its slot, captured + overrun +
  * missed = produced, stalls, the event and user register nodes as Xilinx's
  * tools use them, capture off when nobody listens, kill -9 with a wait
- * outstanding, and removal waking waiters.  "fgtest badcard STATE" checks
- * a card whose registers break a rule (loaded with test_* parameters).
+ * outstanding, removal waking waiters, and what protocol 1.1 adds on the
+ * card's side (docs/card-protocol.md): EPOCH, LIVE_SEQ_LO without a latch,
+ * CAPTURE 0->1 clearing a stale FRAME_PENDING, frames dropped whole and
+ * counted in DROPPED without a sequence, and the header written last, so a
+ * copy that overlaps the card's write is caught by the torn-frame check.
+ * "fgtest badcard STATE" checks a card whose registers break a rule
+ * (loaded with test_* parameters).
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -19,184 +24,45 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tlib.h"
+#include "tframes.h"
 
-#define DBG_FRAMES	"/sys/kernel/debug/fpgagdr/fpgagdr0/frames"
-#define EVENTS_WAIT	"/sys/module/fpgagdr/parameters/events_wait_ms"
-/* The software card's defaults (fpgagdr-testeng-sensor.c) */
-#define SLOT_BASE	(256ULL << 20)
-#define SLOT_SIZE	(1024U * 1024)
-#define SLOTS		8
-#define FRAME_LEN	(64 + 64 * 48)
+/* The 1.1 registers (docs/card-protocol.md) */
+#define REG_CONTROL	0x020
+#define REG_IRQ_STATUS	0x024
+#define REG_DONE_SEQ_LO	0x030
+#define REG_DONE_SLOT	0x038
+#define REG_EPOCH	0x040
+#define REG_DROPPED	0x044
+#define REG_LIVE_SEQ_LO	0x048
+#define PROTO_1_1	0x00010001
 
-/* CRC-32 (IEEE), as docs/frames.md uses it */
-static __u32 crc32(const void *p, size_t n)
+/* A register of the user block through fpgagdrN_user (0xffffffff: error) */
+static __u32 user_rd(__u32 off)
 {
-	static __u32 table[256];
-	const unsigned char *b = p;
-	__u32 c = ~0U;
-	int i, k;
-
-	if (!table[1])
-		for (i = 0; i < 256; i++) {
-			c = i;
-			for (k = 0; k < 8; k++)
-				c = c & 1 ? 0xedb88320U ^ (c >> 1) : c >> 1;
-			table[i] = c;
-		}
-	c = ~0U;
-	while (n--)
-		c = table[(c ^ *b++) & 0xff] ^ (c >> 8);
-	return ~c;
-}
-
-static __u32 le32(const unsigned char *p)
-{
-	return p[0] | p[1] << 8 | p[2] << 16 | (__u32)p[3] << 24;
-}
-
-static __u64 le64(const unsigned char *p)
-{
-	return le32(p) | (__u64)le32(p + 4) << 32;
-}
-
-static void sensor(const char *knob, long long v)
-{
-	char path[128], val[32];
-
-	snprintf(path, sizeof(path), DBG_TE "sensor_%s", knob);
-	snprintf(val, sizeof(val), "%lld", v);
-	CHECK_OK(t_dbg_write(path, val));
-}
-
-/* A value of the sensor's counter line ("fpgagdr0 produced N ..."). */
-static long long sensor_stat(const char *key)
-{
-	char buf[1024], *p;
-
-	if (t_read_file(DBG_TE "sensor", buf, sizeof(buf)))
-		return -1;
-	p = strstr(buf, key);
-	return p ? strtoll(p + strlen(key) + 1, NULL, 0) : -1;
-}
-
-static int frame_info(int fd, struct fpgagdr_frame_info *fi)
-{
-	memset(fi, 0, sizeof(*fi));
-	fi->abi_version = FPGAGDR_ABI_VERSION;
-	return ioctl(fd, FPGAGDR_IOC_FRAME_INFO, fi) ? -errno : 0;
-}
-
-static int wait_frame(int fd, __u32 timeout_ms, __u32 flags,
-		      struct fpgagdr_wait_frame *w)
-{
-	memset(w, 0, sizeof(*w));
-	w->abi_version = FPGAGDR_ABI_VERSION;
-	w->timeout_ms = timeout_ms;
-	w->flags = flags;
-	return ioctl(fd, FPGAGDR_IOC_WAIT_FRAME, w) ? -errno : 0;
-}
-
-static int abort_waits(int fd, __u32 dir, __u32 ch, __u32 flags)
-{
-	struct fpgagdr_abort a = { .abi_version = FPGAGDR_ABI_VERSION,
-				   .direction = dir, .channel = ch,
-				   .flags = flags };
-
-	return ioctl(fd, FPGAGDR_IOC_ABORT, &a) ? -errno : 0;
-}
-
-/**
- * struct cap - a capture: the control node, a slot-sized pinned buffer
- * @fd: control node
- * @h: pin of @buf
- * @buf: one slot
- * @gran: transfer length granularity
- */
-struct cap {
+	char path[64];
+	__u32 v = ~0U;
 	int fd;
-	__u32 h;
-	unsigned char *buf;
-	__u32 gran;
-};
 
-static void cap_open(struct cap *c)
-{
-	struct fpgagdr_status st;
-
-	c->fd = t_open();
-	c->buf = t_alloc(SLOT_SIZE);
-	CHECK_OK(t_status(c->fd, &st));
-	c->gran = st.len_granularity ? st.len_granularity : 1;
-	CHECK_OK(t_pin(c->fd, FPGAGDR_MEM_HOST, (unsigned long)c->buf,
-		       SLOT_SIZE, &c->h));
+	snprintf(path, sizeof(path), "%s_user", t_dev);
+	fd = open(path, O_RDONLY);
+	if (fd < 0 || pread(fd, &v, 4, off) != 4)
+		t_fail(__FILE__, __LINE__, "read of user register %#x", off);
+	if (fd >= 0)
+		close(fd);
+	return v;
 }
 
-static void cap_close(struct cap *c)
+static void user_wr(__u32 off, __u32 v)
 {
-	close(c->fd);
-	t_free(c->buf, SLOT_SIZE);
-}
+	char path[64];
+	int fd;
 
-enum { FRAME_OK, FRAME_OVERRUN, FRAME_BROKEN, FRAME_BAD_CRC };
-
-/*
- * DMA the event's slot (C2H) and check the frame in it: header magic and
- * CRC, geometry against the length, payload CRC, the sequence in the
- * header and, for the test pattern, in the first payload bytes.  A later
- * sequence is an overrun: the card overwrote the slot first.
- */
-static int cap_read(struct cap *c, const struct fpgagdr_wait_frame *w)
-{
-	__u64 len = (w->length + c->gran - 1) / c->gran * c->gran;
-	int ret;
-
-	memset(c->buf, 0xee, SLOT_SIZE);
-	ret = t_xfer(c->fd, FPGAGDR_DIR_C2H, 0, c->h, 0,
-		     SLOT_BASE + (__u64)w->slot * SLOT_SIZE, len, 5000);
-	if (ret)
-		t_fail(__FILE__, __LINE__, "DMA of slot %u: %s", w->slot,
-		       t_errname(-ret));
-	return ret;
-}
-
-static int cap_check(struct cap *c, const struct fpgagdr_wait_frame *w)
-{
-	unsigned char *h = c->buf;
-	__u64 seq;
-
-	if (cap_read(c, w))
-		return FRAME_BROKEN;
-	if (memcmp(h, "FGDRFRM1", 8) || le32(h + 60) != crc32(h, 60) ||
-	    (h[10] | h[11] << 8) != 64 || 64 + le32(h + 28) != w->length)
-		return FRAME_BROKEN;
-	seq = le64(h + 32);
-	if (le32(h + 48) != crc32(h + 64, le32(h + 28)))
-		return FRAME_BAD_CRC;
-	if (seq > w->sequence && (seq - w->sequence) % SLOTS == 0)
-		return FRAME_OVERRUN;
-	if (seq != w->sequence)
-		return FRAME_BROKEN;
-	/* the test pattern carries its sequence in the payload, too */
-	return le64(h + 64) == seq ? FRAME_OK : FRAME_BROKEN;
-}
-
-/* CONTROL while someone listens: CAPTURE, and IRQ_EN unless polled */
-static int capture_on(void)
-{
-	return t_dbg(DBG_FRAMES, "polled") == 1 ? 1 : 3;
-}
-
-static void sensor_defaults(void)
-{
-	sensor("fps", 50);
-	sensor("stall", 0);
-	sensor("width", 64);
-	sensor("height", 48);
-	sensor("format", 1);
-	sensor("bad_crc", 0);
-	sensor("bad_event", 0);
-	CHECK_OK(t_dbg_write(DBG_TE "sensor_frames_clear", "1"));
+	snprintf(path, sizeof(path), "%s_user", t_dev);
+	fd = open(path, O_WRONLY);
+	if (fd < 0 || pwrite(fd, &v, 4, off) != 4)
+		t_fail(__FILE__, __LINE__, "write of user register %#x", off);
+	if (fd >= 0)
+		close(fd);
 }
 
 /* The card's geometry and state as the module read them at bind. */
@@ -207,7 +73,7 @@ static void test_frame_info(void)
 
 	CHECK_OK(frame_info(fd, &fi));
 	CHECK(fi.state == FPGAGDR_FRAMES_OK, "state %u", fi.state);
-	CHECK(fi.proto_version == 0x10000, "version %#x", fi.proto_version);
+	CHECK(fi.proto_version == PROTO_1_1, "version %#x", fi.proto_version);
 	CHECK(fi.slot_count == SLOTS && fi.slot_size == SLOT_SIZE &&
 	      fi.slot_base == SLOT_BASE && fi.user_irq == 0,
 	      "geometry %u x %u at %#llx irq %u", fi.slot_count, fi.slot_size,
@@ -684,14 +550,6 @@ static void test_bad_crc(void)
 	cap_close(&c);
 }
 
-static bool dmesg_has(const char *text)
-{
-	char cmd[256];
-
-	snprintf(cmd, sizeof(cmd), "dmesg | grep -qF '%s'", text);
-	return system(cmd) == 0;
-}
-
 /*
  * A card that breaks the protocol at run time: each bad record is handed
  * back with EBADMSG, counted, logged with the rule, and the next frames
@@ -859,12 +717,18 @@ static void test_event_nodes(void)
 
 /*
  * fpgagdrN_user as reg_rw and register scripts use it: pread/pwrite of
- * 32-bit words and a shared mapping of the block.
+ * 32-bit words, and a shared mapping of the design's own registers above
+ * the protocol's 4 KiB block.  The block itself is not mappable (a load
+ * of DONE_SEQ_LO through a mapping would latch the record between the
+ * handler's reads: EACCES), and a pread of it holds interrupts off for
+ * the record's words only (the software card counts the module's reads
+ * with interrupts off outside the interrupt handler).
  */
 static void test_user_node(void)
 {
 	char path[64];
-	__u32 r[4], v;
+	__u32 r[4], v, *block = malloc(4096);
+	long long irqsoff;
 	__u32 *m;
 	int fd;
 
@@ -872,7 +736,7 @@ static void test_user_node(void)
 	fd = open(path, O_RDWR);
 	CHECK(fd >= 0, "open %s", path);
 	CHECK(pread(fd, r, 16, 0) == 16, "pread 16 bytes at 0");
-	CHECK(!memcmp(r, "FGDR", 4) && r[1] == 0x10000 &&
+	CHECK(!memcmp(r, "FGDR", 4) && r[1] == PROTO_1_1 &&
 	      r[2] == (__u32)SLOT_BASE && r[3] == 0,
 	      "registers %08x %08x %08x %08x", r[0], r[1], r[2], r[3]);
 	CHECK(pread(fd, r, 4, 2) < 0 && errno == EINVAL, "unaligned: not EINVAL");
@@ -887,20 +751,33 @@ static void test_user_node(void)
 	CHECK(pwrite(fd, &v, 4, 0) == 4, "pwrite MAGIC");
 	CHECK(pread(fd, &v, 4, 0) == 4 && !memcmp(&v, "FGDR", 4),
 	      "MAGIC is read-only, reads %08x", v);
-	CHECK(mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) == MAP_FAILED &&
+	/* the whole block: interrupts off for the record's four words */
+	irqsoff = t_dbg(DBG_TE "stats", "user_irqsoff_reads");
+	CHECK(pread(fd, block, 4096, 0) == 4096, "pread of the block");
+	CHECK(t_dbg(DBG_TE "stats", "user_irqsoff_reads") - irqsoff <= 4,
+	      "%lld register reads with interrupts off for one pread",
+	      t_dbg(DBG_TE "stats", "user_irqsoff_reads") - irqsoff);
+	CHECK(mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 4096) == MAP_FAILED &&
 	      errno == EINVAL, "private mapping: not EINVAL");
-	CHECK(mmap(NULL, 8192, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED,
-	      "a mapping past the block");
-	m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
+	CHECK(mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED &&
+	      errno == EACCES, "the protocol's block mapped (not EACCES)");
+	CHECK(mmap(NULL, 8192, PROT_READ, MAP_SHARED, fd, 4096) == MAP_FAILED,
+	      "a mapping past the BAR");
+	m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 4096);
+	CHECK(m != MAP_FAILED, "mmap of the design's registers: %s",
+	      strerror(errno));
 	if (m != MAP_FAILED) {
-		CHECK(m[0] == 0x52444746, "mapped MAGIC %08x", m[0]);
-		__atomic_store_n(&m[0x104 / 4], 0x12345678, __ATOMIC_RELAXED);
-		CHECK(pread(fd, &v, 4, 0x104) == 4 && v == 0x12345678,
+		__atomic_store_n(&m[1], 0x12345678, __ATOMIC_RELAXED);
+		CHECK(pread(fd, &v, 4, 4096 + 4) == 4 && v == 0x12345678,
 		      "write through the mapping reads back %08x", v);
+		v = 0x0badf00d;
+		CHECK(pwrite(fd, &v, 4, 4096 + 8) == 4, "pwrite above the block");
+		CHECK(__atomic_load_n(&m[2], __ATOMIC_RELAXED) == 0x0badf00d,
+		      "the mapping reads %08x", m[2]);
 		munmap(m, 4096);
 	}
 	close(fd);
+	free(block);
 }
 
 /* kill -9 of a process with pins and a wait outstanding: all undone. */
@@ -955,7 +832,7 @@ static void test_removal_wakes_waiters(void)
 	struct fpgagdr_wait_frame w;
 	struct t_bg b = { 0 };
 	char bdf[32], dev[96], path[64];
-	__u32 *m;
+	__u32 *m, epoch;
 	pid_t pid;
 	int ufd, st, fd;
 	double t0;
@@ -973,8 +850,10 @@ static void test_removal_wakes_waiters(void)
 	pthread_create(&b.th, NULL, removal_waiter, &b);
 	snprintf(path, sizeof(path), "%s_user", t_dev);
 	ufd = open(path, O_RDWR);
-	m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, ufd, 0);
+	CHECK_OK(pwrite(ufd, "FGDR", 4, 4096) == 4 ? 0 : -errno);
+	m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, ufd, 4096);
 	CHECK(m != MAP_FAILED && m[0] == 0x52444746, "mapping before removal");
+	epoch = user_rd(REG_EPOCH);
 	usleep(200000);
 	t0 = t_now();
 	CHECK_OK(t_dbg_write(dev, "1"));
@@ -999,7 +878,137 @@ static void test_removal_wakes_waiters(void)
 	CHECK(t_wait_path(t_dev, true, 10), "no %s after rescan", t_dev);
 	fd = t_open();
 	CHECK_OK(wait_frame(fd, 3000, 0, &w));
+	/* a card that came back is a new one: a new EPOCH, its own sequence */
+	CHECK(user_rd(REG_EPOCH) && user_rd(REG_EPOCH) != epoch,
+	      "EPOCH %#x after removal and rescan, %#x before",
+	      user_rd(REG_EPOCH), epoch);
+	CHECK(w.sequence < 100, "the rescanned card's first event is frame %llu",
+	      (unsigned long long)w.sequence);
 	close(fd);
+}
+
+/*
+ * Protocol 1.1 on the card's side, nobody subscribed, CONTROL set through
+ * the user node: EPOCH is not 0; LIVE_SEQ_LO follows the frames without
+ * latching the record; CAPTURE 0->1 clears a FRAME_PENDING nobody took.
+ */
+static void test_card_11_registers(void)
+{
+	__u32 epoch, done, slot, live;
+
+	sensor_defaults();
+	CHECK(t_dbg(DBG_FRAMES, "subscribers") == 0, "a file is subscribed");
+	epoch = user_rd(REG_EPOCH);
+	CHECK(epoch != 0, "EPOCH reads 0 on a 1.1 card");
+	CHECK(user_rd(REG_DROPPED) == (__u32)sensor_stat("dropped"),
+	      "DROPPED %u, the card dropped %lld", user_rd(REG_DROPPED),
+	      sensor_stat("dropped"));
+	user_wr(REG_CONTROL, 1);		/* CAPTURE, no interrupt */
+	usleep(100000);
+	done = user_rd(REG_DONE_SEQ_LO);	/* latches */
+	slot = user_rd(REG_DONE_SLOT);
+	usleep(100000);
+	live = user_rd(REG_LIVE_SEQ_LO);
+	CHECK(live - done >= 1 && live - done < 100,
+	      "LIVE_SEQ_LO %u, latched %u 100 ms before at 50 fps", live, done);
+	CHECK(user_rd(REG_DONE_SLOT) == slot,
+	      "reading LIVE_SEQ_LO latched the record (DONE_SLOT %u -> %u)",
+	      slot, user_rd(REG_DONE_SLOT));
+	CHECK(user_rd(REG_IRQ_STATUS) == 1, "no FRAME_PENDING after frames");
+	sensor("stall", 1);
+	user_wr(REG_CONTROL, 0);
+	user_wr(REG_CONTROL, 1);
+	CHECK(user_rd(REG_IRQ_STATUS) == 0,
+	      "FRAME_PENDING from before CAPTURE 0->1 still set");
+	user_wr(REG_CONTROL, 0);
+	sensor("stall", 0);
+	CHECK(user_rd(REG_EPOCH) == epoch, "EPOCH changed without a reset");
+}
+
+/*
+ * Frames dropped whole (card memory too slow, sensor_drop): DROPPED counts
+ * them, they take no sequence number, so the events stay consecutive and
+ * every frame read is whole.
+ */
+static void test_dropped(void)
+{
+	struct fpgagdr_wait_frame w;
+	__u32 dropped;
+	__u64 prev;
+	int i, kind;
+	struct cap c;
+
+	sensor_defaults();
+	sensor("fps", 20);
+	cap_open(&c);
+	CHECK_OK(wait_frame(c.fd, 2000, 0, &w));
+	prev = w.sequence;
+	dropped = user_rd(REG_DROPPED);
+	sensor("drop", 3);
+	for (i = 0; i < 8; i++) {
+		CHECK_OK(wait_frame(c.fd, 2000, 0, &w));
+		CHECK(w.sequence == prev + 1 && w.missed == 0,
+		      "frame %llu after %llu (missed %llu): a drop took a sequence number",
+		      (unsigned long long)w.sequence, (unsigned long long)prev,
+		      (unsigned long long)w.missed);
+		kind = cap_check(&c, &w);
+		CHECK(kind == FRAME_OK, "frame %llu after drops: %d",
+		      (unsigned long long)w.sequence, kind);
+		prev = w.sequence;
+	}
+	CHECK(user_rd(REG_DROPPED) - dropped == 3, "DROPPED grew by %u, 3 dropped",
+	      user_rd(REG_DROPPED) - dropped);
+	cap_close(&c);
+}
+
+/*
+ * The header is written last: while frame s + N has its payload in slot
+ * s mod N and its header not yet written (sensor_tear), a copy of the slot
+ * shows frame s's header over another payload (its CRC fails), and the
+ * host's torn-frame check sees it: LIVE_SEQ_LO read after the copy is at
+ * least s + N - 1, so the frame counts as an overrun, not a checksum
+ * error.  Frame s + N is not announced before its header is written.
+ */
+static void test_torn_frame(void)
+{
+	struct fpgagdr_wait_frame w;
+	unsigned char *h;
+	__u32 live;
+	double end;
+	struct cap c;
+
+	sensor_defaults();
+	cap_open(&c);
+	CHECK_OK(wait_frame(c.fd, 2000, 0, &w));
+	sensor("tear", (long long)(w.sequence + SLOTS + 1));
+	end = t_now() + 3;
+	while (sensor_stat("tearing") != 1 && t_now() < end)
+		usleep(5000);
+	CHECK(sensor_stat("tearing") == 1, "frame %llu never held its header back",
+	      (unsigned long long)(w.sequence + SLOTS));
+	CHECK_OK(cap_read(&c, &w));
+	live = user_rd(REG_LIVE_SEQ_LO);
+	h = c.buf;
+	CHECK(le64(h + 32) == w.sequence && le32(h + 60) == crc32(h, 60),
+	      "slot %u: header of frame %llu, want the old one (%llu) whole",
+	      w.slot, (unsigned long long)le64(h + 32),
+	      (unsigned long long)w.sequence);
+	CHECK(le32(h + 48) != crc32(h + 64, le32(h + 28)),
+	      "the copy is not torn: the payload was not written first");
+	CHECK(live == (__u32)(w.sequence + SLOTS - 1),
+	      "LIVE_SEQ_LO %u while frame %llu holds its header back", live,
+	      (unsigned long long)(w.sequence + SLOTS));
+	CHECK(live - (__u32)w.sequence >= SLOTS - 1,
+	      "the torn-frame check would pass the copy of frame %llu",
+	      (unsigned long long)w.sequence);
+	sensor("tear", 0);
+	end = t_now() + 3;
+	do {
+		CHECK_OK(wait_frame(c.fd, 2000, 0, &w));
+	} while (w.sequence < live + 1 && t_now() < end);
+	CHECK(cap_check(&c, &w) == FRAME_OK, "frame %llu after the tear",
+	      (unsigned long long)w.sequence);
+	cap_close(&c);
 }
 
 int suite_frames(void)
@@ -1019,6 +1028,9 @@ int suite_frames(void)
 		{ "event_nodes", test_event_nodes },
 		{ "user_node", test_user_node },
 		{ "kill_with_wait", test_kill_with_wait },
+		{ "card_11_registers", test_card_11_registers },
+		{ "dropped", test_dropped },
+		{ "torn_frame", test_torn_frame },
 		{ "removal_wakes_waiters", test_removal_wakes_waiters },
 	};
 
@@ -1036,6 +1048,7 @@ int cmd_badcard(int argc, char **argv)
 	static const char * const logs[] = {
 		[FPGAGDR_FRAMES_NO_USER_BAR] = "no frame capture: no user register block",
 		[FPGAGDR_FRAMES_BAD_MAGIC] = "no frame capture: MAGIC is not",
+		[FPGAGDR_FRAMES_NO_SLOTS] = "no frame capture: SLOT_COUNT is not 2..1024",
 		[FPGAGDR_FRAMES_SLOT_TOO_SMALL] =
 			"no frame capture: SLOT_SIZE is smaller than the 64-byte",
 		[FPGAGDR_FRAMES_SLOTS_PAST_CARD] = "no frame capture: the slots wrap or pass",

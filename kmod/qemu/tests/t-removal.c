@@ -232,42 +232,6 @@ static void test_hot_unplug_and_plug(void)
 	t_free(a, BUF);
 }
 
-/* struct aer_error_inj of the kernel's aer_inject (drivers/pci/pcie) */
-struct aer_inj {
-	unsigned char bus;
-	unsigned char dev;
-	unsigned char fn;
-	unsigned int uncor_status;
-	unsigned int cor_status;
-	unsigned int header_log[4];
-	unsigned int domain;
-};
-
-/* The root port above the card, from its sysfs path. */
-static int root_port(struct aer_inj *e)
-{
-	char bdf[32], dev[96], link[256], *p;
-	unsigned int dom, bus, d, fn;
-	ssize_t n;
-
-	if (t_card_bdf(bdf, sizeof(bdf)))
-		return -ENODEV;
-	snprintf(dev, sizeof(dev), "/sys/bus/pci/devices/%s", bdf);
-	n = readlink(dev, link, sizeof(link) - 1);
-	if (n < 0)
-		return -errno;
-	link[n] = 0;
-	*strrchr(link, '/') = 0;
-	p = strrchr(link, '/');
-	if (!p || sscanf(p + 1, "%x:%x:%x.%x", &dom, &bus, &d, &fn) != 4)
-		return -ENODEV;
-	e->domain = dom;
-	e->bus = bus;
-	e->dev = d;
-	e->fn = fn;
-	return 0;
-}
-
 /*
  * A fatal PCIe error (malformed TLP) reported by the root port: AER
  * resets the link under the card.  The transfer in flight ends EIO at
@@ -276,31 +240,24 @@ static int root_port(struct aer_inj *e)
  */
 static void test_aer_fatal_error(void)
 {
-	struct aer_inj e = { .uncor_status = 1U << 18 };
 	struct t_bg hung = { .dir = FPGAGDR_DIR_C2H, .ch = 2, .len = BUF,
 			     .timeout_ms = 20000 };
 	unsigned char *a = t_alloc(BUF);
-	int fd, inj, ok = 0;
+	int fd, ok = 0;
 	double t0;
-	ssize_t n;
 
-	if (access("/dev/aer_inject", F_OK)) {
+	if (!t_aer_present()) {
 		printf("    no /dev/aer_inject in this pass\n");
 		t_free(a, BUF);
 		return;
 	}
-	CHECK_OK(root_port(&e));
 	fd = t_open();
 	hung.fd = fd;
 	CHECK_OK(t_pin(fd, FPGAGDR_MEM_HOST, (unsigned long)a, BUF,
 		       &hung.handle));
 	t_bg_start_hung(&hung);
-	inj = open("/dev/aer_inject", O_WRONLY | O_CLOEXEC);
-	CHECK(inj >= 0, "open /dev/aer_inject");
 	t0 = t_now();
-	n = write(inj, &e, sizeof(e));
-	CHECK(n == sizeof(e), "aer_inject: %s", strerror(errno));
-	close(inj);
+	CHECK_OK(t_aer_inject(T_AER_FATAL));
 	CHECK_ERR(t_bg_join(&hung), EIO);
 	CHECK(t_now() - t0 < 5, "the transfer ended %.1f s after the error",
 	      t_now() - t0);

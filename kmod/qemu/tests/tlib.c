@@ -484,3 +484,75 @@ long long t_vmstat(const char *key)
 	fclose(f);
 	return ret;
 }
+
+/* struct aer_error_inj of the kernel's aer_inject (drivers/pci/pcie) */
+struct aer_inj {
+	unsigned char bus;
+	unsigned char dev;
+	unsigned char fn;
+	unsigned int uncor_status;
+	unsigned int cor_status;
+	unsigned int header_log[4];
+	unsigned int domain;
+};
+
+/* The root port above the card, from its sysfs path. */
+static int t_root_port(struct aer_inj *e)
+{
+	char bdf[32], dev[96], link[256], *p;
+	unsigned int dom, bus, d, fn;
+	ssize_t n;
+
+	if (t_card_bdf(bdf, sizeof(bdf)))
+		return -ENODEV;
+	snprintf(dev, sizeof(dev), "/sys/bus/pci/devices/%s", bdf);
+	n = readlink(dev, link, sizeof(link) - 1);
+	if (n < 0)
+		return -errno;
+	link[n] = 0;
+	*strrchr(link, '/') = 0;
+	p = strrchr(link, '/');
+	if (!p || sscanf(p + 1, "%x:%x:%x.%x", &dom, &bus, &d, &fn) != 4)
+		return -ENODEV;
+	e->domain = dom;
+	e->bus = bus;
+	e->dev = d;
+	e->fn = fn;
+	return 0;
+}
+
+bool t_aer_present(void)
+{
+	return !access("/dev/aer_inject", F_OK);
+}
+
+/*
+ * Inject a PCIe error at the root port above the card through the
+ * kernel's aer_inject: T_AER_CORRECTABLE (Receiver Error), T_AER_NONFATAL
+ * (Poisoned TLP, non-fatal by the root port's default severity: no reset)
+ * or T_AER_FATAL (Malformed TLP: the AER core resets the link under the
+ * card).  0 or -errno.
+ */
+int t_aer_inject(int kind)
+{
+	struct aer_inj e = { 0 };
+	ssize_t n;
+	int fd, ret;
+
+	ret = t_root_port(&e);
+	if (ret)
+		return ret;
+	if (kind == T_AER_CORRECTABLE)
+		e.cor_status = 1U << 0;
+	else if (kind == T_AER_NONFATAL)
+		e.uncor_status = 1U << 12;
+	else
+		e.uncor_status = 1U << 18;
+	fd = open("/dev/aer_inject", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, &e, sizeof(e));
+	ret = n == sizeof(e) ? 0 : -errno;
+	close(fd);
+	return ret;
+}

@@ -126,6 +126,11 @@ bool t_pass_is(const char *name);
 int t_card_bdf(char *bdf, size_t len);
 bool t_wait_path(const char *path, bool exists, double seconds);
 void t_host_cmd(const char *cmd);
+
+/* PCIe errors t_aer_inject() injects at the card's root port */
+enum { T_AER_CORRECTABLE, T_AER_NONFATAL, T_AER_FATAL };
+bool t_aer_present(void);
+int t_aer_inject(int kind);
 int t_read_file(const char *path, char *buf, size_t len);
 long long t_vmstat(const char *key);
 
@@ -138,6 +143,7 @@ int suite_removal(void);
 int suite_stress(void);
 int suite_frames(void);
 int suite_dmabuf(void);
+int suite_recovery(void);
 int cmd_badcard(int argc, char **argv);
 int cmd_hang(void);
 int cmd_pinhold(void);

@@ -583,6 +583,8 @@ static const struct {
 	{ "frame-event", "the library's trigger names the broken rule of every refused event "
 			 "(frame-sequence, -slot, -length, checked here); frame-event is an "
 			 "EBADMSG from any other request: fpgagdr kernel::convert tests" },
+	{ "card-gone", "needs a card whose registers read all ones; kmod recovery suite "
+		       "(the software card's card_gone knob)" },
 	{ "kernel", "an errno outside the module's table: none can be provoked" },
 	{ "internal", "a panic in libfpgagdr: a bug, not an input" },
 };

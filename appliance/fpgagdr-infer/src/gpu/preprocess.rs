@@ -391,6 +391,12 @@ impl GpuPreprocessor {
         &self.out
     }
 
+    /// As [`Self::tensor`], to write (the copy of a batch queued ahead into the tensors
+    /// the model is bound to).
+    pub(crate) fn tensor_mut(&mut self) -> &mut CudaSlice<f32> {
+        &mut self.out
+    }
+
     /// The frames' result records (`RESULT_WORDS` u32 each).
     pub(crate) fn results(&self) -> &CudaSlice<u32> {
         &self.results

@@ -4,7 +4,10 @@
 //! Owns: [`DeviceRunner`]: per run size an ONNX Runtime I/O binding (input: a view of the
 //! caller's tensor buffer; output: a device tensor of its own), the run options that
 //! name its graph (`gpu_graph_id`) and skip ONNX Runtime's own device synchronisation,
-//! and the page-locked host buffer the logits come back to. Must not: choose providers
+//! and the softmax top-5 of each frame computed where the logits lie
+//! ([`crate::gpu::GpuTopK`], on the same stream), so only 5 classes a frame come back to
+//! the host; where its kernel cannot be compiled, the whole logits come back to a
+//! page-locked host buffer and the host ranks them. Must not: choose providers
 //! (`providers.rs`) or read labels (`mod.rs`).
 //!
 //! A captured graph replays fixed addresses, so each run size keeps its binding for the
@@ -17,6 +20,10 @@ use std::ffi::CString;
 use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, PinnedHostSlice};
+
+use crate::gpu::GpuTopK;
+
+use super::rank::{Top, top_k_rows};
 use ort::AsPointer;
 use ort::memory::{AllocationDevice, Allocator, AllocatorType, MemoryInfo, MemoryType};
 use ort::session::{IoBinding, RunOptions, Session};
@@ -51,6 +58,9 @@ pub(crate) struct DeviceRunner {
     /// for the session's life, so a binding to another address must not reuse one.
     next_graph: u64,
     logits: PinnedHostSlice<f32>,
+    /// The top-5 on the GPU, one per result slot (two batches can be in flight:
+    /// [`Self::queue_ranked`]), or `None` (NVRTC missing): the host ranks the logits.
+    topk: Option<[GpuTopK; 2]>,
 }
 
 impl DeviceRunner {
@@ -80,6 +90,14 @@ impl DeviceRunner {
         // waits for before it reads.
         let logits = unsafe { stream.context().alloc_pinned::<f32>(max_batch * classes) }
             .map_err(|e| e.to_string())?;
+        let topk = match GpuTopK::on_stream(&stream, max_batch).and_then(|a| Ok([a.sibling()?, a]))
+        {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::warn!("the top-5 runs on the host: its GPU kernel is not available: {e}");
+                None
+            }
+        };
         Ok(DeviceRunner {
             stream,
             info,
@@ -91,6 +109,7 @@ impl DeviceRunner {
             input_addr: 0,
             next_graph: 1,
             logits,
+            topk,
         })
     }
 
@@ -128,8 +147,8 @@ impl DeviceRunner {
         sizes
     }
 
-    /// Runs `n` frames whose tensors start at `addr` and returns their logits
-    /// (`n × classes`, host memory), after waiting for the stream.
+    /// Runs `n` frames whose tensors start at `addr` and writes frame i's top-5 into
+    /// `tops[i]`, after waiting for the stream.
     ///
     /// # Safety
     /// As `Model::classify_batch_device`: `addr` holds at least `run_size(n)` tensors
@@ -143,7 +162,119 @@ impl DeviceRunner {
         addr: u64,
         chw: usize,
         n: usize,
-    ) -> Result<&[f32], String> {
+        tops: &mut [Top],
+    ) -> Result<(), String> {
+        if self.topk.is_some() {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { self.queue_ranked(session, input, addr, chw, n, 0) }?;
+            return self.ranked(0, n, tops);
+        }
+        // SAFETY: the caller's contract, passed on.
+        let src = unsafe { self.queue(session, input, addr, chw, n) }?;
+        let len = n * self.classes;
+        let dst = &mut self.logits.as_mut_slice().map_err(|e| e.to_string())?[..len];
+        // SAFETY: `src` is the bound output tensor (r ≥ n rows of `classes` floats) in
+        // device memory ONNX Runtime wrote with work queued on this stream; `dst` is
+        // page-locked host memory of `len` floats that nothing reads until the stream is
+        // synchronised below.
+        unsafe { cudarc::driver::result::memcpy_dtoh_async(dst, src, self.stream.cu_stream()) }
+            .map_err(|e| e.to_string())?;
+        self.stream.synchronize().map_err(|e| e.to_string())?;
+        let logits = &self.logits.as_slice().map_err(|e| e.to_string())?[..len];
+        top_k_rows(logits, n, tops)
+    }
+
+    /// True when the top-5 runs on the GPU, so batches can be queued ahead
+    /// ([`Self::queue_ranked`]).
+    pub(crate) fn ranks_on_gpu(&self) -> bool {
+        self.topk.is_some()
+    }
+
+    /// Queues the run of `n` frames at `addr`, their top-5 on the GPU and its copy to
+    /// result slot `slot` (0 or 1) of page-locked host memory, and returns at once; read
+    /// it with [`Self::ranked`]. Two batches may be in flight, one per slot.
+    ///
+    /// # Safety
+    /// As [`Self::run`]; and the tensors at `addr` are not written again before the run
+    /// has read them (work queued on this stream after this call runs after it).
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn queue_ranked(
+        &mut self,
+        session: &mut Session,
+        input: &str,
+        addr: u64,
+        chw: usize,
+        n: usize,
+        slot: usize,
+    ) -> Result<(), String> {
+        // SAFETY: the caller's contract, passed on.
+        let src = unsafe { self.queue(session, input, addr, chw, n) }?;
+        let classes = self.classes;
+        let topk = self
+            .topk
+            .as_mut()
+            .map(|t| &mut t[slot])
+            .ok_or("the top-5 kernel is not available")?;
+        // SAFETY: `src` is the bound output tensor (≥ n rows of `classes` floats) in
+        // device memory the model writes with work queued on this stream; the next run
+        // of this size, which rewrites it, is queued on the same stream after the
+        // top-5 kernel.
+        unsafe { topk.launch(src, n, classes) }.map_err(|e| e.to_string())
+    }
+
+    /// Waits for the batch queued into result slot `slot` and writes its frames' top-5
+    /// into `tops[..n]`.
+    pub(crate) fn ranked(&self, slot: usize, n: usize, tops: &mut [Top]) -> Result<(), String> {
+        let topk = self
+            .topk
+            .as_ref()
+            .map(|t| &t[slot])
+            .ok_or("the top-5 kernel is not available")?;
+        // `read` waits for the slot's copy to the host (its CUDA event).
+        for (i, top) in tops[..n].iter_mut().enumerate() {
+            *top = topk.read(i).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// Queues the model alone on `n` frames whose tensors start at `addr`, reading no
+    /// result; waits for the stream when `wait`. The model's own time (the `engine`
+    /// benchmark of `fpgagdr-infer`).
+    ///
+    /// # Safety
+    /// As [`Self::run`].
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn run_only(
+        &mut self,
+        session: &mut Session,
+        input: &str,
+        addr: u64,
+        chw: usize,
+        n: usize,
+        wait: bool,
+    ) -> Result<(), String> {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.queue(session, input, addr, chw, n) }?;
+        if wait {
+            self.stream.synchronize().map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// Queues the run of `n` frames at `addr` on the stream (binding it first if this
+    /// run size has no binding yet); returns the device address of its output.
+    ///
+    /// # Safety
+    /// As [`Self::run`].
+    #[allow(unsafe_code)]
+    unsafe fn queue(
+        &mut self,
+        session: &mut Session,
+        input: &str,
+        addr: u64,
+        chw: usize,
+        n: usize,
+    ) -> Result<u64, String> {
         if addr != self.input_addr {
             // Bindings (and graphs) of the old address are of no use: forget them; new
             // bindings get new graph ids.
@@ -176,17 +307,12 @@ impl DeviceRunner {
                 "the model took {ms:.0} ms to queue a batch of {n} (run as {r})"
             );
         }
-        let src = bucket.output;
-        let len = n * self.classes;
-        let dst = &mut self.logits.as_mut_slice().map_err(|e| e.to_string())?[..len];
-        // SAFETY: `src` is the bound output tensor (r ≥ n rows of `classes` floats) in
-        // device memory ONNX Runtime wrote with work queued on this stream; `dst` is
-        // page-locked host memory of `len` floats that nothing reads until the stream is
-        // synchronised below.
-        unsafe { cudarc::driver::result::memcpy_dtoh_async(dst, src, self.stream.cu_stream()) }
-            .map_err(|e| e.to_string())?;
-        self.stream.synchronize().map_err(|e| e.to_string())?;
-        Ok(&self.logits.as_slice().map_err(|e| e.to_string())?[..len])
+        Ok(bucket.output)
+    }
+
+    /// Waits for everything queued on the stream.
+    pub(crate) fn synchronize(&self) -> Result<(), String> {
+        self.stream.synchronize().map_err(|e| e.to_string())
     }
 
     /// A binding of `r` tensors at `addr` to the session's input, an output tensor of its

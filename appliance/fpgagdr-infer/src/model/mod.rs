@@ -15,6 +15,7 @@
 mod device;
 mod engine_cache;
 mod providers;
+mod rank;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -26,12 +27,10 @@ use ort::value::{TensorRef, ValueType};
 
 pub use engine_cache::{EngineBuild, EngineCache, engine_build};
 pub use providers::{Precision, Provider, Ran, TensorRtOptions};
+pub use rank::{TOP_K, Top};
 
 use device::DeviceRunner;
 use providers::{Wanted, register, runtime_path};
-
-/// Results kept per frame.
-pub const TOP_K: usize = 5;
 
 /// Largest batch the service runs (the frame ring must hold twice the batch).
 pub const MAX_BATCH: usize = 512;
@@ -42,9 +41,6 @@ pub const MAX_BATCH: usize = 512;
 pub const MAX_INPUT_SIDE: usize = 4096;
 /// Most classes a model may declare (ImageNet-21k has 21 843).
 pub const MAX_CLASSES: usize = 100_000;
-
-/// A frame's best [`TOP_K`] classes: (class index, probability), best first.
-pub type Top = [(u32, f32); TOP_K];
 
 /// Why a model cannot be used. Messages name the file and the rule.
 #[derive(Debug, thiserror::Error)]
@@ -421,7 +417,7 @@ impl Model {
                     &model.session,
                     stream.clone(),
                     graphs,
-                    precision == Precision::Fp16,
+                    precision == Precision::Fp16 && !env_flag("FPGAGDR_FP16_GRAPH_PER_SIZE"),
                     classes,
                     max_batch,
                 )
@@ -512,7 +508,7 @@ impl Model {
         let (_, logits) = outputs[0]
             .try_extract_tensor::<f32>()
             .map_err(|e| ModelError::Run(e.to_string()))?;
-        top_k_rows(logits, n, tops)
+        rank::top_k_rows(logits, n, tops).map_err(ModelError::Run)
     }
 
     fn check_batch(&self, n: usize, tops: usize) -> Result<(), ModelError> {
@@ -552,9 +548,108 @@ impl Model {
             ModelError::Provider("the model does not take its input from GPU memory".into())
         })?;
         // SAFETY: the caller's contract, passed on.
-        let logits = unsafe { device.run(&mut self.session, &input, tensor, chw, n) }
-            .map_err(ModelError::Run)?;
-        top_k_rows(logits, n, tops)
+        unsafe { device.run(&mut self.session, &input, tensor, chw, n, tops) }
+            .map_err(ModelError::Run)
+    }
+
+    /// True when batches in GPU memory can be queued ahead
+    /// ([`Self::queue_batch_device`]): the model takes device input and ranks its results
+    /// on the GPU.
+    pub fn queues_ahead(&self) -> bool {
+        self.device.as_ref().is_some_and(DeviceRunner::ranks_on_gpu)
+    }
+
+    /// As [`Self::classify_batch_device`], but returns once the run is queued: the
+    /// results come back into result slot `slot` (0 or 1), read with
+    /// [`Self::batch_results`]. Two batches may be in flight, one per slot; a slot's
+    /// results must be read before the slot is used again.
+    ///
+    /// Errors: [`ModelError::Provider`] when the model cannot queue ahead
+    /// ([`Self::queues_ahead`]); [`ModelError::Run`], also for a slot other than 0 or 1.
+    ///
+    /// # Safety
+    /// As [`Self::classify_batch_device`], except that the tensors at `tensor` may be
+    /// written again by work queued on [`Self::stream`] after this call (it runs after
+    /// the model has read them).
+    #[allow(unsafe_code)]
+    pub unsafe fn queue_batch_device(
+        &mut self,
+        tensor: u64,
+        n: usize,
+        slot: usize,
+    ) -> Result<(), ModelError> {
+        self.check_batch(n, n)?;
+        if slot > 1 {
+            return Err(ModelError::Run(format!("result slot {slot}: 0 or 1")));
+        }
+        let (input, chw) = (self.input.clone(), 3 * self.height * self.width);
+        let device = self
+            .device
+            .as_mut()
+            .filter(|d| d.ranks_on_gpu())
+            .ok_or_else(|| ModelError::Provider("the model cannot queue batches ahead".into()))?;
+        // SAFETY: the caller's contract, passed on.
+        unsafe { device.queue_ranked(&mut self.session, &input, tensor, chw, n, slot) }
+            .map_err(ModelError::Run)
+    }
+
+    /// Waits for the batch of `n` frames queued into result slot `slot` by
+    /// [`Self::queue_batch_device`] and writes frame i's top [`TOP_K`] into `tops[i]`.
+    ///
+    /// Errors: [`ModelError::Provider`], [`ModelError::Run`] as there.
+    pub fn batch_results(
+        &mut self,
+        slot: usize,
+        n: usize,
+        tops: &mut [Top],
+    ) -> Result<(), ModelError> {
+        self.check_batch(n, tops.len())?;
+        let device = self
+            .device
+            .as_ref()
+            .filter(|d| d.ranks_on_gpu())
+            .ok_or_else(|| ModelError::Provider("the model cannot queue batches ahead".into()))?;
+        if slot > 1 {
+            return Err(ModelError::Run(format!("result slot {slot}: 0 or 1")));
+        }
+        device.ranked(slot, n, tops).map_err(ModelError::Run)
+    }
+
+    /// The model alone on `n` tensors in GPU memory at `tensor`, as
+    /// [`Self::classify_batch_device`] runs it (same session, binding, CUDA graph and
+    /// stream) but with no result read: queued on [`Self::stream`], waited for when
+    /// `wait`. What the `engine` benchmark times: the model's own speed, beside the
+    /// inference stage's.
+    ///
+    /// Errors: as [`Self::classify_batch_device`].
+    ///
+    /// # Safety
+    /// As [`Self::classify_batch_device`].
+    #[allow(unsafe_code)]
+    pub unsafe fn run_model_only(
+        &mut self,
+        tensor: u64,
+        n: usize,
+        wait: bool,
+    ) -> Result<(), ModelError> {
+        self.check_batch(n, n)?;
+        let (input, chw) = (self.input.clone(), 3 * self.height * self.width);
+        let device = self.device.as_mut().ok_or_else(|| {
+            ModelError::Provider("the model does not take its input from GPU memory".into())
+        })?;
+        // SAFETY: the caller's contract, passed on.
+        unsafe { device.run_only(&mut self.session, &input, tensor, chw, n, wait) }
+            .map_err(ModelError::Run)
+    }
+
+    /// Waits for all work queued on the model's stream (after
+    /// [`Self::run_model_only`] without waiting). Nothing without device input.
+    ///
+    /// Errors: [`ModelError::Run`] for a CUDA error.
+    pub fn synchronize(&self) -> Result<(), ModelError> {
+        self.device
+            .as_ref()
+            .map_or(Ok(()), |d| d.synchronize().map_err(ModelError::Run))
     }
 
     /// Runs every batch size the device path will use three times (`WARM_UP_RUNS`) on the
@@ -605,11 +700,13 @@ const WARM_UP_RUNS: usize = 3;
 /// `FPGAGDR_CUDA_NHWC=0|1`: overrides the CUDA provider's layout choice (NHWC with fp16,
 /// NCHW with fp32) for measurements (docs/benchmarks.md).
 fn nhwc_override() -> Option<bool> {
-    match std::env::var("FPGAGDR_CUDA_NHWC").ok()?.as_str() {
-        "1" => Some(true),
-        "0" => Some(false),
-        _ => None,
-    }
+    providers::env_bool("FPGAGDR_CUDA_NHWC")
+}
+
+/// True when the environment variable `name` is `1` (measurement switches,
+/// docs/benchmarks.md).
+fn env_flag(name: &str) -> bool {
+    providers::env_bool(name) == Some(true)
 }
 
 /// `<stem>.fp16.onnx` beside `<stem>.onnx`.
@@ -826,37 +923,13 @@ fn describe<'a>(
     s
 }
 
-/// Frame i's top-k from row i of `logits` (`n` rows).
-fn top_k_rows(logits: &[f32], n: usize, tops: &mut [Top]) -> Result<(), ModelError> {
-    if n == 0 || !logits.len().is_multiple_of(n) {
-        return Err(ModelError::Run(format!(
-            "{} logits for {n} frames",
-            logits.len()
-        )));
-    }
-    let classes = logits.len() / n;
-    for (row, top) in logits.chunks_exact(classes).zip(tops.iter_mut()) {
-        top_k(row, top);
-    }
-    Ok(())
-}
-
-/// Softmax over `logits`, keeping the best [`TOP_K`] without allocating.
-fn top_k(logits: &[f32], top: &mut Top) {
-    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let sum: f32 = logits.iter().map(|&l| (l - max).exp()).sum();
-    *top = [(0, f32::NEG_INFINITY); TOP_K];
-    for (i, &l) in logits.iter().enumerate() {
-        let p = (l - max).exp() / sum;
-        if p > top[TOP_K - 1].1 {
-            let mut at = TOP_K - 1;
-            while at > 0 && top[at - 1].1 < p {
-                top[at] = top[at - 1];
-                at -= 1;
-            }
-            top[at] = (i as u32, p);
-        }
-    }
+/// The display labels of a labels file's `text`, class 0 first: each line up to its
+/// first comma, trimmed (`tabby, tabby cat` → `tabby`). What [`Model::labels`] holds and
+/// alert rules name.
+pub fn display_labels(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| l.split(',').next().unwrap_or("").trim().to_string())
+        .collect()
 }
 
 fn parse_labels(bytes: &[u8], path: &Path, classes: usize) -> Result<Vec<String>, ModelError> {
@@ -865,10 +938,7 @@ fn parse_labels(bytes: &[u8], path: &Path, classes: usize) -> Result<Vec<String>
         reason,
     };
     let text = std::str::from_utf8(bytes).map_err(|e| err(format!("not UTF-8 text: {e}")))?;
-    let labels: Vec<String> = text
-        .lines()
-        .map(|l| l.split(',').next().unwrap_or("").trim().to_string())
-        .collect();
+    let labels = display_labels(text);
     if labels.len() != classes {
         return Err(err(format!(
             "has {} lines, the model has {classes} classes",
@@ -881,26 +951,6 @@ fn parse_labels(bytes: &[u8], path: &Path, classes: usize) -> Result<Vec<String>
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn top_k_orders_by_probability() {
-        let logits = [0.0, 5.0, 1.0, 4.0, 3.0, 2.0, -1.0];
-        let mut top = [(0, 0.0); TOP_K];
-        top_k(&logits, &mut top);
-        let idx: Vec<u32> = top.iter().map(|t| t.0).collect();
-        assert_eq!(idx, [1, 3, 4, 5, 2]);
-        assert!(top.windows(2).all(|w| w[0].1 >= w[1].1));
-        let total: f32 = logits.iter().map(|l| (l - 5.0f32).exp()).sum();
-        assert!((top[0].1 - 1.0 / total).abs() < 1e-6);
-    }
-
-    #[test]
-    fn top_k_rows_keeps_each_frame_apart() {
-        let logits = [0.0, 9.0, 1.0, 7.0, 0.0, 2.0];
-        let mut tops = [[(0, 0.0); TOP_K]; 2];
-        top_k_rows(&logits, 2, &mut tops).unwrap();
-        assert_eq!((tops[0][0].0, tops[1][0].0), (1, 0));
-    }
 
     #[test]
     fn labels_must_match_the_class_count() {

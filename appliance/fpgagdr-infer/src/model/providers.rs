@@ -134,6 +134,16 @@ pub(crate) fn tensorrt_available() -> bool {
     matches!(ort::ep::TensorRT::is_available(), Ok(true))
 }
 
+/// `name` = `1` → `Some(true)`, `0` → `Some(false)`, else `None`: the measurement
+/// switches of the CUDA provider's options (docs/benchmarks.md), never set in service.
+pub(crate) fn env_bool(name: &str) -> Option<bool> {
+    match std::env::var(name).ok()?.as_str() {
+        "1" => Some(true),
+        "0" => Some(false),
+        _ => None,
+    }
+}
+
 /// The ONNX Runtime library path the service loads.
 pub(crate) fn runtime_path() -> String {
     std::env::var("ORT_DYLIB_PATH").unwrap_or_else(|_| "libonnxruntime.so".into())
@@ -295,6 +305,17 @@ fn register_cuda(builder: &mut SessionBuilder, w: &Wanted<'_>, graph: bool) -> R
         .with_cuda_graph(graph)
         .with_prefer_nhwc(w.nhwc)
         .with_conv_algorithm_search(conv_search());
+    // Switches for measuring the provider's options (docs/benchmarks.md); unset, ONNX
+    // Runtime's defaults stand.
+    if let Some(on) = env_bool("FPGAGDR_CUDNN_MAX_WORKSPACE") {
+        cuda = cuda.with_conv_max_workspace(on);
+    }
+    if let Some(on) = env_bool("FPGAGDR_CUDA_TF32") {
+        cuda = cuda.with_tf32(on);
+    }
+    if let Some(on) = env_bool("FPGAGDR_CUDA_FUSE_CONV_BIAS") {
+        cuda = cuda.with_fuse_conv_bias(on);
+    }
     if let Some(s) = w.stream {
         #[allow(unsafe_code)]
         // SAFETY: as in `register_tensorrt`: the model holds the stream.

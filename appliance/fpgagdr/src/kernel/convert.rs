@@ -685,6 +685,15 @@ pub(crate) fn kernel_error(call: &Call<'_>, errno: Errno, path: &Path, card: &Ca
             ),
         ),
         Errno::EIO => match call {
+            Call::WaitFrame { .. } => kernel(
+                "card-gone",
+                format!(
+                    "{what}: no frame-done event was queued and the card reads all ones: it \
+                     is gone from the bus or its link is down (a PCIe error being \
+                     recovered); capture resumes by itself when it answers again (the \
+                     kernel log says when)"
+                ),
+            ),
             Call::Pin { .. } => kernel(
                 "dma-mapping",
                 format!(
@@ -729,7 +738,8 @@ pub(crate) fn frames_state_error(info: &fpgagdr_uapi::fpgagdr_frame_info, path: 
             info.proto_version & 0xffff
         ),
         u::FPGAGDR_FRAMES_NO_SLOTS => format!(
-            "the card declares {} frame slots (1 to {} allowed)",
+            "the card declares {} frame slots (2 to {} allowed: with one the card would \
+             rewrite the frame the host reads)",
             info.slot_count,
             u::FPGAGDR_MAX_SLOTS
         ),
@@ -1304,7 +1314,7 @@ mod tests {
             ("ETIMEDOUT", &["timeout", "timeout"]),
             ("EINTR", &["interrupted", "interrupted", "interrupted"]),
             ("ECANCELED", &["aborted", "aborted"]),
-            ("EIO", &["engine", "dma-mapping"]),
+            ("EIO", &["engine", "dma-mapping", "card-gone"]),
             ("ENXIO", &["card-protocol"]),
             ("EAGAIN", &["no-frame-queued"]),
             ("EBADMSG", &["frame-event"]),

@@ -48,7 +48,7 @@
 //! | ETIMEDOUT | [`Error::Timeout`] |
 //! | EINTR | [`Error::Kernel`] (`interrupted`), TRANSFER and PIN |
 //! | ECANCELED | [`Error::Kernel`] (`aborted`) |
-//! | EIO | TRANSFER, ABORT: [`Error::Kernel`] (`engine`); PIN: [`Error::Kernel`] (`dma-mapping`) |
+//! | EIO | TRANSFER, ABORT: [`Error::Kernel`] (`engine`); PIN: [`Error::Kernel`] (`dma-mapping`); WAIT_FRAME: [`Error::Kernel`] (`card-gone`) |
 //! | ENODEV | [`Error::NoCard`] (`card-present`), "the card was removed" |
 //!
 //! Opening the node: ENOENT is "no such device node", EACCES/EPERM says to add the user

@@ -1,10 +1,9 @@
 //! The config endpoints: `GET`/`PUT`/`PATCH /api/v1/config`, `GET /api/v1/config/schema`,
 //! `GET /api/v1/config/files` (the frames and models a form can offer).
 //!
-//! Owns: applying a change in the one order that leaves everything as it was on any
-//! failure: check the document, build the new pipeline, save the file, then swap.
-//! Must not: judge a document (`crate::config` does) or prepare a pipeline itself
-//! (`crate::pipeline::prepare`).
+//! Owns: reading the document a client sends and its preconditions (`If-Match`).
+//! Must not: judge or apply a config (the control room, `crate::control`, does: the
+//! same path as the boot's and the command line's).
 
 use axum::Json;
 use axum::extract::State;
@@ -13,11 +12,10 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use super::body::{body_bytes, check_content_type, parse_body};
 use super::error::{ApiError, PROBLEM, Problem};
 use super::state::{AppState, blocking};
 use crate::config::{Config, OfferedFiles, offered_files};
-use crate::pipeline::{PrepareError, State as PipelineState, prepare};
+use crate::http::body::{body_bytes, check_content_type, parse_body};
 
 fn with_etag(config: &Config) -> Response {
     // Write-only secrets (the MQTT password) never leave the service.
@@ -33,7 +31,7 @@ fn with_etag(config: &Config) -> Response {
     responses((status = 200, description = "The config in force", body = Config,
         headers(("ETag" = String, description = "Strong ETag of this document, for If-Match")))))]
 pub(super) async fn get_config(State(s): State<AppState>) -> Response {
-    with_etag(&s.config.current())
+    with_etag(&s.control.config())
 }
 
 /// The config document's JSON Schema (every range and default).
@@ -93,8 +91,15 @@ pub(super) async fn put_config(
 ) -> Result<Response, ApiError> {
     check_content_type(&headers, "")?;
     let new = Config::from_value(parse_body(&body_bytes(body)?)?)?;
-    // A document read with GET has no secrets: the saved ones stay.
-    apply_config(&s, &headers, |cur| Ok(new.keep_secrets(cur))).await
+    // A document read with GET has no secrets: the control room keeps the saved ones.
+    let applied = s
+        .control
+        .apply(|cur| {
+            check_if_match(&headers, cur)?;
+            Ok::<_, ApiError>(new)
+        })
+        .await?;
+    Ok(with_etag(&applied))
 }
 
 /// Changes the fields the RFC 7396 merge patch names (`null` resets one to its default).
@@ -121,178 +126,12 @@ pub(super) async fn patch_config(
 ) -> Result<Response, ApiError> {
     check_content_type(&headers, "application/merge-patch+json")?;
     let patch = parse_body(&body_bytes(body)?)?;
-    apply_config(&s, &headers, |cur| {
-        Ok(cur.merge_patch(&patch)?.keep_secrets(cur))
-    })
-    .await
-}
-
-/// Writes `new` to the config file (atomically); a failure changes nothing.
-fn save(s: &AppState, new: &Config) -> Result<(), ApiError> {
-    s.config.write(new).map_err(|e| {
-        ApiError::Internal(format!(
-            "saving {}: {e}; nothing changed",
-            s.config.path().display()
-        ))
-    })
-}
-
-/// Applies a change to `outputs.mqtt` alone, without a new pipeline: the broker's CA
-/// file checked, the config saved, then the new client started in the results room.
-/// Any failure leaves everything as it was.
-fn apply_mqtt(s: &AppState, turn: impl Sized, new: Config) -> Result<Response, ApiError> {
-    crate::results::mqtt::check_tls(&new.outputs.mqtt, &s.files.roots).map_err(|message| {
-        ApiError::ConfigApply {
-            message,
-            field: Some("/outputs/mqtt/ca_file".into()),
-        }
-    })?;
-    save(s, &new)?;
-    s.results.configure_mqtt(&new.outputs.mqtt);
-    s.config.set_current(new.clone());
-    drop(turn);
-    tracing::info!(
-        "config changed (outputs.mqtt only: the pipeline goes on) and saved to {}",
-        s.config.path().display()
-    );
-    Ok(with_etag(&new))
-}
-
-/// Checks, builds the new pipeline, saves, then swaps — in that order, so any failure
-/// leaves everything as it was. Readers of the config see the old one until the swap.
-async fn apply_config(
-    s: &AppState,
-    headers: &HeaderMap,
-    make: impl FnOnce(&Config) -> Result<Config, ApiError>,
-) -> Result<Response, ApiError> {
-    let turn = s.changes.turn().await?;
-    let current = s.config.current();
-    check_if_match(headers, &current)?;
-    let new = make(&current)?;
-    if new == *current {
-        return Ok(with_etag(&new));
-    }
-    // Alert rules name thermal zones and INA3221 rails: the telemetry's latest sample
-    // says which this board has. Only the rules this change adds or alters are checked
-    // (a sensor that went away does not block an unrelated change).
-    let touched = crate::config::AlertsConfig {
-        rules: new
-            .outputs
-            .alerts
-            .rules
-            .iter()
-            .filter(|(name, rule)| current.outputs.alerts.rules.get(*name) != Some(*rule))
-            .map(|(name, rule)| (name.clone(), rule.clone()))
-            .collect(),
-        ..Default::default()
-    };
-    let sample = s.board.telemetry();
-    let (zones, rails, power): (Vec<String>, Vec<String>, bool) = sample
-        .as_ref()
-        .map(|t| {
-            (
-                t.sample.zones.iter().map(|z| z.name.clone()).collect(),
-                t.sample.rails.iter().map(|r| r.name.clone()).collect(),
-                t.sample.power.is_some(),
-            )
-        })
-        .unwrap_or_default();
-    if let Some((field, why)) =
-        crate::config::alerts::unknown_sensors(&touched, &zones, &rails, power)
-            .into_iter()
-            .next()
-    {
-        return Err(ApiError::ConfigApply {
-            message: format!("rule alert-sensor: {why}; nothing changed"),
-            field: Some(field.into()),
-        });
-    }
-    // A change to `outputs.mqtt` alone is the results room's: the new client takes
-    // over from the pipeline that runs, so capture goes on and no frame is lost to it.
-    // (Alert rules are compiled into a run when it starts: a change to them restarts.)
-    let mqtt_only = {
-        let mut same = current.raw().clone();
-        same.outputs.mqtt = new.outputs.mqtt.clone();
-        same == *new.raw()
-    };
-    if mqtt_only {
-        return apply_mqtt(s, turn, new);
-    }
-    let (sup, card, cfg, files) = (
-        s.supervisor.clone(),
-        s.card.clone(),
-        new.clone(),
-        s.files.clone(),
-    );
-    // A running pipeline is replaced; a failed one is started, since the change may be
-    // the fix; a stopped one stays stopped.
-    let restart = s.shared.state() != PipelineState::Stopped;
-    let wait = s.changes.wait();
-    let prepared = s
-        .changes
-        .build(
-            move || {
-                // The MQTT broker's CA file is read like the pipeline's files: a change
-                // naming one that cannot be used is refused, nothing applied.
-                let p = crate::results::mqtt::check_tls(&cfg.outputs.mqtt, &files.roots)
-                    .map_err(|message| PrepareError {
-                        field: Some("/outputs/mqtt/ca_file"),
-                        message,
-                    })
-                    .and_then(|()| prepare(&cfg, &card, &files));
-                if p.is_err() {
-                    crate::heap::release_freed();
-                }
-                p
-            },
-            move || ApiError::ConfigApply {
-                message: format!(
-                    "rule change-timeout: building the pipeline for this config took longer \
-                     than {} s (--change-timeout-s); nothing changed",
-                    wait.as_secs()
-                ),
-                field: None,
-            },
-        )
-        .await?
-        .map_err(|e| ApiError::ConfigApply {
-            message: e.message,
-            field: e.field.map(Into::into),
-        })?;
-    // Alert rules name classes by label: only the model can say which exist.
-    if let Some((field, label)) =
-        crate::config::alerts::unknown_classes(&new.outputs.alerts, prepared.labels())
-            .into_iter()
-            .next()
-    {
-        drop(prepared);
-        return Err(ApiError::ConfigApply {
-            message: format!(
-                "rule alert-classes: {label:?} is not one of the model's labels; nothing changed"
-            ),
-            field: Some(field.into()),
-        });
-    }
-    if let Err(e) = save(s, &new) {
-        drop(prepared);
-        return Err(e);
-    }
-    // The run about to start takes the new rules.
-    s.results.configure_alerts(&new.outputs.alerts);
-    // Either way a new generation: a page showing the pipeline's facts re-reads them.
-    if restart {
-        blocking(move || sup.lock().expect("supervisor poisoned").start(prepared)).await?;
-    } else {
-        blocking(move || {
-            sup.lock().expect("supervisor poisoned").adopt(prepared);
-            crate::heap::release_freed();
+    let applied = s
+        .control
+        .apply(|cur| {
+            check_if_match(&headers, cur)?;
+            Ok::<_, ApiError>(cur.merge_patch(&patch)?)
         })
         .await?;
-    }
-    // Readers see the new config once its pipeline runs.
-    s.results.configure_mqtt(&new.outputs.mqtt);
-    s.config.set_current(new.clone());
-    drop(turn);
-    tracing::info!("config changed and saved to {}", s.config.path().display());
-    Ok(with_etag(&new))
+    Ok(with_etag(&applied))
 }

@@ -1,21 +1,22 @@
 //! RFC 9457 problem details: every API error is `application/problem+json`.
 //!
-//! Owns: [`ApiError`], the one list of everything the HTTP side refuses, each variant
-//! with its status, problem type (`urn:fpgagdr:problem:<rule>`), title and the fields it
-//! names; and [`Problem`], the body those become. Handlers return `Result<_, ApiError>`;
-//! no handler builds a problem from free-form strings. A 5xx is logged here with its
-//! cause, once, as it leaves.
+//! Owns: [`ApiError`], the one list of everything the handlers refuse, each variant with
+//! its status, problem type (`urn:fpgagdr:problem:<rule>`), title and the fields it
+//! names, and the rendering of every problem of the service as an answer: the handlers'
+//! and the HTTP edge's ([`Refusal`], `http/refusal.rs`, carried as [`ApiError::Http`]).
+//! The body is `http::Problem`. Handlers return `Result<_, ApiError>`; no handler builds
+//! a problem from free-form strings. A 5xx is logged here with its cause, once, as it
+//! leaves.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use fpgagdr_ota::OtaError;
 use fpgagdr_ota::spool::SpoolError;
-use serde::Serialize;
 
 use crate::config::{ConfigError, FieldError};
-
-/// Media type of every error body (RFC 9457).
-pub const PROBLEM: &str = "application/problem+json";
+use crate::control::ControlError;
+use crate::http::Refusal;
+pub use crate::http::{PROBLEM, Problem};
 
 /// Why a request was refused. Each variant is one problem type; [`ApiError::rule`] is
 /// its stable name and [`ApiError::status`] its HTTP status.
@@ -40,20 +41,6 @@ pub enum ApiError {
     /// 405 `method`: the resource does not take that method.
     #[error("this resource does not take that method")]
     MethodNotAllowed,
-    /// 401 `auth-token`: a request that changes something without the API token;
-    /// `presented` when an `Authorization` header was there but carried another token.
-    #[error(
-        "rule auth-token: {}",
-        if *presented {
-            "the Authorization header does not carry the API token"
-        } else {
-            "this request changes the appliance and needs `Authorization: Bearer <token>` (the token is printed on first start and saved beside the config file)"
-        }
-    )]
-    AuthToken {
-        /// Whether the request had an `Authorization` header at all.
-        presented: bool,
-    },
     /// 412 `if-match`: the config changed since the client read it.
     #[error("If-Match {sent} does not match the current ETag {current}; GET the config and retry")]
     IfMatch {
@@ -62,26 +49,6 @@ pub enum ApiError {
         /// The current ETag.
         current: String,
     },
-    /// 413 `body-size`: the body is over the limit (the message names it).
-    #[error("{0}")]
-    BodySize(String),
-    /// 400 `body`: the body could not be read.
-    #[error("{0}")]
-    Body(String),
-    /// 415 `content-type`: a body that is not JSON.
-    #[error(
-        "Content-Type {sent:?} is not accepted: send application/json{}",
-        if accepted.is_empty() { String::new() } else { format!(" or {accepted}") }
-    )]
-    ContentType {
-        /// The media type sent, lower case.
-        sent: String,
-        /// A second accepted type besides `application/json` (`""` for none).
-        accepted: &'static str,
-    },
-    /// 400 `json-syntax`: the body is not JSON.
-    #[error("malformed JSON: {0}")]
-    JsonSyntax(String),
     /// 400 `json-syntax`, or 422 `config-schema` / `config-range`: a config document that
     /// cannot be used; `errors[]` names each field.
     #[error(transparent)]
@@ -111,38 +78,6 @@ pub enum ApiError {
     /// `ota-bundle`, 413 `ota-bundle-size`, 507 `ota-spool-space`, 400 `ota-upload`.
     #[error(transparent)]
     Ota(#[from] OtaError),
-    /// 408 `body-timeout`: the request body did not arrive whole in time.
-    #[error("{0}")]
-    BodyTimeout(String),
-    /// 429 `rate-limit`: this client sends changes faster than the limit.
-    #[error(
-        "rule rate-limit: this client sends changes faster than the limit (--change-rate per second, bursts of --change-burst); retry in {retry_after_s} s"
-    )]
-    RateLimit {
-        /// Seconds until a change is accepted again (`Retry-After`).
-        retry_after_s: u64,
-    },
-    /// 503 `connection-limit`: no connection free for this client (written by the
-    /// accept loop, `server.rs`).
-    #[error(
-        "rule connection-limit: no connection is free: {full} (--max-connections, --max-client-connections); retry in {retry_after_s} s"
-    )]
-    ConnectionLimit {
-        /// Which limit.
-        full: Full,
-        /// `Retry-After`, s.
-        retry_after_s: u64,
-    },
-    /// 503 `stream-limit`: no SSE stream free for this client.
-    #[error(
-        "rule stream-limit: no live stream is free: {full} (--max-streams, --max-client-streams); retry in {retry_after_s} s"
-    )]
-    StreamLimit {
-        /// Which limit.
-        full: Full,
-        /// `Retry-After`, s.
-        retry_after_s: u64,
-    },
     /// 503 `change-busy`: an earlier change is still being built, or waiting for one
     /// took too long.
     #[error("{message}")]
@@ -152,34 +87,13 @@ pub enum ApiError {
         /// `Retry-After`, s.
         retry_after_s: u64,
     },
-    /// 400 `request-syntax`: the request line or a header field does not parse as
-    /// HTTP/1.1 (RFC 9112), or its framing headers contradict each other; answered by
-    /// the accept loop (`wire.rs`) in place of hyper's bodiless `400`.
-    #[error("{0}")]
-    RequestSyntax(String),
-    /// 431 `header-size`: the request head is over the size or field-count limit.
-    #[error("{0}")]
-    HeaderSize(String),
-    /// 414 `uri-size`: the request target is longer than the server reads.
-    #[error("{0}")]
-    UriSize(String),
-    /// 505 `http-version`: a well-formed HTTP version other than 1.0 and 1.1.
-    #[error("{0}")]
-    HttpVersion(String),
-    /// 408 `header-timeout`: a request head begun and not finished in time
-    /// (`--header-timeout-s`); written by the accept loop before it closes.
-    #[error("{0}")]
-    HeaderTimeout(String),
-    /// 421 `host`: the `Host` header names a host this service does not answer for
-    /// (DNS rebinding).
-    #[error("{0}")]
-    Host(String),
-    /// 403 `origin`: the `Origin` header names a page this service does not answer.
-    #[error("{0}")]
-    Origin(String),
     /// 500 `internal`: something that should not happen; the detail says what.
     #[error("{0}")]
     Internal(String),
+    /// A refusal of the HTTP edge (token, body, limits, host, the wire), as its own
+    /// problem type.
+    #[error(transparent)]
+    Http(#[from] Refusal),
 }
 
 impl ApiError {
@@ -207,20 +121,11 @@ impl ApiError {
             ApiError::NoFrame => (S::NOT_FOUND, "no-frame", "Not found"),
             ApiError::NoKeptFrame(_) => (S::NOT_FOUND, "no-kept-frame", "Not found"),
             ApiError::MethodNotAllowed => (S::METHOD_NOT_ALLOWED, "method", "Method not allowed"),
-            ApiError::AuthToken { .. } => (S::UNAUTHORIZED, "auth-token", "API token required"),
             ApiError::IfMatch { .. } => (
                 S::PRECONDITION_FAILED,
                 "if-match",
                 "Config changed since you read it",
             ),
-            ApiError::BodySize(_) => (S::PAYLOAD_TOO_LARGE, "body-size", "Request body too large"),
-            ApiError::Body(_) => (S::BAD_REQUEST, "body", "Request body unreadable"),
-            ApiError::ContentType { .. } => (
-                S::UNSUPPORTED_MEDIA_TYPE,
-                "content-type",
-                "Unsupported content type",
-            ),
-            ApiError::JsonSyntax(_) => (S::BAD_REQUEST, "json-syntax", "Malformed JSON"),
             ApiError::Config(ConfigError::Parse(f)) if f.rule == "json-syntax" => {
                 (S::BAD_REQUEST, "json-syntax", "Malformed JSON")
             }
@@ -252,45 +157,13 @@ impl ApiError {
                 "Install request malformed",
             ),
             ApiError::Ota(e) => ota_kind(e),
-            ApiError::BodyTimeout(_) => {
-                (S::REQUEST_TIMEOUT, "body-timeout", "Request body too slow")
-            }
-            ApiError::RateLimit { .. } => (S::TOO_MANY_REQUESTS, "rate-limit", "Too many changes"),
-            ApiError::ConnectionLimit { .. } => (
-                S::SERVICE_UNAVAILABLE,
-                "connection-limit",
-                "Too many connections",
-            ),
-            ApiError::StreamLimit { .. } => (
-                S::SERVICE_UNAVAILABLE,
-                "stream-limit",
-                "Too many live streams",
-            ),
             ApiError::ChangeBusy { .. } => (
                 S::SERVICE_UNAVAILABLE,
                 "change-busy",
                 "A change is still in progress",
             ),
-            ApiError::RequestSyntax(_) => (S::BAD_REQUEST, "request-syntax", "Malformed request"),
-            ApiError::HeaderSize(_) => (
-                S::REQUEST_HEADER_FIELDS_TOO_LARGE,
-                "header-size",
-                "Request head too large",
-            ),
-            ApiError::UriSize(_) => (S::URI_TOO_LONG, "uri-size", "Request target too long"),
-            ApiError::HttpVersion(_) => (
-                S::HTTP_VERSION_NOT_SUPPORTED,
-                "http-version",
-                "HTTP version not supported",
-            ),
-            ApiError::HeaderTimeout(_) => (
-                S::REQUEST_TIMEOUT,
-                "header-timeout",
-                "Request head too slow",
-            ),
-            ApiError::Host(_) => (S::MISDIRECTED_REQUEST, "host", "Host not served here"),
-            ApiError::Origin(_) => (S::FORBIDDEN, "origin", "Origin not allowed"),
             ApiError::Internal(_) => (S::INTERNAL_SERVER_ERROR, "internal", "Internal error"),
+            ApiError::Http(r) => (r.status(), r.rule(), r.title()),
         }
     }
 
@@ -364,24 +237,6 @@ fn ota_kind(e: &OtaError) -> (StatusCode, &'static str, &'static str) {
     }
 }
 
-/// An RFC 9457 problem: the body of every error response.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct Problem {
-    /// URI naming the problem type, `urn:fpgagdr:problem:<rule>`.
-    #[serde(rename = "type")]
-    #[schema(example = "urn:fpgagdr:problem:config-range")]
-    pub kind: String,
-    /// Short summary of the problem type.
-    pub title: String,
-    /// HTTP status.
-    pub status: u16,
-    /// What happened in this case, naming the rule and the offending values.
-    pub detail: String,
-    /// Field errors, for config documents (absent when none).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub errors: Vec<FieldError>,
-}
-
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
@@ -391,32 +246,26 @@ impl IntoResponse for ApiError {
         let mut resp = (status, axum::Json(self.problem())).into_response();
         let h = resp.headers_mut();
         h.insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM));
-        match self {
-            ApiError::AuthToken { .. } => {
-                h.insert(
-                    header::WWW_AUTHENTICATE,
-                    HeaderValue::from_static("Bearer realm=\"fpgagdr\""),
-                );
+        match &self {
+            ApiError::Http(r) => {
+                if matches!(r, Refusal::AuthToken { .. }) {
+                    h.insert(
+                        header::WWW_AUTHENTICATE,
+                        HeaderValue::from_static("Bearer realm=\"fpgagdr\""),
+                    );
+                }
+                if let Some(s) = r.retry_after_s() {
+                    h.insert(header::RETRY_AFTER, HeaderValue::from(s));
+                }
+                // Answered before the body was read, or to a head that did not parse:
+                // the connection cannot carry another request, and a client must not
+                // reuse it.
+                if r.closes() {
+                    h.insert(header::CONNECTION, HeaderValue::from_static("close"));
+                }
             }
-            ApiError::RateLimit { retry_after_s } => {
-                h.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
-                // Answered before the body was read: the connection cannot carry another
-                // request, and a client must not reuse it.
-                h.insert(header::CONNECTION, HeaderValue::from_static("close"));
-            }
-            ApiError::BodySize(_)
-            | ApiError::BodyTimeout(_)
-            | ApiError::RequestSyntax(_)
-            | ApiError::HeaderSize(_)
-            | ApiError::UriSize(_)
-            | ApiError::HttpVersion(_)
-            | ApiError::HeaderTimeout(_) => {
-                h.insert(header::CONNECTION, HeaderValue::from_static("close"));
-            }
-            ApiError::ConnectionLimit { retry_after_s, .. }
-            | ApiError::StreamLimit { retry_after_s, .. }
-            | ApiError::ChangeBusy { retry_after_s, .. } => {
-                h.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
+            ApiError::ChangeBusy { retry_after_s, .. } => {
+                h.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_s));
             }
             _ => {}
         }
@@ -424,21 +273,32 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// Why a counted place (a connection, a live stream; `limits.rs`) was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Full {
-    /// Every place is taken (the limit of all clients).
-    All(usize),
-    /// This client holds its limit.
-    Client(usize),
+/// What the control room refuses, as the problem a handler answers.
+impl From<ControlError> for ApiError {
+    fn from(e: ControlError) -> ApiError {
+        match e {
+            ControlError::Config(e) => ApiError::Config(e),
+            ControlError::Apply(u) => ApiError::ConfigApply {
+                message: u.message,
+                field: u.field,
+            },
+            ControlError::PipelineStart(m) => ApiError::PipelineStart(m),
+            ControlError::Busy {
+                message,
+                retry_after_s,
+            } => ApiError::ChangeBusy {
+                message,
+                retry_after_s,
+            },
+            ControlError::Save(m) | ControlError::Internal(m) => ApiError::Internal(m),
+        }
+    }
 }
 
-impl std::fmt::Display for Full {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Full::All(n) => write!(f, "all {n} are taken"),
-            Full::Client(n) => write!(f, "this client already holds its {n}"),
-        }
+/// The edge's refusals are answered as every other problem is.
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        ApiError::Http(self).into_response()
     }
 }
 
@@ -469,7 +329,7 @@ mod tests {
 
     #[test]
     fn a_refused_token_says_how_to_authenticate() {
-        let r = ApiError::AuthToken { presented: false }.into_response();
+        let r = Refusal::AuthToken { presented: false }.into_response();
         assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
         assert_eq!(
             r.headers()[header::WWW_AUTHENTICATE],

@@ -1,45 +1,30 @@
-//! The HTTP side: REST under `/api/v1`, SSE, Prometheus `/metrics`, the OpenAPI
-//! document and the dashboard assets.
+//! The REST API, the live stream, Prometheus `/metrics`, the OpenAPI document and the
+//! dashboard's files: which path goes to which handler, and the handlers.
 //!
-//! Owns: [`router`]: which path goes to which handler. The handlers live by concern
-//! (`pipeline.rs`, `config.rs`, `telemetry.rs`, `system.rs`, `ota.rs`, `live.rs`,
-//! `prometheus.rs`, `openapi.rs`); below them `state.rs` ([`AppState`]), `body.rs`
-//! (reading a body) and `error.rs` ([`ApiError`], problem+json). Everything that
-//! reads the running pipeline or the telemetry reads the frame board (`crate::board`).
-//! Must not: sit on the frame path.
-//! Slow or blocking work (preparing a pipeline, joining its threads) runs on
-//! `spawn_blocking`; config changes are serialised by one async mutex, and a change is
-//! made current only after the new pipeline was built and the file was saved, so a bad
-//! request leaves the running pipeline and the file as they were.
-//! In front of every handler, outermost first (issue 18): `X-Content-Type-Options:
-//! nosniff` on every answer, gzip, the `Host`/`Origin` check (`host.rs`), the rate of
-//! changes per client (`limits.rs`), the API token for every request that is not
-//! `GET`/`HEAD` (`auth.rs`), and the body read whole within its size and time limits
-//! (`body.rs`; uploads stream instead). Connections themselves are admitted, timed and
-//! closed by `server.rs`, the service's accept loop, which puts each request's client
-//! into its extensions.
-//! Neighbours: `auth.rs` (token), `error.rs` (problem+json), `live.rs` (SSE),
-//! `prometheus.rs`, `system.rs` (versions), `ota.rs` (updates), `crate::assets`.
+//! Owns: [`router`] (the routes, and in front of every handler, outermost first:
+//! `X-Content-Type-Options: nosniff`, gzip, then the HTTP edge's checks, `crate::http`:
+//! `Host`/`Origin`, the rate of changes, the API token, the body read whole); the
+//! handlers by concern (`pipeline.rs`, `config.rs`, `results.rs`, `alerts.rs`,
+//! `frames.rs`, `telemetry.rs`, `system.rs`, `ota.rs`, `live.rs`, `prometheus.rs`,
+//! `openapi.rs`, `assets.rs`); `state.rs` ([`AppState`]); `error.rs` ([`error::ApiError`]
+//! and the rendering of every problem). Must not: sit on the frame path, make or apply a
+//! config (the control room, `crate::control`, does), or read the pipeline and telemetry
+//! but through the frame board (`crate::board`).
 
 mod alerts;
-pub mod auth;
-mod body;
+pub mod assets;
 mod config;
 pub mod error;
 mod frames;
-pub mod host;
-pub mod limits;
 pub mod live;
 pub mod openapi;
 pub mod ota;
 mod pipeline;
 pub mod prometheus;
 mod results;
-pub mod server;
 mod state;
 pub mod system;
 mod telemetry;
-pub mod wire;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -47,12 +32,12 @@ use axum::http::{HeaderValue, header};
 use axum::middleware::from_fn_with_state;
 use axum::routing::{get, post};
 
+use crate::http::{MAX_BODY, auth, body, host, limits};
 use error::ApiError;
 
-pub use body::MAX_BODY;
 pub use openapi::document as openapi_document;
 pub use pipeline::{CardInfo, MemoryInfo, PipelineStatus, StatusBody};
-pub use state::{AppState, Changes};
+pub use state::AppState;
 
 /// The whole HTTP surface.
 pub fn router(state: AppState) -> Router {
@@ -104,7 +89,7 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(prometheus::metrics))
         .route("/openapi.json", get(openapi::openapi))
         .route("/api/v1/openapi.json", get(openapi::openapi_v1))
-        .merge(crate::assets::routes())
+        .merge(assets::routes())
         .fallback(|| async { ApiError::NoRoute("no such resource".into()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(MAX_BODY))

@@ -11,9 +11,9 @@ use axum::response::{IntoResponse, Response};
 
 use fpgagdr_ota::{OtaStatus, UploadedBundle};
 
-use super::body::{body_bytes, check_content_type, parse_body};
 use super::error::{ApiError, PROBLEM, Problem};
 use super::state::AppState;
+use crate::http::body::{body_bytes, check_content_type, parse_body};
 
 /// RAUC's state, the update in progress, the slots and the uploaded bundle.
 #[utoipa::path(get, path = "/api/v1/ota", tag = "ota", operation_id = "ota_status",

@@ -7,8 +7,6 @@
 //! board, the same snapshots the stream sends. Must not: hold a lock across an await
 //! other than the config store's (start, stop and config changes are serialised by it).
 
-use std::path::Path;
-
 use axum::Json;
 use axum::extract::State;
 use fpgagdr::{Capabilities, MemoryKind, PinMethod, Platform};
@@ -16,11 +14,9 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::error::{ApiError, PROBLEM, Problem};
-use super::state::{AppState, blocking};
+use super::state::AppState;
 use crate::board::PipelineHistoryBody;
-use crate::config::CardChoice;
 use crate::metrics::{CounterValues, FrameResult};
-use crate::pipeline::{State as PipelineState, prepare};
 
 /// `GET /api/v1/status`: the card, the frame ring, the pipeline and its counters.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -178,10 +174,7 @@ pub(super) fn status_body(s: &AppState) -> StatusBody {
         .clone();
     let card = match &info {
         Some(i) => CardInfo {
-            kind: match s.card {
-                CardChoice::Sim => "sim",
-                CardChoice::Device(_) => "device",
-            },
+            kind: s.control.card().backend().kind,
             name: i.card.name.clone(),
             simulated: i.card.simulated,
             selected: s.card_why.clone(),
@@ -194,14 +187,11 @@ pub(super) fn status_body(s: &AppState) -> StatusBody {
             capabilities: Some(i.card.capabilities),
         },
         None => {
-            let (kind, name, simulated) = match &s.card {
-                CardChoice::Sim => ("sim", "SimCard (simulated XDMA card)".into(), true),
-                CardChoice::Device(p) => ("device", path_text(p), false),
-            };
+            let backend = s.control.card().backend();
             CardInfo {
-                kind,
-                name,
-                simulated,
+                kind: backend.kind,
+                name: s.control.card().name(),
+                simulated: backend.simulated,
                 selected: s.card_why.clone(),
                 platform: None,
                 page_size_bytes: None,
@@ -260,10 +250,6 @@ pub(super) fn status_body(s: &AppState) -> StatusBody {
     }
 }
 
-fn path_text(p: &Path) -> String {
-    p.to_string_lossy().into_owned()
-}
-
 /// The card, the frame ring, the pipeline and its counters.
 #[utoipa::path(get, path = "/api/v1/status", tag = "pipeline", operation_id = "status",
     responses((status = 200, description = "Status", body = StatusBody)))]
@@ -281,44 +267,7 @@ pub(super) async fn status(State(s): State<AppState>) -> Json<StatusBody> {
         (status = 503, description = "A change is still in progress (`change-busy`)", body = Problem, content_type = PROBLEM),
     ))]
 pub(super) async fn start(State(s): State<AppState>) -> Result<Json<StatusBody>, ApiError> {
-    // The turn serialises start, stop and config changes.
-    let turn = s.changes.turn().await?;
-    if s.shared.state() != PipelineState::Running {
-        let config = s.config.current();
-        let (sup, card, files) = (s.supervisor.clone(), s.card.clone(), s.files.clone());
-        let wait = s.changes.wait();
-        let result = s
-            .changes
-            .build(
-                move || {
-                    let prepared = prepare(&config, &card, &files);
-                    let mut sup = sup.lock().expect("supervisor poisoned");
-                    match prepared {
-                        Ok(p) => {
-                            sup.start(p);
-                            Ok(())
-                        }
-                        Err(e) => {
-                            sup.start_failed(e.message.clone());
-                            crate::heap::release_freed();
-                            Err(e)
-                        }
-                    }
-                },
-                move || {
-                    ApiError::PipelineStart(format!(
-                        "rule change-timeout: building the pipeline took longer than {} s \
-                         (--change-timeout-s)",
-                        wait.as_secs()
-                    ))
-                },
-            )
-            .await?;
-        if let Err(e) = result {
-            return Err(ApiError::PipelineStart(e.message));
-        }
-    }
-    drop(turn);
+    s.control.start().await?;
     Ok(Json(status_body(&s)))
 }
 
@@ -331,10 +280,7 @@ pub(super) async fn start(State(s): State<AppState>) -> Result<Json<StatusBody>,
         (status = 503, description = "A change is still in progress (`change-busy`)", body = Problem, content_type = PROBLEM),
     ))]
 pub(super) async fn stop(State(s): State<AppState>) -> Result<Json<StatusBody>, ApiError> {
-    let turn = s.changes.turn().await?;
-    let sup = s.supervisor.clone();
-    blocking(move || sup.lock().expect("supervisor poisoned").stop()).await?;
-    drop(turn);
+    s.control.stop().await?;
     Ok(Json(status_body(&s)))
 }
 

@@ -575,7 +575,7 @@ pub(super) async fn metrics(
     axum::extract::State(s): axum::extract::State<super::state::AppState>,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
-    let simulated = s.card == crate::config::CardChoice::Sim;
+    let simulated = s.control.card().backend().simulated;
     let latest = s.board.telemetry();
     let body = render(
         &s.shared,

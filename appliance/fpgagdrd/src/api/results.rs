@@ -84,7 +84,7 @@ pub(super) async fn results_page(
         )));
     }
     let dir = s.results.log_dir().to_path_buf();
-    let (results, more) = blocking(move || crate::results::log::read(&dir, after, limit))
+    let (results, more) = blocking(move || crate::results::sinks::log::read(&dir, after, limit))
         .await?
         .map_err(|e| ApiError::Internal(format!("reading the results log: {e}")))?;
     let next = results.last().map(|r| format!("{}:{}", r.run, r.seq));

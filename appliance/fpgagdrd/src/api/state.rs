@@ -1,45 +1,35 @@
 //! What every handler shares.
 //!
-//! Owns: [`AppState`], `blocking` (pipeline work off the async workers), and
-//! [`Changes`] (the one-at-a-time rule of config changes, start and stop, with its
-//! bounded waits). Must not: handle a request.
+//! Owns: [`AppState`] and `blocking` (blocking work off the async workers, a panic
+//! answered 500). Must not: handle a request, or make a change (the control room does).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::FromRef;
 use fpgagdr_ota::Ota;
 use fpgagdr_telemetry::sampler::Telemetry;
 
-use super::auth;
 use super::error::ApiError;
-use super::host::HostPolicy;
-use super::limits::{ChangeRate, Limits, Streams};
 use super::live::Live;
 use crate::board::Board;
-use crate::config::{CardChoice, ConfigStore};
-use crate::files::Policy;
-use crate::pipeline::{InfoSlot, Shared, Supervisor};
+use crate::control::Control;
+use crate::http::auth;
+use crate::http::host::HostPolicy;
+use crate::http::limits::{ChangeRate, Limits, Streams};
+use crate::pipeline::{InfoSlot, Shared};
 
 /// Everything the handlers share.
 #[derive(Clone)]
 pub struct AppState {
-    /// Pipeline threads (std mutex: only locked inside `spawn_blocking`).
-    pub supervisor: Arc<Mutex<Supervisor>>,
+    /// The control room: the config in force, changes, start and stop.
+    pub control: Control,
     /// The supervisor's facts about the pipeline, read without waiting for it.
     pub pipeline_info: InfoSlot,
-    /// Config in force (read without waiting for a change in progress) and its file.
-    pub config: Arc<ConfigStore>,
-    /// Serialises config changes, start and stop.
-    pub changes: Changes,
-    /// Where the files a config names may lie, and how they are read.
-    pub files: Arc<Policy>,
     /// Counters, window, latest result.
     pub shared: Arc<Shared>,
     /// The results room: log, per-frame stream, MQTT.
     pub results: crate::results::Results,
-    /// Which card.
-    pub card: CardChoice,
     /// Why that card (`--card auto` says what it found).
     pub card_why: String,
     /// Live feed (SSE).
@@ -72,108 +62,8 @@ impl FromRef<AppState> for Live {
     }
 }
 
-/// The one-at-a-time rule of changes (config, start, stop): a change waits its turn at
-/// most `wait`, and one whose pipeline took longer than that to build is left to finish
-/// on its own while later changes are refused (503 `change-busy`) until it has.
-#[derive(Debug, Clone)]
-pub struct Changes {
-    lock: Arc<tokio::sync::Mutex<()>>,
-    /// Builds abandoned after their time ran out and still running.
-    abandoned: Arc<std::sync::atomic::AtomicUsize>,
-    wait: std::time::Duration,
-}
-
-impl Changes {
-    /// Changes that wait at most `wait` for their turn and for their pipeline.
-    pub fn new(wait: std::time::Duration) -> Changes {
-        Changes {
-            lock: Arc::default(),
-            abandoned: Arc::default(),
-            wait,
-        }
-    }
-
-    /// How long a change may wait for its turn, and for its pipeline to be built.
-    pub fn wait(&self) -> std::time::Duration {
-        self.wait
-    }
-
-    /// This change's turn, or 503 `change-busy` when an abandoned build still runs or
-    /// the turn did not come within [`Changes::wait`].
-    pub(super) async fn turn(&self) -> Result<tokio::sync::MutexGuard<'_, ()>, ApiError> {
-        let busy = |message: String| ApiError::ChangeBusy {
-            message,
-            retry_after_s: 5,
-        };
-        let guard = tokio::time::timeout(self.wait, self.lock.lock())
-            .await
-            .map_err(|_| {
-                busy(format!(
-                    "rule change-busy: another change did not finish within {} s (--change-timeout-s); retry later",
-                    self.wait.as_secs()
-                ))
-            })?;
-        let running = self.abandoned.load(std::sync::atomic::Ordering::Acquire);
-        if running > 0 {
-            return Err(busy(
-                "rule change-busy: a pipeline whose build ran out of time (--change-timeout-s) is still being built; retry later"
-                    .into(),
-            ));
-        }
-        Ok(guard)
-    }
-
-    /// Runs `f` (a pipeline build) off the async workers within [`Changes::wait`];
-    /// when it takes longer, the change is answered with `timed_out` and `f` finishes on
-    /// its own, counted as abandoned until then (its result is dropped).
-    pub(super) async fn build<T: Send + 'static>(
-        &self,
-        f: impl FnOnce() -> T + Send + 'static,
-        timed_out: impl FnOnce() -> ApiError,
-    ) -> Result<T, ApiError> {
-        use std::sync::atomic::{AtomicU8, Ordering};
-        // 0: running; 1: its result was taken; 2: given up on (it drops the result).
-        let fate = Arc::new(AtomicU8::new(0));
-        let (mine, abandoned) = (fate.clone(), self.abandoned.clone());
-        let mut task = tokio::task::spawn_blocking(move || {
-            let out = f();
-            if mine
-                .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                Some(out)
-            } else {
-                drop(out);
-                crate::heap::release_freed();
-                abandoned.fetch_sub(1, Ordering::AcqRel);
-                None
-            }
-        });
-        let joined = match tokio::time::timeout(self.wait, &mut task).await {
-            Ok(joined) => joined,
-            Err(_) => {
-                self.abandoned.fetch_add(1, Ordering::AcqRel);
-                if fate
-                    .compare_exchange(0, 2, Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok()
-                {
-                    return Err(timed_out());
-                }
-                // It finished just now: its result is ours after all.
-                self.abandoned.fetch_sub(1, Ordering::AcqRel);
-                task.await
-            }
-        };
-        match joined {
-            Ok(Some(out)) => Ok(out),
-            Ok(None) => Err(timed_out()),
-            Err(e) => Err(ApiError::Internal(e.to_string())),
-        }
-    }
-}
-
-/// Runs blocking pipeline work (building a pipeline, joining its threads) off the async
-/// workers; a panic there becomes a 500 problem.
+/// Runs blocking work (reading files, rendering a frame) off the async workers; a panic
+/// there becomes a 500 problem.
 pub(super) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, ApiError> {

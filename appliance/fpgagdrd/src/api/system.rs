@@ -153,8 +153,8 @@ pub struct ModelFile {
     ))]
 pub(super) async fn system(State(s): State<AppState>) -> Result<Json<SystemBody>, ApiError> {
     let root = s.sysfs_root.clone();
-    let given = s.config.current().model.path.clone();
-    let files = s.files.clone();
+    let given = s.control.config().model.path.clone();
+    let files = s.control.files().clone();
     let (v, (path, digest)) = blocking(move || {
         let digest = match files.roots.confine(&given, Kind::Model) {
             Ok(named) => {

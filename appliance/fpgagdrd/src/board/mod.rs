@@ -11,8 +11,9 @@
 //! `api/live.rs` sends.
 //!
 //! Owns: [`Board`] (the last 60 s of snapshots, the live events, the latest telemetry
-//! body), [`spawn`] (the sampler task, which also hands each tick's reading to the
-//! results room's condition alert rules: `results/conditions.rs`); below it `snapshot.rs` ([`Snapshot`],
+//! body), [`Source`] (what the board reads of the pipeline; the pipeline implements it),
+//! [`spawn`] (the sampler task, which also hands each snapshot to whoever watches it:
+//! the results room's condition alert rules); below it `snapshot.rs` ([`Snapshot`],
 //! [`TelemetryPoint`], [`TelemetryBody`] and their rounding), `history.rs` (the
 //! scripts' views: `GET /pipeline/history` and `GET /telemetry/history`), `replay.rs`
 //! (events and the bounded replay).
@@ -29,9 +30,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::broadcast;
 
-use crate::metrics::{CounterValues, Stage};
-use crate::pipeline::Shared;
-use crate::results::{Reading, Results};
+use crate::metrics::{CounterValues, Published};
 use fpgagdr_telemetry::sampler::Telemetry;
 use snapshot::point;
 
@@ -231,17 +230,47 @@ impl Rates {
     }
 }
 
+/// What the board reads of the pipeline each tick.
+#[derive(Debug, Clone, Default)]
+pub struct PipelineReading {
+    /// The pipeline generation (see [`Snapshot::generation`]).
+    pub generation: u64,
+    /// `running`, `stopped` or `failed`.
+    pub state: &'static str,
+    /// How long the running pipeline has run.
+    pub running: Option<Duration>,
+    /// The frame counters.
+    pub counters: CounterValues,
+    /// The stage windows and the latest result, as last published.
+    pub published: Published,
+}
+
+/// Where the board reads the pipeline from (implemented by the pipeline's shared
+/// state): read once a tick, never waiting on the frame path.
+pub trait Source: Send + Sync {
+    /// The pipeline now.
+    fn read(&self) -> PipelineReading;
+}
+
+/// Who watches the board: called with each snapshot, on the sampler task (must not
+/// block).
+pub type Watcher = Box<dyn Fn(&Snapshot) + Send + Sync>;
+
 /// One tick: reads everything once and makes the snapshot.
 fn take(
-    shared: &Shared,
+    source: &dyn Source,
     telemetry: &Telemetry,
     rates: &mut Rates,
 ) -> (Snapshot, Option<TelemetryBody>) {
     let now = Instant::now();
-    let pipeline = shared.pipeline();
-    let counters = shared.counters.read();
+    let PipelineReading {
+        generation,
+        state,
+        running,
+        counters,
+        published,
+    } = source.read();
     let (fps, gbps) = rates.push(now, counters);
-    let published = shared.published.lock().expect("published poisoned").clone();
     let latency_us = published
         .window
         .map(|w| {
@@ -267,9 +296,9 @@ fn take(
     };
     let snapshot = Snapshot {
         t: unix_now(),
-        generation: pipeline.generation,
-        state: pipeline.state.as_str(),
-        running_s: pipeline.running.map(|d| d.as_secs_f64()),
+        generation,
+        state,
+        running_s: running.map(|d| d.as_secs_f64()),
         fps,
         gbps,
         counters,
@@ -281,42 +310,13 @@ fn take(
     (snapshot, body)
 }
 
-/// Hands this tick's reading to the results room's condition rules (`drop_rate`,
-/// `e2e_p99`, `temperature`, `power`): the counters, the cumulative end-to-end
-/// histogram, the telemetry sample. The room decides; the board only reads.
-fn watch(results: &Results, shared: &Shared, s: &Snapshot) {
-    let c = &s.counters;
-    // Every drop the pipeline counts: back-pressure and failed checks (frames_dropped),
-    // overruns and sequence errors at capture, and the frames the card completed that
-    // no event reported (missed, event-queue overflow: produced but never captured).
-    let dropped = c.frames_dropped
-        + c.frames_overrun
-        + c.sequence_errors
-        + c.frames_missed
-        + c.event_queue_overflows;
-    let produced = c.frames_captured + c.frames_missed + c.event_queue_overflows;
-    let e2e = Stage::ALL
-        .iter()
-        .position(|st| *st == Stage::EndToEnd)
-        .expect("end_to_end is a stage");
-    let totals = shared.totals.lock().expect("totals poisoned");
-    results.observe(&Reading {
-        at: Instant::now(),
-        dropped,
-        produced,
-        e2e: Some(&totals.stages[e2e]),
-        sample: s.sample.as_deref(),
-    });
-}
-
 /// Starts the board's sampler task (on the async runtime: it only reads what the
-/// threads published, never a device). With `results`, each tick's reading also goes to
-/// its condition alert rules.
+/// threads published, never a device). Each snapshot also goes to every `watchers`.
 pub fn spawn(
-    shared: Arc<Shared>,
+    source: Arc<dyn Source>,
     telemetry: Arc<Telemetry>,
     board: Board,
-    results: Option<Results>,
+    watchers: Vec<Watcher>,
 ) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(SAMPLE_EVERY);
@@ -324,9 +324,9 @@ pub fn spawn(
         let mut rates = Rates::default();
         loop {
             tick.tick().await;
-            let (snapshot, body) = take(&shared, &telemetry, &mut rates);
-            if let Some(r) = &results {
-                watch(r, &shared, &snapshot);
+            let (snapshot, body) = take(&*source, &telemetry, &mut rates);
+            for w in &watchers {
+                w(&snapshot);
             }
             board.set_telemetry(body.map(Arc::new));
             board.push(snapshot);

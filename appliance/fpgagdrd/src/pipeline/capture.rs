@@ -11,18 +11,16 @@
 //! Frames the trigger reports missed (the gap in sequence numbers) are counted here, as
 //! missed or as event-queue overflow; so is overrun (the header, read right after the
 //! C2H, carries a later sequence than the event announced).
-//! Next hop: `pipeline/queue.rs` ([`super::queue::FrameQueue`]), which hands the entry
-//! to `pipeline/infer.rs`.
+//! Next hop: the frame ring (`fpgagdr::FrameRing`, in the library), which hands the
+//! entry to `pipeline/infer.rs`.
 //! Per frame: one transfer call, atomics, no allocation, no lock of ours.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use fpgagdr::FrameTrigger;
+use fpgagdr::{FrameMeta, FrameRing, FrameTrigger};
 
-use super::queue::FrameMeta;
-use super::ring::Ring;
 use super::shared::{Shared, Thread, now_ns};
 use crate::metrics::Counters;
 
@@ -37,14 +35,13 @@ pub(crate) struct CaptureParams {
 }
 
 pub(crate) fn run(
-    ring: Arc<Ring>,
+    ring: Arc<FrameRing>,
     mut trigger: Box<dyn FrameTrigger>,
     params: CaptureParams,
     shared: Arc<Shared>,
     stop: Arc<AtomicBool>,
 ) {
-    let queue = &ring.queue;
-    queue.register_producer();
+    ring.register_producer();
     let c = &shared.counters;
     let mut errors_logged = 0u32;
     let mut log_error = |what: &str, e: &dyn std::fmt::Display| {
@@ -54,11 +51,11 @@ pub(crate) fn run(
             errors_logged += 1;
         }
     };
-    let mut chains = ChainCount::start(&ring.card, c);
+    let mut chains = ChainCount::start(ring.card(), c);
     // What each entry was last read from (card address, length read): an entry that
     // meets another card address must build a new descriptor chain (should never happen
     // after the first lap); a longer frame than any before in its slot builds one too.
-    let mut keys: Vec<Option<(u64, u64)>> = vec![None; ring.buffers.len()];
+    let mut keys: Vec<Option<(u64, u64)>> = vec![None; ring.len()];
     let mut wait_started = Instant::now();
     while !stop.load(Ordering::Relaxed) {
         shared.beats.beat(Thread::Capture);
@@ -98,46 +95,41 @@ pub(crate) fn run(
             .fetch_add(slot.missed - overflow, Ordering::Relaxed);
         c.event_queue_overflows
             .fetch_add(overflow, Ordering::Relaxed);
-        let Some(claim) = queue.claim(slot.slot as usize, &stop) else {
+        let Some(claim) = ring.claim(slot.slot as usize, &stop) else {
             break;
         };
-        if claim.dropped.is_some() {
+        if claim.dropped().is_some() {
             Counters::bump(&c.frames_dropped);
         }
-        let len = read_len(keys[claim.index], slot.card_addr, slot.len);
-        if let Some((addr, _)) = keys[claim.index].filter(|&(addr, _)| addr != slot.card_addr) {
+        let index = claim.index();
+        let len = read_len(keys[index], slot.card_addr, slot.len);
+        if let Some((addr, _)) = keys[index].filter(|&(addr, _)| addr != slot.card_addr) {
             log_error(
                 "frame ring",
                 &format!(
-                    "entry {} was read from {addr:#x} and now from {:#x} (slot {}): its descriptor chain is rebuilt",
-                    claim.index, slot.card_addr, slot.slot
+                    "entry {index} was read from {addr:#x} and now from {:#x} (slot {}): its descriptor chain is rebuilt",
+                    slot.card_addr, slot.slot
                 ),
             );
         }
-        keys[claim.index] = Some((slot.card_addr, len));
+        keys[index] = Some((slot.card_addr, len));
         let t_submit = now_ns();
-        match ring.card.read_c2h(
-            params.channel,
-            &ring.buffers[claim.index],
-            slot.card_addr,
-            len,
-            params.timeout,
-        ) {
+        match claim.read_c2h(params.channel, slot.card_addr, len, params.timeout) {
             Ok(t) => {
                 let t_done = now_ns();
                 Counters::bump(&c.frames_captured);
                 c.bytes_captured.fetch_add(t.bytes, Ordering::Relaxed);
-                chains.update(&ring.card, c, false);
-                match header_seq(&ring, claim.index, len) {
+                chains.update(ring.card(), c, false);
+                match claim.header(len).map(|h| h.seq) {
                     Some(seq) if seq > slot.seq => {
                         // The card wrote a later frame into the slot before (or while)
                         // the C2H read it: overrun.
-                        queue.abandon(claim.index);
+                        claim.abandon();
                         Counters::bump(&c.frames_overrun);
                         continue;
                     }
                     Some(seq) if seq < slot.seq => {
-                        queue.abandon(claim.index);
+                        claim.abandon();
                         Counters::bump(&c.sequence_errors);
                         log_error(
                             "frame check",
@@ -151,25 +143,22 @@ pub(crate) fn run(
                     // The frame, or a header the inference thread rejects and counts.
                     _ => {}
                 }
-                queue.publish(
-                    claim.index,
-                    FrameMeta {
-                        seq: slot.seq,
-                        bytes: t.bytes,
-                        t_arrived,
-                        t_submit,
-                        t_done,
-                    },
-                );
+                claim.publish(FrameMeta {
+                    seq: slot.seq,
+                    bytes: t.bytes,
+                    t_arrived,
+                    t_submit,
+                    t_done,
+                });
             }
             Err(e) => {
-                queue.abandon(claim.index);
+                claim.abandon();
                 Counters::bump(&c.transfer_errors);
                 log_error("C2H transfer", &e);
             }
         }
     }
-    chains.update(&ring.card, c, true);
+    chains.update(ring.card(), c, true);
 }
 
 /// How many bytes to read for a frame of `len` bytes at `card_addr` into an entry last
@@ -182,22 +171,6 @@ fn read_len(last: Option<(u64, u64)>, card_addr: u64, len: u64) -> u64 {
         Some((addr, read)) if addr == card_addr => read.max(len),
         _ => len,
     }
-}
-
-/// The sequence number in the header of the frame just DMA'd into ring entry `index`
-/// (`len` bytes), or `None` when the header does not parse (the inference thread then
-/// rejects the frame and counts it). One 64-byte read: a memory copy for host memory, a
-/// device-to-host copy for CUDA device memory.
-fn header_seq(ring: &Ring, index: usize, len: u64) -> Option<u64> {
-    let mut hdr = [0u8; fpgagdr::frame::HEADER_LEN];
-    #[allow(unsafe_code)]
-    // SAFETY: entry `index` is Filling, claimed by this thread, whose C2H into it has
-    // returned; no other C2H into it starts until this thread publishes or abandons it.
-    let read = unsafe { ring.buffers[index].copy_to_host(0, &mut hdr) };
-    read.ok()?;
-    fpgagdr::FrameHeader::parse(&hdr, len as usize)
-        .ok()
-        .map(|h| h.seq)
 }
 
 /// How often the chain cache's counters are read from the card (one `GET_STATUS` on
@@ -247,38 +220,31 @@ impl ChainCount {
 /// inference stage runs on a ring that is always full. Counts only the first fills as
 /// captured.
 pub(crate) fn recycle(
-    ring: Arc<Ring>,
+    ring: Arc<FrameRing>,
     mut trigger: Box<dyn FrameTrigger>,
     params: CaptureParams,
     shared: Arc<Shared>,
     stop: Arc<AtomicBool>,
 ) {
-    let queue = &ring.queue;
-    queue.register_producer();
+    ring.register_producer();
     let c = &shared.counters;
     // Bytes of the frame in each entry; 0 = not filled yet.
-    let mut lens = vec![0u64; ring.buffers.len()];
+    let mut lens = vec![0u64; ring.len()];
     let mut seq = 0u64;
-    // The entries in turn, slot by slot (the queue hands out an entry of a given card
+    // The entries in turn, slot by slot (the ring hands out an entry of a given card
     // slot); the inference thread releases them in the same order.
     let mut turn = 0usize;
     while !stop.load(Ordering::Relaxed) {
         shared.beats.beat(Thread::Capture);
-        let Some(claim) = queue.claim(turn, &stop) else {
+        let Some(claim) = ring.claim(turn, &stop) else {
             break;
         };
         turn = turn.wrapping_add(1);
-        let index = claim.index;
+        let index = claim.index();
         let t_submit = now_ns();
         if lens[index] == 0 {
             let filled = trigger.wait_frame(params.timeout).and_then(|slot| {
-                ring.card.read_c2h(
-                    params.channel,
-                    &ring.buffers[index],
-                    slot.card_addr,
-                    slot.len,
-                    params.timeout,
-                )
+                claim.read_c2h(params.channel, slot.card_addr, slot.len, params.timeout)
             });
             match filled {
                 Ok(t) => {
@@ -287,7 +253,7 @@ pub(crate) fn recycle(
                     lens[index] = t.bytes;
                 }
                 Err(e) => {
-                    queue.abandon(index);
+                    claim.abandon();
                     shared.fail(format!("filling the frame ring: {e}"));
                     stop.store(true, Ordering::Relaxed);
                     return;
@@ -295,16 +261,13 @@ pub(crate) fn recycle(
             }
         }
         seq += 1;
-        queue.publish(
-            index,
-            FrameMeta {
-                seq,
-                bytes: lens[index],
-                // No frame-done interrupt: the frame is "there" when its entry is.
-                t_arrived: t_submit,
-                t_submit,
-                t_done: now_ns(),
-            },
-        );
+        claim.publish(FrameMeta {
+            seq,
+            bytes: lens[index],
+            // No frame-done interrupt: the frame is "there" when its entry is.
+            t_arrived: t_submit,
+            t_submit,
+            t_done: now_ns(),
+        });
     }
 }

@@ -8,9 +8,10 @@
 //! Next hop: `metrics.rs` (histograms and the latest result, published every
 //! [`PUBLISH_EVERY`] for the frame board).
 //! An entry preprocessed on the CPU is released as soon as its tensor is built, before
-//! the model runs (so capture gets it back one model-run earlier than DESIGN §3's
-//! sketch); one read by the GPU kernels stays taken until the batch's results are in
-//! (the ring holds twice the batch, so capture fills the other half meanwhile).
+//! the model runs (capture gets it back one model run earlier); one read by the GPU
+//! kernels stays taken until the batch's results are in (the ring holds twice the batch,
+//! so capture fills the other half meanwhile). Entries are held and read only through
+//! the ring's tokens (`fpgagdr::ring`), so this thread holds no `unsafe`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,11 +19,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use fpgagdr::frame::FrameHeader;
+use fpgagdr::ring::Held;
+use fpgagdr::{FrameMeta, FrameRing};
 
-use fpgagdr_infer::{Classification, FramePrep, Model, PrepError, Pushed, TOP_K};
+use fpgagdr_infer::{Classification, FramePrep, Model, PrepError, RingPrep, TOP_K};
 
-use super::queue::FrameMeta;
-use super::ring::Ring;
 use super::shared::{Shared, Thread, now_ns};
 use crate::metrics::{Counters, FrameInfo, FrameResult, Published, STAGES, Stage, StageRecorder};
 use crate::results::{RawResult, Tap};
@@ -52,26 +53,29 @@ struct Latest {
 }
 
 /// A frame of the batch being built.
-#[derive(Debug, Clone, Copy)]
-struct Taken {
+#[derive(Debug)]
+struct Taken<'r> {
     index: usize,
     meta: FrameMeta,
     t_take: u64,
-    /// Its entry stays taken until the batch is done.
-    pending: bool,
+    /// Its entry, while this thread keeps it (to copy a frame that matches an alert
+    /// rule once its result is known); `None` once released, or while the batch reads
+    /// it.
+    held: Option<Held<'r>>,
 }
 
 pub(crate) fn run(
-    ring: Arc<Ring>,
+    ring: Arc<FrameRing>,
     mut model: Model,
-    mut prep: FramePrep,
+    prep: FramePrep,
     params: InferParams,
     tap: Option<Tap>,
     shared: Arc<Shared>,
     stop: Arc<AtomicBool>,
 ) {
-    let queue = &ring.queue;
-    queue.register_consumer();
+    let ring: &FrameRing = &ring;
+    ring.register_consumer();
+    let mut prep = RingPrep::new(prep);
     let c = &shared.counters;
     let mut recorder = StageRecorder::default();
     let mut latest: Option<Latest> = None;
@@ -83,6 +87,8 @@ pub(crate) fn run(
     // copied before it is let go.
     let keep_frames = tap.as_ref().is_some_and(Tap::keeps_frames);
     let mut batch: Vec<Taken> = Vec::with_capacity(max_batch);
+    // The entries the batch read, handed back by `finish`.
+    let mut back: Vec<Held> = Vec::with_capacity(max_batch);
     // Frames and model runs since the last publish (the batch size in use).
     let (mut window_frames, mut window_batches) = (0u64, 0u64);
     let fail = |why: String| {
@@ -97,7 +103,7 @@ pub(crate) fn run(
             publish(&shared, &model, &mut recorder, latest);
             next_publish += PUBLISH_EVERY;
         }
-        let Some(first) = queue.take(&stop, PUBLISH_EVERY) else {
+        let Some(first) = ring.take(&stop, PUBLISH_EVERY) else {
             if stop.load(Ordering::Relaxed) {
                 break;
             }
@@ -107,47 +113,31 @@ pub(crate) fn run(
         // until the deadline.
         let deadline = Instant::now() + params.batch_wait;
         let mut next = Some(first);
-        while let Some((index, meta)) = next {
+        while let Some(held) = next {
+            let (index, meta) = (held.index(), held.meta());
             let t_take = now_ns();
             if Instant::now() >= next_copy {
                 next_copy = Instant::now() + FRAME_COPY_EVERY;
-                copy_frame(&ring, index, meta.bytes, &shared);
+                copy_frame(&held, meta.bytes, &shared);
             }
-            // SAFETY: entry `index` is InUse: capture claims only Free entries, or under
-            // drop-oldest a Ready one, never an InUse one. It is released below only
-            // after `push` returned `Read` (the CPU read it and built the tensor in its
-            // own buffer), or, when `push` returned `Pending` or frames are kept, after
-            // `finish` returned.
-            #[allow(unsafe_code)]
-            let pushed = unsafe {
-                prep.push(
-                    &ring.buffers[index],
-                    meta.bytes as usize,
-                    params.verify_checksum,
-                )
-            };
-            match pushed {
-                Ok(p) => {
-                    let hold = p == Pushed::Pending || keep_frames;
-                    if !hold {
-                        queue.release(index);
-                    }
+            match prep.push(held, params.verify_checksum) {
+                Ok(read) => {
+                    // Read at once (the CPU path): the entry goes back now, unless its
+                    // frame may be kept.
+                    let held = read.filter(|_| keep_frames);
                     batch.push(Taken {
                         index,
                         meta,
                         t_take,
-                        pending: hold,
+                        held,
                     });
                 }
-                Err(PrepError::Frame(e)) => {
-                    queue.release(index);
+                Err((PrepError::Frame(e), _)) => {
                     Counters::bump(&c.checksum_errors);
                     Counters::bump(&c.frames_dropped);
                     tracing::debug!("frame {} rejected: {e}", meta.seq);
                 }
-                Err(e) => {
-                    queue.release(index);
-                    release_pending(&ring, &mut batch);
+                Err((e, _)) => {
                     fail(format!("frame preprocessing: {e}"));
                     break 'frames;
                 }
@@ -155,15 +145,24 @@ pub(crate) fn run(
             if batch.len() >= max_batch {
                 break;
             }
-            next = queue.take(&stop, deadline.saturating_duration_since(Instant::now()));
+            next = ring.take(&stop, deadline.saturating_duration_since(Instant::now()));
         }
         if batch.is_empty() {
             continue;
         }
-        let finished = prep.finish(&mut model, params.verify_checksum);
+        let finished = prep.finish(&mut model, params.verify_checksum, &mut back);
         let t_inf = now_ns();
-        if !keep_frames || finished.is_err() {
-            release_pending(&ring, &mut batch);
+        if keep_frames {
+            for h in back.drain(..) {
+                if let Some(t) = batch
+                    .iter_mut()
+                    .find(|t| t.index == h.index() && t.held.is_none())
+                {
+                    t.held = Some(h);
+                }
+            }
+        } else {
+            back.clear();
         }
         let (outcomes, times) = match finished {
             Ok(v) => v,
@@ -223,14 +222,10 @@ pub(crate) fn run(
                     d2h: out.d2h_ns.is_some(),
                     alerts: tap.matches(&out.top),
                 };
-                if r.alerts != 0 && taken.pending {
-                    tap.keep_frame(&r, |copy| {
-                        #[allow(unsafe_code)]
-                        // SAFETY: the entry is still InUse (kept taken for this, released
-                        // below by `release_pending`): no C2H into it runs meanwhile.
-                        let read = unsafe { ring.buffers[taken.index].copy_to_host(0, copy) };
-                        read.is_ok()
-                    });
+                if r.alerts != 0
+                    && let Some(held) = &taken.held
+                {
+                    tap.keep_frame(&r, |copy| held.copy_to_host(0, copy).is_ok());
                 }
                 tap.send(r);
             }
@@ -242,20 +237,17 @@ pub(crate) fn run(
                 stages,
             });
         }
-        release_pending(&ring, &mut batch);
+        // Every entry of the batch goes back.
         batch.clear();
     }
     publish(&shared, &model, &mut recorder, latest);
 }
 
-/// Copies entry `index` (`bytes` long) for the frame view; a failed copy is skipped.
-fn copy_frame(ring: &Ring, index: usize, bytes: u64, shared: &Shared) {
+/// Copies the frame in `held` (`bytes` long) for the frame view; a failed copy is
+/// skipped.
+fn copy_frame(held: &Held, bytes: u64, shared: &Shared) {
     let mut copy = vec![0u8; bytes as usize];
-    #[allow(unsafe_code)]
-    // SAFETY: entry `index` is InUse, handed to this thread by the queue and not yet
-    // pushed or released: no C2H into it runs until this thread releases it.
-    let read = unsafe { ring.buffers[index].copy_to_host(0, &mut copy) };
-    if read.is_ok() {
+    if held.copy_to_host(0, &mut copy).is_ok() {
         *shared.frame_copy.lock().expect("frame copy poisoned") = Some(Arc::new(copy));
     }
 }
@@ -266,14 +258,6 @@ fn unix_ns() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0)
-}
-
-/// Releases the entries of the batch that the GPU path kept taken.
-fn release_pending(ring: &Ring, batch: &mut [Taken]) {
-    for t in batch.iter_mut().filter(|t| t.pending) {
-        ring.queue.release(t.index);
-        t.pending = false;
-    }
 }
 
 fn publish(shared: &Shared, model: &Model, recorder: &mut StageRecorder, latest: Option<Latest>) {

@@ -1,17 +1,15 @@
-//! The frame path of DESIGN §3: a capture thread and an inference thread around a frame
-//! ring pinned once at start.
+//! The frame path: a capture thread and an inference thread around a frame ring pinned
+//! once at start (`docs/architecture.md`, "Follow one frame").
 //!
 //! Owns: [`prepare`] (config → card, frame trigger, model, pinned ring: everything that
 //! can fail, done before anything running is touched), [`Supervisor`] (start, stop,
 //! state), [`Shared`] (what the threads publish). Must not: run async code; the
 //! threads are plain named `std::thread`s.
-//! Neighbours: `capture.rs` → `queue.rs` → `infer.rs` (which drives `fpgagdr-infer`),
-//! `ring.rs` and `shared.rs` below them; `config.rs` gives the settings.
+//! Neighbours: `capture.rs` → the ring (`fpgagdr::FrameRing`) → `infer.rs` (which drives
+//! `fpgagdr-infer`), `shared.rs` below them; `config` gives the settings.
 
 mod capture;
 mod infer;
-pub mod queue;
-mod ring;
 mod shared;
 
 use std::sync::Arc;
@@ -20,16 +18,14 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use fpgagdr::{
-    Card, CardStatus, DmaMemory, FrameTrigger, GpuFacts, MemoryKind, PinChoice, PinMethod, PinPlan,
-    frame_ring_kind, plan_pin,
+    CardStatus, DmaMemory, FrameRing, FrameTrigger, GpuFacts, MemoryKind, PinChoice, PinMethod,
+    PinPlan, frame_ring_kind, plan_pin,
 };
 use fpgagdr_infer::{FramePrep, Model, ModelError, ModelOptions, TensorRtOptions};
-use fpgagdr_sim::{Replay, SimCard, SimConfig, SimSensor, TestPattern};
 
-use crate::config::{CardChoice, Config, RingMemory, SourceKind};
+use crate::cards::{CardChoice, Opened};
+use crate::config::{Config, RingMemory, SourceKind, Unusable};
 use crate::files::{self, FileError, Kind, Named, Policy};
-use queue::FrameQueue;
-use ring::Ring;
 pub use shared::{BatchSize, Heartbeats, PipelineNow, Shared, State, Thread, now_ns};
 
 /// Largest frame memory accepted, bytes (1 GiB): the ring (pinned) and the decoded
@@ -179,7 +175,7 @@ pub fn ring_entries(wanted: usize, slots: usize) -> usize {
 
 /// Everything a pipeline needs, built and checked before anything running is touched.
 pub struct Prepared {
-    ring: Ring,
+    ring: FrameRing,
     trigger: Box<dyn FrameTrigger>,
     model: Model,
     prep: FramePrep,
@@ -204,18 +200,11 @@ impl Prepared {
 }
 
 /// Why a pipeline could not be prepared; `field` names the config field at fault.
-#[derive(Debug, thiserror::Error)]
-#[error("{message}")]
-pub struct PrepareError {
-    /// JSON pointer of the config field at fault (e.g. `/model/path`), if one is.
-    pub field: Option<&'static str>,
-    /// The rule and what broke it.
-    pub message: String,
-}
+pub type PrepareError = Unusable;
 
 fn fail(field: Option<&'static str>, e: impl std::fmt::Display) -> PrepareError {
     PrepareError {
-        field,
+        field: field.map(Into::into),
         message: e.to_string(),
     }
 }
@@ -325,7 +314,7 @@ pub fn prepare(
     let (plan, _, _) = ring_memory(
         config.ring.memory,
         config.card.pin_method,
-        matches!(card_choice, CardChoice::Sim),
+        card_choice.backend().simulated,
     )?;
     let kind = plan.memory;
     let stream = match kind {
@@ -374,59 +363,18 @@ pub fn prepare(
         fail(Some(field), e)
     })?;
     drop((model_bytes, labels_bytes));
-    let (card, trigger, decoded): (Card, Box<dyn FrameTrigger>, u64) = match card_choice {
-        CardChoice::Sim => {
-            let sim = Arc::new(SimCard::new(SimConfig {
-                preset: config.card.sim_link,
-                ..SimConfig::default()
-            }));
-            let align = sim_alignment(&sim);
-            let (source, decoded): (Box<dyn fpgagdr_sim::FrameSource>, u64) =
-                match (config.source.kind, loaded.frames) {
-                    (SourceKind::Replay, Some((named, files))) => {
-                        let plan = Replay::plan(named.shown.clone(), files)
-                            .map_err(|e| fail(Some("/source/path"), e))?;
-                        // The memory rule before anything is decoded (the ring as it will
-                        // be: k x the sensor's frame slots).
-                        let entries =
-                            ring_entries(config.ring.entries, fpgagdr_sim::SENSOR_SLOTS as usize);
-                        let (entry_len, ring) = ring_bytes(entries, plan.max_frame_len(), align);
-                        memory_rule(entries, entry_len, ring, plan.decoded_bytes())?;
-                        let replay = plan.decode().map_err(|e| fail(Some("/source/path"), e))?;
-                        let decoded = replay.decoded_bytes();
-                        (Box::new(replay), decoded)
-                    }
-                    _ => (
-                        Box::new(
-                            TestPattern::new(
-                                config.source.format,
-                                config.source.width,
-                                config.source.height,
-                            )
-                            .map_err(|e| fail(Some("/source/width"), e))?,
-                        ),
-                        0,
-                    ),
-                };
-            let sensor = SimSensor::new(sim.clone(), source, config.source.fps, 0)
-                .map_err(|e| fail(Some("/source"), e))?;
-            (Card::from_backend(sim), Box::new(sensor), decoded)
-        }
-        CardChoice::Device(path) => {
-            let card = Card::open_path(path).map_err(|e| fail(None, e))?;
-            let trigger = card.frame_trigger().map_err(|e| {
-                fail(
-                    None,
-                    format!(
-                        "rule frame-trigger: {} opened, but its frame trigger is not available: {e}",
-                        card.status().name
-                    ),
-                )
-            })?;
-            // The card's own frames: nothing is decoded on the host.
-            (card, trigger, 0)
-        }
+    // The memory rule before a simulated card decodes its replay frames (the ring as it
+    // will be: k x the card's frame slots).
+    let rule = |slots: usize, max_frame_len: usize, align: usize, decoded: u64| {
+        let entries = ring_entries(config.ring.entries, slots);
+        let (entry_len, ring) = ring_bytes(entries, max_frame_len, align);
+        memory_rule(entries, entry_len, ring, decoded)
     };
+    let Opened {
+        card,
+        trigger,
+        decoded,
+    } = card_choice.open(config, loaded.frames, &rule)?;
     let status = card.status().clone();
     if config.card.channel >= status.c2h_channels {
         return Err(fail(
@@ -485,11 +433,7 @@ pub fn prepare(
         info.preprocess
     );
     Ok(Prepared {
-        ring: Ring {
-            card,
-            buffers,
-            queue: FrameQueue::new(entries, slots, config.ring.when_full),
-        },
+        ring: FrameRing::new(card, buffers, slots, config.ring.when_full),
         trigger,
         model,
         prep,
@@ -512,12 +456,6 @@ enum Feed {
     Capture,
     /// Each entry filled once, then handed back as it is (the inference stage alone).
     Recycle,
-}
-
-/// The simulated card's pin alignment, bytes.
-fn sim_alignment(sim: &Arc<SimCard>) -> usize {
-    use fpgagdr::Backend;
-    sim.status().alignment as usize
 }
 
 struct Running {
@@ -693,8 +631,8 @@ impl Supervisor {
                 panicked |= t.join().is_err();
             }
             // The threads dropped the model, the frames and the ring: give the freed
-            // heap back (heap.rs says why).
-            crate::heap::release_freed();
+            // heap back (fpgagdr::heap says why).
+            fpgagdr::heap::release_freed();
         }
         // The latency window describes a running pipeline; the latest result stays.
         self.shared

@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::board::{PipelineReading, Source};
 use crate::metrics::{Counters, Published, Totals};
 use crate::results::Outlet;
 use std::sync::Arc;
@@ -266,6 +267,20 @@ impl Shared {
             generation,
             running: (state == State::Running && started > 0)
                 .then(|| Duration::from_nanos(now_ns().saturating_sub(started))),
+        }
+    }
+}
+
+/// The frame board reads the pipeline through this: a few atomics and one short lock.
+impl Source for Shared {
+    fn read(&self) -> PipelineReading {
+        let now = self.pipeline();
+        PipelineReading {
+            generation: now.generation,
+            state: now.state.as_str(),
+            running: now.running,
+            counters: self.counters.read(),
+            published: self.published.lock().expect("published poisoned").clone(),
         }
     }
 }

@@ -1,30 +1,30 @@
-//! The results room (issue 20): every frame's result, delivered.
+//! The results room: every frame's result, delivered to every output.
 //!
 //! Owns: the room's thread (`fpgagdr-results`), which receives every result the
 //! inference thread hands over through [`Outlet`] (bounded, never waited on), gives it
-//! its labels and its JSON form ([`ResultRecord`], payload schema version
-//! [`SCHEMA_VERSION`], `docs/api.md` "Results out"), and fans it out: the on-disk log
-//! (`log.rs`), the per-frame stream (a bounded broadcast the HTTP side subscribes to),
-//! and MQTT (`mqtt.rs`). A result that matched an alert rule (`alerts.rs`, checked by
-//! the inference thread through its tap) is marked in that JSON and also becomes one
-//! alert per rule: an `alert` event on the stream, a message on MQTT's alert topic, a
-//! count per rule; its frame goes to the frame keeper (`keep.rs`) when that is on.
-//! [`Results`] is the handle the HTTP side holds: status, the stream, the kept
-//! frames, reconfiguring MQTT and the alerts.
+//! its labels and its JSON form once ([`ResultRecord`], payload schema version
+//! [`SCHEMA_VERSION`], `docs/api.md` "Results out"), and hands both to every output:
+//! the list of [`Sink`]s (`sink.rs`; the results log, the per-frame stream and MQTT in
+//! `sinks/`). A result that matched an alert rule (`alerts.rs`, checked by the inference
+//! thread through its tap) is marked in that JSON and also becomes one alert per rule,
+//! counted per rule and handed to every sink; its frame goes to the frame keeper
+//! (`keep.rs`) when that is on. Rules on a condition (`conditions.rs`) are fed the
+//! frame board's snapshots ([`Results::observe_board`]). [`Results`] is the handle the
+//! rest holds: status (`status.rs`), the stream, the log, the kept frames, and
+//! reconfiguring the outputs and the alerts.
 //! Must not: sit on the frame path (the pipeline only ever calls [`Tap::send`]), or read
 //! the pipeline's state (it receives; it never looks).
-//! Neighbours: `pipeline/infer.rs` sends; `api/results.rs` reads the log and the stream;
-//! `config.rs` gives `outputs.mqtt` and `outputs.alerts`.
 
 pub mod alerts;
 pub mod conditions;
 pub mod image;
 pub mod keep;
-pub mod log;
-pub mod mqtt;
 pub mod outlet;
 pub mod raw;
 pub mod record;
+pub mod sink;
+pub mod sinks;
+pub mod status;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -33,10 +33,10 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
-use crate::config::{AlertsConfig, MqttConfig};
+use crate::board::Snapshot;
+use crate::config::{AlertsConfig, OutputsConfig};
 use crate::files::Policy;
+use crate::metrics::{Stage, Totals};
 pub use conditions::Reading;
 pub use keep::{KeepStatus, KeptFrame};
 pub use outlet::{Outlet, Tap};
@@ -44,10 +44,9 @@ pub use raw::{RawResult, RunInfo};
 pub use record::{
     AlertRecord, ConditionAlertRecord, RecordFrame, ResultRecord, SCHEMA_VERSION, TopClass,
 };
-
-/// Results the per-frame stream keeps for a slow client before that client starts
-/// losing results (counted for it: its `dropped` events).
-pub const STREAM_BACKLOG: usize = 1024;
+pub use sink::Sink;
+pub use sinks::stream::StreamItem;
+pub use status::{AlertsStatus, LogStatus, MqttStatus, OutputsStatus, ResultDrops};
 
 /// The log is flushed at least this often (a crash loses at most this much).
 pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
@@ -56,75 +55,6 @@ pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
 #[derive(Debug, Default)]
 struct RoomCounters {
     received: AtomicU64,
-    logged: AtomicU64,
-    log_errors: AtomicU64,
-    stream_dropped: AtomicU64,
-}
-
-/// Results dropped, by reason (`/metrics` labels them the same way).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-pub struct ResultDrops {
-    /// The channel from the pipeline to the room was full.
-    pub room_full: u64,
-    /// MQTT: the broker was away (QoS 0 results are not kept for it).
-    pub mqtt_offline: u64,
-    /// MQTT: the publish queue (`outputs.mqtt.queue`) was full.
-    pub mqtt_queue_full: u64,
-    /// Per-frame stream: results a slow client missed (all clients together).
-    pub stream_slow_client: u64,
-}
-
-/// The results log's state.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct LogStatus {
-    /// Results written.
-    pub written: u64,
-    /// Writes that failed (the last one's error is `last_error`).
-    pub errors: u64,
-    /// Bytes on disk now (all files).
-    pub bytes: u64,
-    /// Files on disk now.
-    pub files: u64,
-    /// The cap on `bytes` (`--results-log-max-bytes`).
-    pub max_bytes: u64,
-    /// The last write error, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_error: Option<String>,
-}
-
-/// The alerts' state (`outputs.alerts` in `GET /api/v1/status`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct AlertsStatus {
-    /// Alerts since the service started, by rule name (a rule since removed keeps its
-    /// count; a rule configured now and not yet fired shows 0).
-    pub fired: BTreeMap<String, u64>,
-    /// The condition rules (`drop_rate`, `e2e_p99`, `temperature`, `power`) firing now:
-    /// fired and not yet cleared.
-    pub firing: Vec<String>,
-    /// The kept frames.
-    pub frames: KeepStatus,
-}
-
-/// One item of the per-frame stream: the SSE event name and its JSON.
-pub type StreamItem = (&'static str, Arc<str>);
-
-/// What the results room reports (`outputs` in `GET /api/v1/status`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct OutputsStatus {
-    /// Payload schema version.
-    pub schema_version: u32,
-    /// Results the pipeline handed to the room.
-    pub results: u64,
-    /// Results dropped, by reason.
-    pub dropped: ResultDrops,
-    /// The results log.
-    pub log: LogStatus,
-    /// MQTT.
-    pub mqtt: mqtt::MqttStatus,
-    /// Clients of `GET /api/v1/results/stream` now.
-    pub stream_clients: u64,
-    /// Alerts.
-    pub alerts: AlertsStatus,
 }
 
 /// Where and how large the results log is.
@@ -141,17 +71,15 @@ pub struct LogSettings {
 struct Inner {
     outlet: Arc<Outlet>,
     counters: RoomCounters,
-    stream: tokio::sync::broadcast::Sender<StreamItem>,
     keeper: keep::Keeper,
     fired: Mutex<BTreeMap<String, u64>>,
-    /// The condition rules and their state (evaluated on the board's readings).
+    /// The condition rules and their state (evaluated on the board's snapshots).
     conditions: Mutex<conditions::Conditions>,
-    mqtt: Mutex<Option<mqtt::Publisher>>,
-    mqtt_config: Mutex<MqttConfig>,
-    /// Where `outputs.mqtt.ca_file` may lie, and how it is read.
-    files: Arc<Policy>,
-    log: Mutex<LogStatus>,
-    log_dir: PathBuf,
+    /// Every output, in the order they are handed each result.
+    sinks: Vec<Arc<dyn Sink>>,
+    /// The two outputs the HTTP side reads from: the log (paged) and the stream.
+    log: Arc<sinks::log::LogSink>,
+    stream: Arc<sinks::stream::StreamSink>,
 }
 
 /// The handle on the results room (cheap to clone).
@@ -163,72 +91,72 @@ pub struct Results {
 impl std::fmt::Debug for Results {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Results")
-            .field("log_dir", &self.inner.log_dir)
+            .field("log_dir", &self.inner.log.dir())
             .finish_non_exhaustive()
     }
 }
 
 impl Results {
     /// Connects to `outlet`, opens the log and the kept frames, and starts the room's
-    /// thread, publishing to MQTT as `mqtt` says (its CA file confined and read as
-    /// `files` says) and checking results against `alerts`. Errors: the log's or the
-    /// frames' directory cannot be made or read.
+    /// thread with its outputs: the results log, the per-frame stream and MQTT (off
+    /// until [`Results::configure`]; its CA file confined and read as `files` says).
+    /// Errors: the log's or the frames' directory cannot be made or read.
     pub fn start(
         outlet: Arc<Outlet>,
         log: LogSettings,
-        mqtt: &MqttConfig,
-        alerts: &AlertsConfig,
         files: Arc<Policy>,
     ) -> std::io::Result<Results> {
-        let writer = log::LogWriter::open(&log.dir, log.max_bytes)?;
+        Results::start_with(outlet, log, files, Vec::new())
+    }
+
+    /// As [`Results::start`], with `more` outputs after the service's own.
+    fn start_with(
+        outlet: Arc<Outlet>,
+        log: LogSettings,
+        files: Arc<Policy>,
+        more: Vec<Arc<dyn Sink>>,
+    ) -> std::io::Result<Results> {
+        let log_sink = Arc::new(sinks::log::LogSink::open(&log.dir, log.max_bytes)?);
+        let stream = Arc::new(sinks::stream::StreamSink::default());
+        let mqtt = Arc::new(sinks::mqtt::MqttSink::new(files.roots.clone()));
+        // Every output of every result; a new one is one more line here.
+        let mut sinks: Vec<Arc<dyn Sink>> = vec![log_sink.clone(), stream.clone(), mqtt];
+        sinks.extend(more);
         let keeper = keep::Keeper::start(log.frames_dir.clone())?;
-        let (stream, _) = tokio::sync::broadcast::channel(STREAM_BACKLOG);
         let rx = outlet.connect();
         let results = Results {
             inner: Arc::new(Inner {
                 outlet,
                 counters: RoomCounters::default(),
-                stream,
                 keeper,
                 fired: Mutex::default(),
                 conditions: Mutex::default(),
-                mqtt: Mutex::new(None),
-                mqtt_config: Mutex::new(MqttConfig::default()),
-                files,
-                log: Mutex::new(LogStatus {
-                    max_bytes: log.max_bytes,
-                    ..LogStatus::default()
-                }),
-                log_dir: log.dir,
+                sinks,
+                log: log_sink,
+                stream,
             }),
         };
-        results.configure_mqtt(mqtt);
-        results.configure_alerts(alerts);
         let room = results.clone();
         std::thread::Builder::new()
             .name("fpgagdr-results".into())
-            .spawn(move || room.run(rx, writer))?;
+            .spawn(move || room.run(rx))?;
         Ok(results)
     }
 
-    /// Applies `outputs.mqtt`: a changed setting replaces the client (the old one
-    /// says `offline` on its status topic and disconnects); an unchanged one is left.
-    pub fn configure_mqtt(&self, config: &MqttConfig) {
-        let mut current = self.inner.mqtt_config.lock().expect("mqtt config poisoned");
-        let mut publisher = self.inner.mqtt.lock().expect("mqtt poisoned");
-        if *current == *config && (publisher.is_some() || !config.enabled) {
-            return;
+    /// Applies `outputs`: every sink takes its part (a changed MQTT setting replaces
+    /// the client; the old one says `offline` and disconnects), and the alerts
+    /// ([`Results::configure_alerts`]).
+    pub fn configure(&self, outputs: &OutputsConfig) {
+        self.configure_alerts(&outputs.alerts);
+        self.configure_sinks(outputs);
+    }
+
+    /// Applies `outputs` to the sinks alone (a change of the outputs that leaves the
+    /// alert rules as they are, applied while a pipeline runs).
+    pub fn configure_sinks(&self, outputs: &OutputsConfig) {
+        for s in &self.inner.sinks {
+            s.reconfigure(outputs);
         }
-        if let Some(old) = publisher.take() {
-            old.shut_down();
-        }
-        if config.enabled {
-            *publisher = Some(mqtt::Publisher::start(
-                config.clone(),
-                &self.inner.files.roots,
-            ));
-        }
-        *current = config.clone();
     }
 
     /// Applies `outputs.alerts`: the rules and the frame keeper the next pipeline run
@@ -253,9 +181,9 @@ impl Results {
         &self.inner.keeper
     }
 
-    /// Where the log lies.
+    /// Where the log lies (`sinks::log::read` pages it).
     pub fn log_dir(&self) -> &std::path::Path {
-        &self.inner.log_dir
+        self.inner.log.dir()
     }
 
     /// A receiver of every result's JSON (`result`) and every alert (`alert`) from now
@@ -266,38 +194,18 @@ impl Results {
 
     /// Counts `n` results a slow stream client missed.
     pub fn stream_dropped(&self, n: u64) {
-        self.inner
-            .counters
-            .stream_dropped
-            .fetch_add(n, Ordering::Relaxed);
+        self.inner.stream.missed(n);
     }
 
-    /// The room's state now.
+    /// The room's state now, with every sink's.
     pub fn status(&self) -> OutputsStatus {
-        let c = &self.inner.counters;
-        let mqtt = self
-            .inner
-            .mqtt
-            .lock()
-            .expect("mqtt poisoned")
-            .as_ref()
-            .map(mqtt::Publisher::status)
-            .unwrap_or_default();
-        let mut log = self.inner.log.lock().expect("log status poisoned").clone();
-        log.written = c.logged.load(Ordering::Relaxed);
-        log.errors = c.log_errors.load(Ordering::Relaxed);
-        OutputsStatus {
+        let mut status = OutputsStatus {
             schema_version: SCHEMA_VERSION,
-            results: c.received.load(Ordering::Relaxed),
+            results: self.inner.counters.received.load(Ordering::Relaxed),
             dropped: ResultDrops {
                 room_full: self.inner.outlet.drops.room_full.load(Ordering::Relaxed),
-                mqtt_offline: mqtt.dropped_offline,
-                mqtt_queue_full: mqtt.dropped_queue_full,
-                stream_slow_client: c.stream_dropped.load(Ordering::Relaxed),
+                ..ResultDrops::default()
             },
-            log,
-            stream_clients: self.inner.stream.receiver_count() as u64,
-            mqtt,
             alerts: AlertsStatus {
                 fired: self.inner.fired.lock().expect("fired poisoned").clone(),
                 firing: self
@@ -308,12 +216,17 @@ impl Results {
                     .firing(),
                 frames: self.inner.keeper.status(),
             },
+            ..OutputsStatus::default()
+        };
+        for s in &self.inner.sinks {
+            s.status(&mut status);
         }
+        status
     }
 
-    /// The room's loop: receive, label, log, stream, publish; flush the log at least
-    /// every [`FLUSH_EVERY`]. Ends when the outlet is dropped.
-    fn run(self, rx: Receiver<outlet::Message>, mut writer: log::LogWriter) {
+    /// The room's loop: receive, label, hand to every sink; flush them at least every
+    /// [`FLUSH_EVERY`]. Ends when the outlet is dropped.
+    fn run(self, rx: Receiver<outlet::Message>) {
         let c = &self.inner.counters;
         let mut last_flush = Instant::now();
         loop {
@@ -324,53 +237,65 @@ impl Results {
                 Ok((run, raw)) => {
                     c.received.fetch_add(1, Ordering::Relaxed);
                     let record = ResultRecord::new(&run, &raw);
-                    let json = serde_json::to_string(&record).expect("record serialises");
-                    match writer.append(record.run, record.seq, &json) {
-                        Ok(()) => {
-                            c.logged.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Err(e) => self.log_failed(e),
-                    }
-                    let json: Arc<str> = json.into();
-                    // No receiver is not an error: nobody watches.
-                    let _ = self.inner.stream.send(("result", json.clone()));
-                    let mqtt = self.inner.mqtt.lock().expect("mqtt poisoned");
-                    if let Some(p) = mqtt.as_ref() {
-                        p.publish(json);
+                    let json: Arc<str> = serde_json::to_string(&record)
+                        .expect("record serialises")
+                        .into();
+                    for s in &self.inner.sinks {
+                        s.result(&record, &json);
                     }
                     if raw.alerts != 0 {
-                        self.alert(&run, raw.alerts, &record, mqtt.as_ref());
+                        self.alert(&run, raw.alerts, &record);
                     }
                 }
                 Err(RecvTimeoutError::Timeout) => idle = true,
                 Err(RecvTimeoutError::Disconnected) => break,
             }
             if idle || last_flush.elapsed() >= FLUSH_EVERY {
-                if let Err(e) = writer.flush() {
-                    self.log_failed(e);
+                for s in &self.inner.sinks {
+                    s.flush();
                 }
                 last_flush = Instant::now();
-                let (bytes, files) = writer.usage();
-                let mut s = self.inner.log.lock().expect("log status poisoned");
-                s.bytes = bytes;
-                s.files = files;
             }
         }
-        let _ = writer.flush();
+        for s in &self.inner.sinks {
+            s.flush();
+        }
     }
 
-    /// One alert per rule in `mask`: counted, on the stream, on MQTT's alert topic.
-    fn alert(
-        &self,
-        run: &RunInfo,
-        mask: u32,
-        record: &ResultRecord,
-        mqtt: Option<&mqtt::Publisher>,
-    ) {
+    /// One alert per rule in `mask`: counted, and handed to every sink.
+    fn alert(&self, run: &RunInfo, mask: u32, record: &ResultRecord) {
         for alert in AlertRecord::of(&run.rules, mask, record) {
             let json = serde_json::to_string(&alert).expect("alert serialises");
-            self.deliver(&alert.rule, true, json.into(), mqtt);
+            self.deliver(&alert.rule, true, json.into());
         }
+    }
+
+    /// Hands the frame board's snapshot to the condition rules (`drop_rate`, `e2e_p99`,
+    /// `temperature`, `power`): its counters, its telemetry sample, and `totals`' end-to-end
+    /// histogram (the pipeline's cumulative one). Never blocks on the network.
+    pub fn observe_board(&self, s: &Snapshot, totals: &Totals) {
+        let c = &s.counters;
+        // Every drop the pipeline counts: back-pressure and failed checks
+        // (frames_dropped), overruns and sequence errors at capture, and the frames the
+        // card completed that no event reported (missed, event-queue overflow: produced
+        // but never captured).
+        let dropped = c.frames_dropped
+            + c.frames_overrun
+            + c.sequence_errors
+            + c.frames_missed
+            + c.event_queue_overflows;
+        let produced = c.frames_captured + c.frames_missed + c.event_queue_overflows;
+        let e2e = Stage::ALL
+            .iter()
+            .position(|st| *st == Stage::EndToEnd)
+            .expect("end_to_end is a stage");
+        self.observe(&Reading {
+            at: Instant::now(),
+            dropped,
+            produced,
+            e2e: Some(&totals.stages[e2e]),
+            sample: s.sample.as_deref(),
+        });
     }
 
     /// Evaluates the condition rules (`conditions.rs`) on what the frame board read
@@ -392,7 +317,6 @@ impl Results {
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0);
         let card = self.inner.outlet.card();
-        let mqtt = self.inner.mqtt.lock().expect("mqtt poisoned");
         for change in &changes {
             let alert = ConditionAlertRecord::of(change, t, &card);
             tracing::info!(
@@ -404,13 +328,13 @@ impl Results {
                 alert.threshold
             );
             let json = serde_json::to_string(&alert).expect("alert serialises");
-            self.deliver(&alert.rule, change.firing, json.into(), mqtt.as_ref());
+            self.deliver(&alert.rule, change.firing, json.into());
         }
     }
 
-    /// The one path every alert takes: counted per rule (when `count`: a firing), a
-    /// message on MQTT's alert topic, an `alert` event on the results stream.
-    fn deliver(&self, rule: &str, count: bool, json: Arc<str>, mqtt: Option<&mqtt::Publisher>) {
+    /// The one path every alert takes: counted per rule (when `count`: a firing), then
+    /// handed to every sink (MQTT's alert topic, an `alert` event on the stream).
+    fn deliver(&self, rule: &str, count: bool, json: Arc<str>) {
         if count {
             *self
                 .inner
@@ -420,22 +344,105 @@ impl Results {
                 .entry(rule.to_string())
                 .or_insert(0) += 1;
         }
-        if let Some(p) = mqtt {
-            p.publish_alert(&json);
+        for s in &self.inner.sinks {
+            s.alert(&json);
         }
-        // No receiver is not an error: nobody watches.
-        let _ = self.inner.stream.send(("alert", json));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::STAGES;
+
+    /// An output of its own, as a new one would be: it counts what it is handed and
+    /// reports it in the status.
+    #[derive(Debug, Default)]
+    struct Counting {
+        results: AtomicU64,
+        alerts: AtomicU64,
+        reconfigured: AtomicU64,
     }
 
-    fn log_failed(&self, e: std::io::Error) {
-        let c = &self.inner.counters;
-        if c.log_errors.fetch_add(1, Ordering::Relaxed) == 0 {
-            tracing::warn!("results log: {e}");
+    impl Sink for Counting {
+        fn name(&self) -> &'static str {
+            "counting"
         }
-        self.inner
-            .log
-            .lock()
-            .expect("log status poisoned")
-            .last_error = Some(e.to_string());
+        fn result(&self, record: &ResultRecord, json: &Arc<str>) {
+            assert!(json.contains(&format!("\"seq\":{}", record.seq)), "{json}");
+            self.results.fetch_add(1, Ordering::Relaxed);
+        }
+        fn alert(&self, json: &Arc<str>) {
+            assert!(json.contains("\"rule\":\"cats\""), "{json}");
+            self.alerts.fetch_add(1, Ordering::Relaxed);
+        }
+        fn reconfigure(&self, _: &OutputsConfig) {
+            self.reconfigured.fetch_add(1, Ordering::Relaxed);
+        }
+        fn status(&self, status: &mut OutputsStatus) {
+            status.stream_clients += 100;
+        }
+    }
+
+    fn raw(seq: u64) -> RawResult {
+        RawResult {
+            seq,
+            arrived_unix_ns: 1,
+            result_unix_ns: 2,
+            width: 16,
+            height: 16,
+            format: "mono8",
+            bytes: 320,
+            checksum_checked: true,
+            top: [(0, 0.9), (1, 0.05), (2, 0.0), (3, 0.0), (4, 0.0)],
+            stages: [(Stage::EndToEnd, 1); STAGES],
+            d2h: false,
+            alerts: 0,
+        }
+    }
+
+    #[test]
+    fn a_sink_of_its_own_is_handed_every_result_and_alert_and_reports_in_the_status() {
+        let dir = tempfile::tempdir().unwrap();
+        let outlet = Arc::new(Outlet::default());
+        let counting = Arc::new(Counting::default());
+        let results = Results::start_with(
+            outlet.clone(),
+            LogSettings {
+                dir: dir.path().join("results"),
+                max_bytes: sinks::log::MIN_MAX_BYTES,
+                frames_dir: dir.path().join("frames"),
+            },
+            Arc::new(Policy::new(crate::files::Roots::new(dir.path(), &[], &[]))),
+            vec![counting.clone()],
+        )
+        .unwrap();
+        let outputs: OutputsConfig = serde_json::from_value(serde_json::json!({
+            "alerts": {"rules": {"cats": {"kind": "class", "classes": ["cat"], "min_score": 0.5}}}
+        }))
+        .unwrap();
+        results.configure(&outputs);
+        assert_eq!(counting.reconfigured.load(Ordering::Relaxed), 1);
+        let labels = ["cat", "dog", "car", "boat", "kite"]
+            .map(String::from)
+            .to_vec();
+        let tap = outlet
+            .tap(labels, "test".into(), 0)
+            .expect("the room is connected");
+        for seq in 0..3 {
+            let mut r = raw(seq);
+            r.alerts = tap.matches(&r.top);
+            tap.send(r);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while counting.results.load(Ordering::Relaxed) < 3 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(counting.results.load(Ordering::Relaxed), 3);
+        assert_eq!(counting.alerts.load(Ordering::Relaxed), 3, "one per result");
+        let status = results.status();
+        assert_eq!(status.results, 3);
+        assert_eq!(status.alerts.fired["cats"], 3);
+        assert!(status.stream_clients >= 100, "the sink wrote its part");
     }
 }

@@ -262,10 +262,16 @@ fn command_wrapped(wrapper: &[&str], config: &Path, log: &Path, token: Option<&s
 /// Runs the binary with a config file holding `text` and waits (bounded) for it to
 /// exit by itself; returns its exit status, stdout and stderr.
 pub(crate) fn run_to_exit(text: &str) -> (ExitStatus, String, String) {
+    run_to_exit_with(text, &[])
+}
+
+/// As [`run_to_exit`], with extra command-line arguments.
+pub(crate) fn run_to_exit_with(text: &str, args: &[&str]) -> (ExitStatus, String, String) {
     let dir = tempfile::tempdir().expect("temp dir");
     let (config, log) = (dir.path().join("config.json"), dir.path().join("log"));
     std::fs::write(&config, text).expect("write config");
     let mut child = command(&config, &log, Some(TOKEN))
+        .args(args)
         .spawn()
         .expect("spawn fpgagdrd");
     let patience = patience();

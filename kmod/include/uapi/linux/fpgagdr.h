@@ -83,6 +83,9 @@
  *                               the run
  *               PIN             the back-end or the DMA API failed to pin
  *                               or map the memory (the kernel log says how)
+ *               WAIT_FRAME      no event queued and the card reads all ones
+ *                               (gone from the bus, or its link down);
+ *                               capture resumes when it answers again
  *   ENXIO       WAIT_FRAME      the card does not speak the frame protocol
  *                               (FRAME_INFO's state says which rule failed:
  *                               no user BAR, magic, version, slot geometry)
@@ -428,7 +431,8 @@ struct fpgagdr_abort {
  * @FPGAGDR_FRAMES_BAD_MAGIC: identification register is not
  *	"FGDR" (0x52444746)
  * @FPGAGDR_FRAMES_BAD_VERSION: protocol major version is not 1
- * @FPGAGDR_FRAMES_NO_SLOTS: slot count 0 or > FPGAGDR_MAX_SLOTS
+ * @FPGAGDR_FRAMES_NO_SLOTS: slot count under 2 (the card would rewrite
+ *	the frame the host reads) or over FPGAGDR_MAX_SLOTS
  * @FPGAGDR_FRAMES_SLOT_TOO_SMALL: slot size < FPGAGDR_FRAME_HEADER_LEN
  * @FPGAGDR_FRAMES_SLOT_MISALIGNED: slot base or size not a multiple of
  *	4096

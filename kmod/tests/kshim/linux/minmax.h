@@ -1,0 +1,3 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* User-space stand-in for <linux/minmax.h>: see ../kshim.h. */
+#include "../kshim.h"
