@@ -4,10 +4,11 @@
 //! while a TensorRT engine is built before the service is ready.
 //!
 //! Owns: [`Notifier`] and the watchdog task ([`Notifier::spawn_watchdog`]), the rule it
-//! applies ([`verdict`]), and the start-timeout extension ([`Notifier::extend_start`]). The protocol is one datagram on `$NOTIFY_SOCKET`
-//! (`sd-notify`'s message format); the socket it is sent from is opened once at start
-//! (issue 18: with every descriptor taken by connections, `sd_notify` could not open
-//! one, and `WATCHDOG=1` stopped), so a notification never needs a new descriptor.
+//! applies ([`verdict`]), and the start-timeout extension ([`Notifier::extend_start`]).
+//! The protocol is one datagram on `$NOTIFY_SOCKET` (`sd-notify`'s message format); the
+//! socket it is sent from is opened once at start (with every descriptor taken by
+//! connections, a per-call `sd_notify` could not open one, and `WATCHDOG=1` stopped), so
+//! a notification never needs a new descriptor.
 //! Where `$NOTIFY_SOCKET` is unset (not started by systemd) nothing here does anything.
 //! Must not: ping the watchdog for a running pipeline whose capture or inference thread
 //! has stopped going round its loop; a hung thread, not only a dead process, gets the

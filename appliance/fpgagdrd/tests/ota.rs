@@ -184,7 +184,7 @@ fn a_bundle_from_an_unknown_signer_is_refused_and_nothing_is_written() {
     let bundle =
         std::fs::read(env.bundle("foreign", COMPATIBLE, &keys().other, &image(2), false)).unwrap();
     let p = upload(&svc, &bundle).problem(422, "ota-bundle");
-    // RAUC's own reason (issue 18: it was replaced by RAUC 1.8's reason-less "rauc info
+    // RAUC's own reason (once it was replaced by RAUC 1.8's reason-less "rauc info
     // error" of its D-Bus Info method).
     let detail = p["detail"].as_str().unwrap();
     assert!(detail.contains("RAUC refused"), "{p}");
@@ -842,7 +842,7 @@ fn a_bus_without_rauc_on_it_is_reported_as_such() {
     assert_eq!(v["available"], false, "{v}");
 }
 
-// 10 (issue 18) ------------------------------------------------------------------------
+// 10 ------------------------------------------------------------------------
 
 /// Headers and `Content-Length` of an upload of `len` bytes, on a new connection.
 fn upload_head(svc: &Service, len: Option<usize>) -> std::net::TcpStream {
@@ -894,7 +894,7 @@ fn reply_of(s: &mut std::net::TcpStream, within: std::time::Duration) -> String 
     String::from_utf8_lossy(&out).to_string()
 }
 
-/// Defect (issue 18): a bundle upload that sent its `Content-Length` and then stalled
+/// Defect: a bundle upload that sent its `Content-Length` and then stalled
 /// blocked every other upload and install until the client went away. Now another
 /// client uploads and installs meanwhile, and the stalled upload is answered 408 after
 /// the stall limit (30 s by default), its partial file removed.
@@ -940,7 +940,7 @@ fn a_stalled_upload_holds_up_no_other_upload_or_install_and_is_cut_off() {
     });
 }
 
-/// Defect (issue 18): a chunked upload (no `Content-Length`) skipped the free-space
+/// Defect: a chunked upload (no `Content-Length`) skipped the free-space
 /// check. Here the spool's reserve is set so that 32 MiB more fill it: a chunked upload
 /// of 256 MiB is refused with 507 once it would eat into the reserve, and nothing stays.
 #[test]

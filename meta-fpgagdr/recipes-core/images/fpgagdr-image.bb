@@ -39,7 +39,7 @@ IMAGE_INSTALL = "\
 # rauc-hawkbit-updater: installed for fleets, disabled until configured (docs/ota.md).
 BAD_RECOMMENDATIONS += "rauc-mark-good"
 # tegra-redundant-boot: nvbootctrl and the boot-slot verifier (nv_update_verifier), the
-# backend RAUC's Tegra boot-control script drives (issue 9).
+# backend RAUC's Tegra boot-control script drives.
 
 IMAGE_LINGUAS = ""
 

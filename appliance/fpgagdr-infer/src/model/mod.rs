@@ -36,8 +36,8 @@ use providers::{Wanted, register, runtime_path};
 pub const MAX_BATCH: usize = 512;
 /// Largest input side a model may declare, pixels: its input tensor (3 × H × W float32,
 /// 192 MiB at the limit) and the preprocessing buffers are allocated from the declared
-/// size, so it is checked before anything is (issue 18: a model declaring 60000 × 60000
-/// aborted the service on allocation).
+/// size, so it is checked before anything is (a model declaring 60000 × 60000 would
+/// abort the service on allocation).
 pub const MAX_INPUT_SIDE: usize = 4096;
 /// Most classes a model may declare (ImageNet-21k has 21 843).
 pub const MAX_CLASSES: usize = 100_000;
