@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Flash fpgagdr-image onto a Jetson Orin in recovery mode, A/B layout included.
+# Flash fpgagdr-image onto a Jetson (Orin or Thor) in recovery mode, A/B layout included.
 #
 # Unpacks the tegraflash package the build made (meta-tegra's image type) into a
 # fresh folder under images/out/ and runs its initrd-flash: the Jetson boots a
@@ -8,14 +8,18 @@
 # host, which writes the partition table with APP and APP_b and both root file systems.
 # Writing an image straight to the NVMe instead skips the QSPI part: the bootloader
 # keeps its old, non-redundant configuration, only slot A ever boots, and every RAUC
-# update (issue 9) rolls back. See images/README.md.
+# update rolls back. After a flash that initrd-flash reports done, both slots are
+# checked in what it wrote and logged (the post-flash check, below). See images/README.md.
 #
 # usage: images/flash.sh [--machine M] [--image NAME] [--deploy DIR] [--tarball FILE]
 #                        [--ssh-key FILE] [--out DIR] [--extract-only]
 #                        [-- initrd-flash options]
-#   --machine    jetson-orin-nano-devkit-nvme (default) or jetson-agx-orin-devkit
+#   --machine    a machine of the kas files (conf/kas/**/*.yml): jetson-orin-nano-devkit-nvme
+#                (default), jetson-agx-orin-devkit, p3768-0000-p3767-0000 (Orin NX 16GB),
+#                jetson-agx-thor-devkit (JetPack 7.2)
 #   --deploy     where the build put the images (default:
-#                images/work/build/tmp/deploy/images/MACHINE, or $KAS_WORK_DIR's)
+#                images/work/build/tmp/deploy/images/MACHINE, images/work-jp72/... for a
+#                machine only JetPack 7.2 builds, or $KAS_WORK_DIR's)
 #   --tarball    the tegraflash package itself (overrides --deploy)
 #   --ssh-key    an SSH public key file (e.g. ~/.ssh/id_ed25519.pub; one key or
 #                several, one a line) for the image's admin user: added to
@@ -58,10 +62,16 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-case $machine in
-  jetson-orin-nano-devkit-nvme | jetson-agx-orin-devkit) ;;
-  *) die "unknown machine $machine (conf/kas/ has jetson-orin-nano-devkit-nvme, jetson-agx-orin-devkit)" ;;
+# The machines the kas files build, and which of them only JetPack 7.2 builds.
+kas_dir=$here/../conf/kas
+machines=$(sed -n 's/^machine: *//p' "$kas_dir"/*.yml "$kas_dir"/*/*.yml 2>/dev/null | sort -u | tr '\n' ' ')
+jp6_machines=$(sed -n 's/^machine: *//p' "$kas_dir"/*.yml 2>/dev/null | sort -u | tr '\n' ' ')
+case " $machines " in
+  *" $machine "*) ;;
+  *) die "unknown machine $machine: the kas files (conf/kas/) build ${machines% } (the Orin Nano's SD card variant, jetson-orin-nano-devkit, is not one of them: no kas file builds it, so neither its A/B layout nor its flashing were looked at)" ;;
 esac
+default_work=$here/work
+case " $jp6_machines " in *" $machine "*) ;; *) default_work=$here/work-jp72 ;; esac
 for arg in "${flash_args[@]}"; do
   [ "$arg" != --skip-bootloader ] ||
     die "--skip-bootloader leaves the QSPI as it was: the A/B configuration would not be flashed"
@@ -120,7 +130,7 @@ add_admin_keys() {
 [ -z "$ssh_key" ] || check_public_keys "$ssh_key"
 
 if [ -z "$tarball" ]; then
-  work=${KAS_WORK_DIR:-$here/work}
+  work=${KAS_WORK_DIR:-$default_work}
   deploy=${deploy:-$work/build/tmp/deploy/images/$machine}
   tarball=$(find "$deploy" -maxdepth 1 -name "$image-$machine*.tegraflash.tar.gz" 2>/dev/null | sort | tail -n 1)
   [ -n "$tarball" ] || die "no $image-$machine*.tegraflash.tar.gz in $deploy (build first: docs/yocto.md)"
@@ -172,7 +182,37 @@ if command -v lsusb >/dev/null && ! lsusb -d 0955: >/dev/null 2>&1; then
   say "no NVIDIA device in recovery mode on USB yet: hold REC, press RESET, release REC"
 fi
 
+# check_flashed DIR: the post-flash check of both slots, from what initrd-flash left in
+# DIR: the layout it wrote (initrd-flash.xml) gives APP and APP_b the root file system
+# image, its log shows that image written twice (make-sdcard's "Writing FILE ... to
+# DEVICE" lines, two devices) and the device's final status SUCCESS.
+check_flashed() {
+  local dir=$1 log rootfs layout written
+  log=$(find "$dir" -maxdepth 1 -name 'log.initrd-flash.*' | sort | tail -n 1)
+  [ -n "$log" ] || die "post-flash check: initrd-flash left no log.initrd-flash.* in $dir"
+  grep -q '^Final status: SUCCESS' "$log" ||
+    die "post-flash check: $log does not report 'Final status: SUCCESS' ($(grep -m1 '^Final status' "$log" || echo 'no final status'))"
+  rootfs=$(sed -n 's/^ROOTFS_IMAGE="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$dir/.env.initrd-flash")
+  [ -f "$dir/initrd-flash.xml" ] || die "post-flash check: initrd-flash left no initrd-flash.xml (the layout it wrote) in $dir"
+  layout=$(python3 - "$dir/initrd-flash.xml" <<'PY'
+import sys, xml.etree.ElementTree as ET
+for part in ET.parse(sys.argv[1]).iter("partition"):
+    if part.get("name") in ("APP", "APP_b"):
+        print(part.get("name"), (part.findtext("filename") or "").strip())
+PY
+  ) || die "post-flash check: cannot read $dir/initrd-flash.xml"
+  for slot in APP APP_b; do
+    grep -qx "$slot $rootfs" <<<"$layout" ||
+      die "post-flash check: the layout written gives $slot '$(sed -n "s/^$slot //p" <<<"$layout")', not the root file system $rootfs: that slot was not flashed with the image"
+  done
+  written=$(grep -E "^ *Writing $rootfs \(size=[0-9]+\) to " "$log" | sed 's/.* to \([^ ]*\) .*/\1/' | sort -u | wc -l)
+  [ "$written" -ge 2 ] ||
+    die "post-flash check: $log shows $rootfs written to $written device(s), not to both APP and APP_b"
+  say "post-flash check: both rootfs slots (APP, APP_b) written from $rootfs; final status SUCCESS ($(basename "$log"))"
+}
+
 say "flashing $machine with initrd-flash (logs in $out)"
 cd "$out"
 ./initrd-flash "${flash_args[@]}"
+check_flashed "$out"
 say "done. After boot: 'nvbootctrl -t rootfs dump-slots-info' lists two rootfs slots"

@@ -7,7 +7,13 @@
 #     package's rootfs image (both slots are written from it), owned by admin, 0600 in a
 #     0700 .ssh, keeping keys the build put there; the deploy tarball is not changed;
 #   - a private key, a file that is no public key, and a package whose image has no
-#     admin user are refused with the reason, and the image is left as it was.
+#     admin user are refused with the reason, and the image is left as it was;
+#   - every machine the kas files build (conf/kas/**/*.yml) flashes: a package per
+#     machine, its initrd-flash a TEST DOUBLE that leaves what meta-tegra's leaves (the
+#     host log with make-sdcard's lines and the final status, the layout it wrote), the
+#     host tools test doubles too; the post-flash check finds both slots written; a
+#     flash that wrote one slot only, or whose device reported FAILED, fails it with the
+#     reason; a machine no kas file builds (the Orin Nano's SD card variant) is refused.
 #
 #   images/test/flash-test.sh          (test.sh runs it; needs mkfs.ext4, debugfs, tar)
 set -euo pipefail
@@ -91,6 +97,81 @@ printf 'hello\n' >"$tmp/not-a-key.pub"
 refuse "not a public key" "$tmp/good.tegraflash.tar.gz" "$tmp/not-a-key.pub" "not an SSH public key"
 package noadmin 0
 refuse "an image without the admin user" "$tmp/noadmin.tegraflash.tar.gz" "$key" "no admin user"
+
+# --- every machine of the kas files, flashed through a test double of initrd-flash ---
+# flashing_package MACHINE MODE: a package for MACHINE whose initrd-flash is a TEST DOUBLE
+# of meta-tegra's: it writes the host log (make-sdcard's partition and "Writing" lines,
+# the device's final status) and the layout it "wrote" (initrd-flash.xml) as meta-tegra's
+# does. MODE: ok, one-slot (APP_b left without the image), failed (final status FAILED).
+flashing_package() {
+  local m=$1 mode=$2 pkg=$tmp/flash-$1-$2.pkg
+  mkdir -p "$pkg"
+  cp "$tmp/good.pkg/fpgagdr-image.ext4" "$pkg/"
+  printf 'ROOTFS_IMAGE="fpgagdr-image.ext4"\nMACHINE="%s"\n' "$m" >"$pkg/.env.initrd-flash"
+  printf '<partition_layout><device type="nvme"><partition name="APP"><filename> APPFILE </filename></partition>\n<partition name="APP_b"><filename> APPFILE_b </filename></partition></device></partition_layout>\n' \
+    >"$pkg/external-flash.xml.in"
+  cat >"$pkg/initrd-flash" <<EOF
+#!/bin/sh
+# TEST DOUBLE of meta-tegra's initrd-flash (images/test/flash-test.sh): writes what the
+# real one leaves behind, flashes nothing.
+set -e
+log=log.initrd-flash.2026-12-07-12.00.00
+app_b=fpgagdr-image.ext4
+[ "$mode" != one-slot ] || app_b=
+printf '<partition_layout><device type="nvme"><partition name="APP"><filename> fpgagdr-image.ext4 </filename></partition>\n<partition name="APP_b"><filename> %s </filename></partition></device></partition_layout>\n' "\$app_b" >initrd-flash.xml
+{
+  echo "Machine:       $m"
+  echo "== Step 6: Writing partitions on external storage device =="
+  echo "  [14] name=APP start=1234 size=2048 sectors"
+  echo "  [15] name=APP_b start=3282 size=2048 sectors"
+  echo "  Writing fpgagdr-image.ext4 (size=8388608) to /dev/sdz14 (size=8388608)..."
+  [ "$mode" = one-slot ] || echo "  Writing fpgagdr-image.ext4 (size=8388608) to /dev/sdz15 (size=8388608)..."
+  if [ "$mode" = failed ]; then echo "Final status: FAILED"; else echo "Final status: SUCCESS"; fi
+} >"\$log"
+EOF
+  chmod +x "$pkg/initrd-flash"
+  tar -czf "$tmp/flash-$m-$mode.tegraflash.tar.gz" -C "$pkg" .
+}
+# TEST DOUBLES of the host tools flash.sh asks for (no Jetson, no USB here).
+mkdir -p "$tmp/host-tools"
+for tool in sgdisk udisksctl dtc cpp; do
+  printf '#!/bin/sh\n# TEST DOUBLE of %s for flash-test.sh\necho "%s (test double)"\n' "$tool" "$tool" >"$tmp/host-tools/$tool"
+  chmod +x "$tmp/host-tools/$tool"
+done
+mkdir -p "$tmp/good.pkg" && tar -xzf "$tmp/good.tegraflash.tar.gz" -C "$tmp/good.pkg"
+kas_machines=$(sed -n 's/^machine: *//p' "$here"/../../conf/kas/*.yml "$here"/../../conf/kas/*/*.yml | sort -u)
+[ -n "$kas_machines" ] || bad "no machine in conf/kas"
+for m in $kas_machines; do
+  flashing_package "$m" ok
+  if out=$(PATH="$tmp/host-tools:$PATH" "$flash" --machine "$m" --tarball "$tmp/flash-$m-ok.tegraflash.tar.gz" \
+    --out "$tmp/flashed-$m" 2>&1) && grep -q 'post-flash check: both rootfs slots (APP, APP_b) written' <<<"$out"; then
+    ok "$m: flashed, both slots found written"
+  else
+    bad "$m: flash or post-flash check failed: $out"
+  fi
+done
+m=$(head -n 1 <<<"$kas_machines")
+for mode in one-slot failed; do
+  flashing_package "$m" "$mode"
+  want="not to both APP and APP_b"
+  if [ "$mode" = one-slot ]; then want="APP_b"; else want="Final status: SUCCESS"; fi
+  if out=$(PATH="$tmp/host-tools:$PATH" "$flash" --machine "$m" --tarball "$tmp/flash-$m-$mode.tegraflash.tar.gz" \
+    --out "$tmp/flashed-$m-$mode" 2>&1); then
+    bad "$m, $mode: the post-flash check passed: $out"
+  elif grep -q "post-flash check:.*$want" <<<"$out"; then
+    ok "$m, $mode: the post-flash check fails ($(tail -n 1 <<<"$out"))"
+  else
+    bad "$m, $mode: failed, but not by the post-flash check naming '$want': $out"
+  fi
+done
+if out=$("$flash" --machine jetson-orin-nano-devkit --tarball "$tmp/good.tegraflash.tar.gz" \
+  --out "$tmp/out-sd" --extract-only 2>&1); then
+  bad "a machine no kas file builds was accepted: $out"
+elif grep -q "unknown machine jetson-orin-nano-devkit" <<<"$out"; then
+  ok "a machine no kas file builds is refused ($(tail -n 1 <<<"$out"))"
+else
+  bad "the SD card variant was refused, but not as unknown: $out"
+fi
 
 [ "$fails" = 0 ] || { echo "flash-test: some checks failed" >&2; exit 1; }
 echo "flash-test: all checks passed"

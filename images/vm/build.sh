@@ -23,9 +23,20 @@
 #                         in both slots
 #   good.raucb            bundle, image version vm-2.0 (plain format, zstd level 3: a
 #                         fifth smaller than lz4 and quick to unpack; xz is slow under
-#                         emulation), signed with the development keys
+#                         emulation), signed with the development keys; with the boot
+#                         chain as fpgagdr-bundle carries it on Orin: a TEST DOUBLE
+#                         capsule (bootloader 0x00240600, L4T 36.6.0; the factory
+#                         firmware is 0x00240500), a TEST DOUBLE L4TLauncher,
+#                         fpgagdr-boot.conf, and kernel and dtb images for the slot's
+#                         A_/B_kernel and A_/B_kernel-dtb partitions (RAUC child slots)
 #   broken.raucb          bundle, image vm-2.0-broken: the image lacks the service's user,
 #                         so fpgagdrd.service never comes up
+#   nocard.raucb          bundle, image vm-2.0-nocard: healthy, but without the card's
+#                         test double (an update that breaks the module)
+#   norauc.raucb          bundle, image vm-2.0-norauc: RAUC's system.conf is broken, so
+#                         RAUC never comes up on the bus (an update that breaks RAUC)
+#   bundles.img           an ext4 disk image holding nocard.raucb and norauc.raucb, for a
+#                         second drive the suite installs from with `rauc install`
 #
 # Environment: FPGAGDRD_BIN (default target/debug/fpgagdrd, built when missing),
 # FPGAGDR_VM_CACHE (default images/vm/.cache).
@@ -42,6 +53,9 @@ keys=$root/images/rauc/dev-keys
 compatible=fpgagdr-vm
 slot_mib=448
 esp_mib=32
+# The slots' kernel and kernel-dtb partitions (A_kernel, B_kernel, A_kernel-dtb,
+# B_kernel-dtb, as on the Jetson), written by RAUC with their rootfs slot.
+boot_part_mib=1
 # GPT partition GUIDs (the kernel finds its root by PARTUUID, grub.cfg picks the slot).
 esp_uuid=5b1f07c2-8a0e-4c57-9d4e-2f6a3c1e0001
 a_uuid=5b1f07c2-8a0e-4c57-9d4e-2f6a3c1e000a
@@ -94,7 +108,8 @@ fi
 # --- the appliance, keyed by every input
 inputs=("$here/build.sh" "$here/lib.sh" "$here/grub.cfg" "$here/nvbootctrl-grubenv-test-double"
 	"$here"/guest/* "$layer/recipes-core/rauc/files/rauc-nvbootctrl-backend.sh"
-	"$layer/recipes-core/rauc/files/system.conf"
+	"$layer/recipes-core/rauc/files/system.conf" "$layer/recipes-core/rauc/files/system-boot-slots.conf"
+	"$layer/recipes-core/rauc/files/50-fpgagdr-nv-boot-control.conf"
 	"$layer/recipes-core/rauc-health/files/fpgagdr-mark-good.service"
 	"$layer/recipes-core/rauc-health/files/50-fpgagdr-health-gate.conf"
 	"$layer/recipes-appliance/fpgagdrd/files/fpgagdrd.service"
@@ -145,7 +160,13 @@ subst "$layer/recipes-core/rauc-health/files/fpgagdr-mark-good.service" \
 	cat "$here/guest/fpgagdrd.default.vm"
 } >"$tree/etc/default/fpgagdrd"
 install -d "$tree/etc/rauc" "$tree/var/lib/rauc" "$tree/usr/libexec/fpgagdr" "$tree/usr/libexec/fpgagdr-vm"
-subst "$layer/recipes-core/rauc/files/system.conf" >"$tree/etc/rauc/system.conf"
+# system.conf as rauc-conf.bbappend installs it where bundles carry the boot chain (Orin):
+# with the kernel and dtb child slots.
+cat "$layer/recipes-core/rauc/files/system.conf" "$layer/recipes-core/rauc/files/system-boot-slots.conf" |
+	subst /dev/stdin >"$tree/etc/rauc/system.conf"
+install -D -m 0644 "$layer/recipes-core/rauc/files/50-fpgagdr-nv-boot-control.conf" \
+	"$tree/usr/lib/systemd/system/rauc.service.d/50-fpgagdr-nv-boot-control.conf"
+install -D -m 0644 "$here/guest/rauc-vm.conf" "$tree/etc/systemd/system/rauc.service.d/vm.conf"
 install -m 0644 "$keys/ca.cert.pem" "$tree/etc/rauc/ca.cert.pem"
 install -m 0755 "$layer/recipes-core/rauc/files/rauc-nvbootctrl-backend.sh" \
 	"$tree/usr/libexec/fpgagdr/rauc-nvbootctrl-backend"
@@ -165,12 +186,13 @@ install -m 0644 "$here/guest/fstab" "$tree/etc/fstab"
 install -d "$tree/boot/efi" "$tree/etc/systemd/network"
 install -m 0644 "$here/guest/20-wired.network" "$tree/etc/systemd/network/"
 echo fpgagdr-vm >"$tree/etc/hostname"
-install -m 0644 "$here/guest/fpgagdr-vm-console.service" "$tree/usr/lib/systemd/system/"
+install -m 0644 "$here/guest/fpgagdr-vm-console.service" "$here/guest/fpgagdr-card-test-double.service" \
+	"$tree/usr/lib/systemd/system/"
 for u in fpgagdrd fpgagdr-mark-good; do
 	install -D -m 0644 "$here/guest/console.conf" "$tree/etc/systemd/system/$u.service.d/console.conf"
 done
 systemctl --root="$tree" enable systemd-networkd.service fpgagdrd.service fpgagdr-mark-good.service \
-	nv_update_verifier.service fpgagdr-vm-console.service >/dev/null 2>&1
+	nv_update_verifier.service fpgagdr-vm-console.service fpgagdr-card-test-double.service >/dev/null 2>&1
 # Less to do at every emulated boot: no login prompts, no logind, no scrubbing or trim
 # timers, a journal in memory, and the first-boot ldconfig already done.
 systemctl --root="$tree" disable e2scrub_reap.service getty@tty1.service systemd-pstore.service \
@@ -187,28 +209,42 @@ for f in etc/.updated var/.updated; do
 	touch -r "$tree/usr" "$tree/$f"
 done
 
-# slot_image NAME VERSION [broken] [MIB]: an ext4 image of the tree with that image
+# slot_image NAME VERSION [VARIANT] [MIB]: an ext4 image of the tree with that image
 # version, MIB in size (default: the contents plus a quarter and 32 MiB, as a build
 # sizes a bundle's image; RAUC grows it to the slot, system.conf resize=true).
-# broken: a release whose image lacks the service's user (a packaging mistake), so
-# fpgagdrd.service fails at every start (status 217/USER) and the API never answers;
-# fpgagdr-mark-good.service, which runs as root, still works.
+# VARIANT broken: a release whose image lacks the service's user (a packaging mistake),
+# so fpgagdrd.service fails at every start (status 217/USER) and the API never answers;
+# fpgagdr-mark-good.service, which runs as root, still works. nocard: the card's test
+# double is left out (the update broke the module); the service is healthy on its
+# simulated card. norauc: RAUC's system.conf does not parse, so RAUC never comes up on
+# the bus (an update that broke RAUC); everything else is healthy.
 slot_image() {
-	local f mib=${4:-$(($(du -sm "$tree" | cut -f1) * 5 / 4 + 32))}
+	local f mib=${4:-$(($(du -sm "$tree" | cut -f1) * 5 / 4 + 32))} keep=$work/keep
 	echo "$2" >"$tree/etc/fpgagdr-image-version"
-	if [ "${3:-}" = broken ]; then
+	rm -rf "$keep"
+	mkdir -p "$keep"
+	case ${3:-} in
+	broken)
 		for f in passwd group shadow gshadow; do
 			[ -f "$tree/etc/$f" ] || continue
-			cp -p "$tree/etc/$f" "$work/$f.keep"
+			cp -p "$tree/etc/$f" "$keep/$f"
 			sed -i '/^fpgagdr:/d' "$tree/etc/$f"
 		done
-	fi
+		;;
+	nocard)
+		mv "$tree/etc/systemd/system/sysinit.target.wants/fpgagdr-card-test-double.service" "$keep/"
+		;;
+	norauc)
+		cp -p "$tree/etc/rauc/system.conf" "$keep/"
+		printf '[system\ncompatible=\n' >"$tree/etc/rauc/system.conf"
+		;;
+	esac
 	mke2fs -q -t ext4 -L rootfs -m 1 -d "$tree" "$work/$1.ext4" "${mib}M" >/dev/null
-	if [ "${3:-}" = broken ]; then
-		for f in passwd group shadow gshadow; do
-			if [ -f "$work/$f.keep" ]; then mv "$work/$f.keep" "$tree/etc/$f"; fi
-		done
-	fi
+	case ${3:-} in
+	broken) for f in "$keep"/*; do mv "$f" "$tree/etc/"; done ;;
+	nocard) mv "$keep/fpgagdr-card-test-double.service" "$tree/etc/systemd/system/sysinit.target.wants/" ;;
+	norauc) mv "$keep/system.conf" "$tree/etc/rauc/system.conf" ;;
+	esac
 }
 # The factory image carries a site's config (set over the API on a real device); the
 # bundles carry the release default, so the suite can tell a carried config from the
@@ -220,6 +256,8 @@ slot_image broken-factory vm-1.0-broken broken "$slot_mib"
 echo '{"autostart": false}' >"$tree/etc/fpgagdr/config.json"
 slot_image good vm-2.0
 slot_image broken vm-2.0-broken broken
+slot_image nocard vm-2.0-nocard nocard
+slot_image norauc vm-2.0-norauc norauc
 
 # The ESP: GRUB (standing in for the Jetson's UEFI A/B policy), its config and environment.
 grub-mkimage -O x86_64-efi -p /EFI/BOOT -o "$work/BOOTX64.EFI" \
@@ -228,7 +266,8 @@ sed -e "s/@PARTUUID_A@/$a_uuid/" -e "s/@PARTUUID_B@/$b_uuid/" "$here/grub.cfg" >
 esp() { # esp IMAGE AB
 	grub-editenv "$work/grubenv" create
 	grub-editenv "$work/grubenv" set "ROOTFS_AB=$2" ROOTFS_ACTIVE=A ROOTFS_CURRENT=A \
-		ROOTFS_STATUS_A=normal ROOTFS_STATUS_B=normal ROOTFS_RETRY_A=3 ROOTFS_RETRY_B=3
+		ROOTFS_STATUS_A=normal ROOTFS_STATUS_B=normal ROOTFS_RETRY_A=3 ROOTFS_RETRY_B=3 \
+		FW_VERSION_A=0x00240500 FW_VERSION_B=0x00240500 FW_LOWEST=0x00240500 CAPSULE_STAGED=0
 	rm -f "$1"
 	mkfs.vfat -n ESP -C "$1" $((esp_mib * 1024)) >/dev/null
 	mmd -i "$1" ::/EFI ::/EFI/BOOT
@@ -237,16 +276,31 @@ esp() { # esp IMAGE AB
 esp "$work/esp.img" 1
 esp "$work/esp-noab.img" 0
 
-# disk RAW ESP SLOT_A SLOT_B
+# The factory's kernel and kernel-dtb partition contents (TEST DOUBLES: the VM boots its
+# kernel from the rootfs slot through GRUB; these only show which image RAUC wrote).
+for part in kernel dtb; do
+	printf 'vm-1.0 %s partition (test double)\n' "$part" >"$work/factory-$part.img"
+	printf 'vm-2.0 %s partition (test double)\n' "$part" >"$work/bundle-$part.img"
+done
+
+# disk RAW ESP SLOT_A SLOT_B: the ESP, APP, APP_b, then A_kernel, B_kernel, A_kernel-dtb,
+# B_kernel-dtb with the factory's contents.
 disk() {
-	truncate -s $((1 + esp_mib + 2 * slot_mib + 1))M "$1"
+	truncate -s $((1 + esp_mib + 2 * slot_mib + 4 * boot_part_mib + 1))M "$1"
 	sgdisk --clear -n "1:1M:+${esp_mib}M" -t 1:ef00 -c 1:esp -u "1:$esp_uuid" \
 		-n "2:0:+${slot_mib}M" -t 2:8300 -c 2:APP -u "2:$a_uuid" \
-		-n "3:0:+${slot_mib}M" -t 3:8300 -c 3:APP_b -u "3:$b_uuid" "$1" >/dev/null
+		-n "3:0:+${slot_mib}M" -t 3:8300 -c 3:APP_b -u "3:$b_uuid" \
+		-n "4:0:+${boot_part_mib}M" -c 4:A_kernel -n "5:0:+${boot_part_mib}M" -c 5:B_kernel \
+		-n "6:0:+${boot_part_mib}M" -c 6:A_kernel-dtb -n "7:0:+${boot_part_mib}M" -c 7:B_kernel-dtb \
+		"$1" >/dev/null
 	local at=1 img
 	for img in "$2" "$3" "$4"; do
 		dd if="$img" of="$1" bs=1M seek="$at" conv=notrunc,sparse status=none
 		if [ "$img" = "$2" ]; then at=$((at + esp_mib)); else at=$((at + slot_mib)); fi
+	done
+	for img in kernel kernel dtb dtb; do
+		dd if="$work/factory-$img.img" of="$1" bs=1M seek="$at" conv=notrunc status=none
+		at=$((at + boot_part_mib))
 	done
 }
 disk "$work/base.raw" "$work/esp.img" "$work/factory.ext4" "$work/factory.ext4"
@@ -259,7 +313,9 @@ done
 
 # Bundles, as fpgagdr-bundle_1.0.bb makes them: the rootfs image, the layer's hooks
 # (install-check; post-install of the rootfs slot), signed with the development keys.
-bundle() { # bundle NAME VERSION
+# bundle NAME VERSION [boot]: boot: with the boot chain, as fpgagdr-bundle makes it with
+# FPGAGDR_BUNDLE_CAPSULE = "1" (TEST DOUBLES of the capsule and the launcher).
+bundle() {
 	local b=$work/bundle-$1
 	mkdir -p "$b"
 	mv "$work/$1.ext4" "$b/rootfs.ext4"
@@ -281,12 +337,32 @@ bundle() { # bundle NAME VERSION
 		filename=rootfs.ext4
 		hooks=post-install
 	EOF
+	if [ "${3:-}" = boot ]; then
+		cat >"$b/tegra-bl.cap" <<-EOF
+			# TEST DOUBLE of meta-tegra's tegra-bl.cap (images/vm): the VM's firmware double
+			# (grub.cfg) reads it as a GRUB script; all it says is its version.
+			set CAPSULE_VERSION=0x00240600
+		EOF
+		printf 'L4TLauncher of L4T 36.6.0 (test double)\n' >"$b/BOOTAA64.efi"
+		printf 'bootloader_version=0x00240600\nl4t_version=36.6.0\n' >"$b/fpgagdr-boot.conf"
+		cp "$work/bundle-kernel.img" "$b/kernel.img"
+		cp "$work/bundle-dtb.img" "$b/dtb.img"
+		printf '\n[image.kernel]\nfilename=kernel.img\n\n[image.dtb]\nfilename=dtb.img\n' >>"$b/manifest.raucm"
+	fi
 	rauc bundle --cert="$keys/signing.cert.pem" --key="$keys/signing.key.pem" \
 		--mksquashfs-args="-comp zstd -Xcompression-level 3" "$b" "$out.part/$1.raucb" >/dev/null 2>&1 ||
 		die "rauc bundle $1 failed"
 }
-bundle good vm-2.0
+bundle good vm-2.0 boot
 bundle broken vm-2.0-broken
+bundle nocard vm-2.0-nocard
+bundle norauc vm-2.0-norauc
+# A second drive with the bundles the fallback scenario installs with `rauc install` (no
+# upload over the emulated network: that path is the update scenario's).
+mkdir -p "$work/bundles"
+ln "$out.part/nocard.raucb" "$out.part/norauc.raucb" "$work/bundles/"
+mke2fs -q -t ext4 -L bundles -d "$work/bundles" "$out.part/bundles.img" \
+	"$(($(du -sm "$work/bundles" | cut -f1) * 5 / 4 + 32))M" >/dev/null
 
 rm -rf "$work"
 find "$cache" -mindepth 1 -maxdepth 1 -name 'appliance-*' ! -name "appliance-$key*" -exec rm -rf {} +

@@ -158,6 +158,19 @@ elif grep -iE 'warning|error' "$cache/build-nvp2p-double.log" |
 fi
 make -s -C "$KDIR" M="$dbl" clean >/dev/null
 
+say "feature probes fail loudly with a broken toolchain (rule probe-control)"
+probe_out=$(mktemp -d)
+if CROSS_COMPILE=/nonexistent/broken- "$kmod/scripts/probe-features.sh" "$KDIR" \
+	"$probe_out/fpgagdr-features.h" >"$probe_out/log" 2>&1; then
+	fail "probe-features.sh succeeded with a compiler that does not exist"
+elif ! grep -q 'rule probe-control' "$probe_out/log" || [[ -e $probe_out/fpgagdr-features.h ]]; then
+	cat "$probe_out/log"
+	fail "probe-features.sh failed without naming the rule, or wrote a header"
+else
+	echo "refused: $(head -n 1 "$probe_out/log")"
+fi
+rm -rf "$probe_out"
+
 say "compile the QEMU guest tests"
 if ! gcc -O2 -Wall -Wextra -Werror -pthread -I"$kmod/include" \
 	-o "$cache/fgtest" "$kmod"/qemu/tests/*.c; then

@@ -3,6 +3,15 @@
 # the kernel's own build system; write fpgagdr-features.h with one
 # FPGAGDR_HAVE_<NAME> per snippet that compiled.  No version compares.
 #
+# A snippet that does not compile means the API is missing -- unless
+# nothing compiles at all: a broken cross compiler, headers that are not a
+# kernel build tree, a wrong KDIR.  So a control snippet that every kernel
+# builds goes with the probes; when it fails, this fails too, naming the
+# rule (probe-control) and showing the build's log, instead of writing a
+# header that silently picks every fallback.  The header records the
+# compiler that probed (make's CC/CROSS_COMPILE), so a changed toolchain
+# probes again.
+#
 # usage: probe-features.sh KDIR OUT_HEADER [NVIDIA_SRC]
 set -euo pipefail
 
@@ -10,7 +19,8 @@ kdir=$1
 out=$2
 nvidia_src=${3:-}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-stamp="/* kdir=$kdir nvidia_src=$nvidia_src probes=$(cat "$here"/probes/*.c | cksum | cut -d' ' -f1) */"
+toolchain="${CROSS_COMPILE:-}${CC:-}"
+stamp="/* kdir=$kdir nvidia_src=$nvidia_src cc=$toolchain probes=$(cat "$here"/probes/*.c "$0" | cksum | cut -d' ' -f1) */"
 
 if [[ -f $out ]] && head -n 1 "$out" | grep -qxF -- "$stamp"; then
 	exit 0
@@ -23,13 +33,37 @@ objs=()
 for c in "$work"/*.c; do
 	objs+=("$(basename "${c%.c}").o")
 done
+control=fpgagdr_probe_control
+cat >"$work/$control.c" <<'EOF'
+// SPDX-License-Identifier: GPL-2.0
+/* Compiles with every kernel: the toolchain and headers work. */
+#include <linux/module.h>
+
+int fpgagdr_probe_control(void);
+
+int fpgagdr_probe_control(void)
 {
-	echo "obj-m := ${objs[*]}"
+	return 0;
+}
+EOF
+{
+	echo "obj-m := ${objs[*]} $control.o"
 	if [[ -n $nvidia_src ]]; then
 		echo "ccflags-y += -I$nvidia_src"
 	fi
 } >"$work/Kbuild"
-make -s -k -C "$kdir" M="$work" "${objs[@]}" >"$work/log" 2>&1 || true
+# -k: a probe that does not compile is an answer, not an error.
+make -s -k -C "$kdir" M="$work" "${objs[@]}" "$control.o" >"$work/log" 2>&1 || true
+if [[ ! -f $work/$control.o ]]; then
+	{
+		echo "probe-features: rule probe-control: a snippet every kernel compiles did not"
+		echo "  compile against $kdir${toolchain:+ with $toolchain}: the compiler or the"
+		echo "  kernel headers are broken, and every feature probe would read 'missing'."
+		echo "  No fpgagdr-features.h written. The build's log:"
+		tail -n 40 "$work/log" | sed 's/^/  | /'
+	} >&2
+	exit 1
+fi
 
 {
 	echo "$stamp"
@@ -45,3 +79,5 @@ make -s -k -C "$kdir" M="$work" "${objs[@]}" >"$work/log" 2>&1 || true
 	echo "#endif"
 } >"$out.tmp"
 mv "$out.tmp" "$out"
+found=$(grep -c '^#define FPGAGDR_HAVE_' "$out" || true)
+echo "probe-features: $found of ${#objs[@]} kernel features present ($kdir)"

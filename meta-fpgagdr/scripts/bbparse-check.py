@@ -38,7 +38,7 @@ KNOWN_CLASSES = {
     "allarch", "bundle", "cargo", "cargo_bin", "cmake", "core-image", "cuda", "image",
     "module", "systemd", "extrausers",
     "useradd", "update-rc.d", "features_check", "deploy", "kernel-module-split",
-    "packagegroup", "pkgconfig", "rust_bin-common", "externalsrc",
+    "packagegroup", "pkgconfig", "rust_bin-common", "externalsrc", "l4t_version",
 }
 INHERIT_RE = re.compile(r"^\s*inherit(?:_defer)?\s+(.+)$")
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Offline checks of the Yocto layer (meta-fpgagdr) and the kas files (conf/kas), as CI
 # runs them (test.sh calls this):
-#   1. fpgagdrd-crates.inc matches Cargo.lock; the recipes' version matches Cargo.toml;
+#   1. fpgagdrd-crates.inc matches Cargo.lock; the crates' licences (appliance/crate-
+#      licenses.txt, the recipes' *-licenses.inc, the root LICENSE's checksum) match it
+#      (scripts/crate-licenses.py --check); the recipes' version matches Cargo.toml;
 #      ort-deps-to-inc.py turns a made-up ONNX Runtime archive into the expected pins
 #   2. every kas file loaded and validated by kas's own config loader, every layer
 #      pinned by commit (scripts/kas-check.py)
@@ -26,7 +28,9 @@
 #      (systemd-analyze security --offline) held at 2.0 or better; the health gate as
 #      systemd's loader resolves it: meta-tegra's nv_update_verifier.service (a
 #      stand-in with its ordering and command) with the layer's drop-in runs after,
-#      and requires, fpgagdr-mark-good.service, which has no FailureAction
+#      and requires, fpgagdr-mark-good.service, which has no FailureAction; mark-good
+#      and rauc.service (with the layer's drop-in) come after meta-tegra's
+#      setup-nv-boot-control.service (stand-ins of meta-tegra's and meta-rauc's units)
 # Installs the pinned tools of scripts/requirements.txt into a git-ignored venv
 # (meta-fpgagdr/.check/), and python3-venv / shellcheck / systemd / openssl / sudo (visudo) from Debian when missing
 # (needs root). The parse against the real upstream layers is separate:
@@ -74,6 +78,7 @@ versions() {
   fi
 }
 check "crates inc matches Cargo.lock" "$py" "$here/cargo-lock-to-inc.py" --check
+check "crate licences match Cargo.lock" "$py" "$here/crate-licenses.py" --check
 check "recipe version matches Cargo.toml" versions
 check "ONNX Runtime pins generator" "$py" "$here/ort-deps-to-inc.py" --self-test
 
@@ -154,6 +159,19 @@ units() {
     >"$work/nv_update_verifier.service"
   mkdir -p "$work/nv_update_verifier.service.d"
   cp "$layer"/recipes-core/rauc-health/files/50-fpgagdr-health-gate.conf "$work/nv_update_verifier.service.d/"
+  # meta-tegra's setup-nv-boot-control.service (nvbootctrl's configuration, written at
+  # boot) and meta-rauc's rauc.service, stand-ins with their ordering and type, and the
+  # layer's drop-in for rauc.service.
+  printf '%s\n' '[Unit]' 'Description=Set up redundant boot configuration (stand-in)' \
+    'DefaultDependencies=no' 'Before=nv_update_verifier.service' '' '[Service]' 'Type=oneshot' \
+    "ExecStart=$work/bin/nvbootctrl" '' '[Install]' 'WantedBy=multi-user.target' \
+    >"$work/setup-nv-boot-control.service"
+  printf '%s\n' '[Unit]' 'Description=Rauc Update Service (stand-in)' '' '[Service]' \
+    'Type=dbus' 'BusName=de.pengutronix.rauc' "ExecStart=$work/bin/rauc service" \
+    >"$work/rauc.service"
+  ln -s "$(type -P true)" "$work/bin/rauc"
+  mkdir -p "$work/rauc.service.d"
+  cp "$layer"/recipes-core/rauc/files/50-fpgagdr-nv-boot-control.conf "$work/rauc.service.d/"
   # verify warns and carries on over a setting it cannot parse: any word from it fails.
   local said
   if ! said=$(cd "$work" && systemd-analyze verify --man=no ./*.service 2>&1) || [ -n "$said" ]; then
@@ -167,6 +185,16 @@ units() {
   unit_dump() { printf '%s\n' "$dump" | awk -v u="-> Unit $1:" 'index($0, u) { on = 1; next } /-> Unit / { on = 0 } on'; }
   verifier=$(unit_dump nv_update_verifier.service)
   markgood=$(unit_dump fpgagdr-mark-good.service)
+  # nvbootctrl (RAUC's backend, mark-good) only after its configuration is written.
+  local u deps
+  for u in rauc.service fpgagdr-mark-good.service; do
+    # (Into a variable first: grep -q's early exit would fail the pipe under pipefail.)
+    deps=$(unit_dump "$u")
+    if ! grep -q 'After: setup-nv-boot-control.service' <<<"$deps"; then
+      echo "$u is not ordered after setup-nv-boot-control.service: nvbootctrl may run before its configuration exists" >&2
+      gate=1
+    fi
+  done
   for dep in 'After: fpgagdr-mark-good.service' 'Requires: fpgagdr-mark-good.service'; do
     if ! grep -q "$dep" <<<"$verifier"; then
       echo "nv_update_verifier.service (nvbootctrl verify) lacks '$dep': it would confirm the boot before the health gate" >&2
@@ -185,7 +213,7 @@ units() {
   score=$(systemd-analyze security --offline=true "$work/fpgagdrd.service" 2>/dev/null |
     sed -n 's/.*Overall exposure level for fpgagdrd.service: \([0-9.]*\).*/\1/p')
   rm -rf "$work"
-  echo "units: $(find "$layer" -path "$cache" -prune -o -name '*.service' -print | wc -l) verified, nvbootctrl verify after the health gate; fpgagdrd.service exposure $score"
+  echo "units: $(find "$layer" -path "$cache" -prune -o -name '*.service' -print | wc -l) verified, nvbootctrl verify after the health gate, mark-good and RAUC after setup-nv-boot-control; fpgagdrd.service exposure $score"
   if [ -z "$score" ] || ! awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }'; then
     echo "fpgagdrd.service exposure ${score:-?} is worse than 2.0 (docs/yocto.md)" >&2
     return 1

@@ -116,6 +116,8 @@ describe('update page with RAUC', { timeout: 180_000, skip: (!BIN && 'FPGAGDRD_B
     );
     assert.equal(await page.locator('[data-field="ota_booted"]').textContent(), 'A');
     assert.match((await page.locator('[data-field="ota_primary"]').textContent()) ?? '', /rootfs\.0 \(A\)/);
+    // No health-gate verdict on this boot yet (mark-good has not run here).
+    assert.equal(await page.locator('[data-field="ota_boot_check"]').textContent(), 'not judged yet');
     await page.getByTestId('ota-file').setInputFiles(path.join(env, 'good.raucb'));
     await page.click('[data-action="ota-upload"]');
     await page.waitForFunction(

@@ -1,7 +1,8 @@
 //! # fpgagdr-infer — inference where the frame lies
 //!
 //! Owns: [`Model`] (an ONNX Runtime session on the TensorRT, CUDA or CPU execution
-//! provider, its labels, batches, top-5), [`Preprocessor`] (frame → model input tensor on
+//! provider, its labels, batches, top-5; TensorRT's engines kept per model digest,
+//! [`EngineCache`], and the build in progress, [`engine_build`]), [`Preprocessor`] (frame → model input tensor on
 //! the CPU, Pillow's antialiased resize), the CUDA kernels of [`gpu`] (header check,
 //! payload CRC and preprocessing of a batch of frames in GPU memory), and [`FramePrep`],
 //! the step between filled ring entries and the model's results: check and preprocess a
@@ -27,8 +28,9 @@ mod preprocess;
 
 pub use held::RingPrep;
 pub use model::{
-    BatchCosts, Classification, MAX_BATCH, MAX_CLASSES, MAX_INPUT_SIDE, Model, ModelError,
-    ModelOptions, Precision, Provider, Ran, TOP_K, TensorRtOptions, Top, display_labels,
+    BatchCosts, Classification, EngineBuild, EngineCache, MAX_BATCH, MAX_CLASSES, MAX_INPUT_SIDE,
+    Model, ModelError, ModelOptions, Precision, Provider, Ran, TOP_K, TensorRtOptions, Top,
+    display_labels, engine_build,
 };
 pub use prep::{BatchTimes, FrameOutcome, FramePrep, PrepError, Pushed};
 pub use preprocess::{

@@ -12,6 +12,7 @@
 //! forwards [`Events`] as its `ota` event. This crate knows nothing of HTTP.
 #![forbid(unsafe_code)]
 
+pub mod boot;
 pub mod mark_good;
 pub mod rauc;
 pub mod spool;
@@ -105,6 +106,28 @@ pub struct OtaStatus {
     pub bundle: Option<spool::Spooled>,
     /// Largest bundle accepted, bytes.
     pub max_bundle_bytes: u64,
+    /// How this boot was judged (`fpgagdrd --mark-good-after-health`), with the result of
+    /// a bootloader capsule the last installation staged; `null` before it ran.
+    pub boot_check: Option<boot::Report>,
+    /// The running boot firmware, from the UEFI ESRT; `null` where there is none.
+    pub bootloader: Option<Bootloader>,
+}
+
+/// The boot firmware as the OTA status shows it.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Bootloader {
+    /// The running firmware's version (`0x00240500` for L4T 36.5.0).
+    pub version: String,
+    /// The lowest version a capsule may bring (no downgrade below it).
+    pub lowest_supported: String,
+    /// The last capsule version the firmware tried, and its status (0: success).
+    pub last_attempt_version: String,
+    /// UEFI `LAST_ATTEMPT_STATUS` of that attempt (0: success).
+    pub last_attempt_status: u32,
+    /// The firmware version recorded per boot chain (`A`, `B`), where known (as
+    /// mark-good found it on this boot).
+    pub chains: std::collections::BTreeMap<String, String>,
 }
 
 /// RAUC's progress: percentage, message and nesting depth.
@@ -264,6 +287,7 @@ impl Ota {
 
     /// `GET /api/v1/ota`.
     pub fn status(&self) -> OtaStatus {
+        let boot_check = boot::report(&self.settings.spool);
         let k = self.known();
         let bundle = spool::current(&self.settings.spool);
         let busy = k.installing.is_some() || k.operation == "installing";
@@ -293,6 +317,17 @@ impl Ota {
             features: k.features.clone(),
             bundle,
             max_bundle_bytes: self.settings.max_bytes,
+            bootloader: boot::firmware(&boot::esrt_dir()).map(|f| Bootloader {
+                version: boot::hex(f.version),
+                lowest_supported: boot::hex(f.lowest_supported),
+                last_attempt_version: boot::hex(f.last_attempt_version),
+                last_attempt_status: f.last_attempt_status,
+                chains: boot_check
+                    .as_ref()
+                    .map(|r| r.chains.clone())
+                    .unwrap_or_default(),
+            }),
+            boot_check,
         }
     }
 

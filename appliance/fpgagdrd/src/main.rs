@@ -495,8 +495,12 @@ fn run() -> Result<(), String> {
         change_timeout: std::time::Duration::from_secs_f64(cli.limits.change_timeout_s),
     });
     // The file's config applied (outputs, and with autostart the pipeline started) or
-    // refused with the rule in status, before the API comes up.
-    control.boot();
+    // refused with the rule in status, before the API comes up. A first TensorRT engine
+    // build can outlast TimeoutStartSec: the start timeout is extended meanwhile.
+    {
+        let _extending = notifier.extend_start(fpgagdrd::notify::DEFAULT_ENGINE_BUILD_LIMIT);
+        control.boot();
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         // Bounded, so the unit's TasksMax holds (docs/api.md, Limits).

@@ -1,12 +1,14 @@
 //! systemd service notifications (`sd_notify(3)`): `READY=1` once the API listens,
 //! `WATCHDOG=1` while the service makes progress, a one-line `STATUS=` for
-//! `systemctl status`, `STOPPING=1` when shutdown starts.
+//! `systemctl status`, `STOPPING=1` when shutdown starts, and `EXTEND_TIMEOUT_USEC=`
+//! while a TensorRT engine is built before the service is ready.
 //!
-//! Owns: [`Notifier`] and the watchdog task ([`Notifier::spawn_watchdog`]), and the
-//! rule it applies ([`verdict`]). The protocol is one datagram on `$NOTIFY_SOCKET`
-//! (`sd-notify`'s message format); the socket it is sent from is opened once at start
-//! (issue 18: with every descriptor taken by connections, `sd_notify` could not open
-//! one, and `WATCHDOG=1` stopped), so a notification never needs a new descriptor.
+//! Owns: [`Notifier`] and the watchdog task ([`Notifier::spawn_watchdog`]), the rule it
+//! applies ([`verdict`]), and the start-timeout extension ([`Notifier::extend_start`]).
+//! The protocol is one datagram on `$NOTIFY_SOCKET` (`sd-notify`'s message format); the
+//! socket it is sent from is opened once at start (with every descriptor taken by
+//! connections, a per-call `sd_notify` could not open one, and `WATCHDOG=1` stopped), so
+//! a notification never needs a new descriptor.
 //! Where `$NOTIFY_SOCKET` is unset (not started by systemd) nothing here does anything.
 //! Must not: ping the watchdog for a running pipeline whose capture or inference thread
 //! has stopped going round its loop; a hung thread, not only a dead process, gets the
@@ -27,6 +29,16 @@ pub const DEFAULT_STALL_LIMIT_S: f64 = 30.0;
 
 /// Pause between two `STATUS=` updates when systemd set no watchdog.
 const STATUS_EVERY: Duration = Duration::from_secs(5);
+
+/// How often the start timeout is extended while a TensorRT engine builds, and by how
+/// much each time (systemd's `EXTEND_TIMEOUT_USEC`: the service must send again within
+/// that time, so a build that hangs still times out).
+pub const EXTEND_EVERY: Duration = Duration::from_secs(20);
+/// See [`EXTEND_EVERY`].
+pub const EXTEND_BY: Duration = Duration::from_secs(60);
+/// The longest a TensorRT engine build may hold the service's start, by extensions of its
+/// start timeout (an EfficientNet-sized model builds in minutes on an Orin, large ones in tens).
+pub const DEFAULT_ENGINE_BUILD_LIMIT: Duration = Duration::from_secs(1800);
 
 /// Why the watchdog is withheld: `thread` made no progress for `stalled_ns`, over
 /// `limit_ns`.
@@ -147,6 +159,43 @@ impl Notifier {
         self.send(&[NotifyState::Ready, NotifyState::Status(status)]);
     }
 
+    /// Until the returned guard is dropped (the pipeline prepared, before `READY=1`):
+    /// every [`EXTEND_EVERY`], while `fpgagdr_infer::engine_build()` reports a TensorRT
+    /// engine build, `EXTEND_TIMEOUT_USEC=` [`EXTEND_BY`] with a `STATUS=` naming the
+    /// model and the time so far, for at most `limit` of building; after that the unit's
+    /// `TimeoutStartSec=` runs out as it would. Nothing when not run by systemd.
+    pub fn extend_start(&self, limit: Duration) -> Option<Extending> {
+        self.channel.as_ref()?;
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let this = self.clone();
+        let stopped = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("fpgagdr-extend".into())
+            .spawn(move || {
+                let tick = Duration::from_millis(250);
+                let mut next = std::time::Instant::now();
+                while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                    if std::time::Instant::now() >= next {
+                        next += EXTEND_EVERY;
+                        if let Some(line) = extension(fpgagdr_infer::engine_build(), limit) {
+                            let usec = u32::try_from(EXTEND_BY.as_micros()).unwrap_or(u32::MAX);
+                            tracing::info!("{line}: start timeout extended by {EXTEND_BY:?}");
+                            this.send(&[
+                                NotifyState::ExtendTimeoutUsec(usec),
+                                NotifyState::Status(&line),
+                            ]);
+                        }
+                    }
+                    std::thread::sleep(tick);
+                }
+            })
+            .ok()?;
+        Some(Extending {
+            stop,
+            thread: Some(thread),
+        })
+    }
+
     /// `STOPPING=1`: shutdown has started.
     pub fn stopping(&self) {
         self.send(&[NotifyState::Stopping, NotifyState::Status("stopping")]);
@@ -220,6 +269,39 @@ impl Notifier {
     }
 }
 
+/// Stops [`Notifier::extend_start`] when dropped.
+#[derive(Debug)]
+pub struct Extending {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Extending {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The rule of [`Notifier::extend_start`]: the `STATUS=` line to send with an extension
+/// while `build` lasts and has lasted less than `limit`; `None` otherwise.
+pub fn extension(build: Option<fpgagdr_infer::EngineBuild>, limit: Duration) -> Option<String> {
+    let b = build?;
+    let so_far = b.since.elapsed();
+    (so_far < limit).then(|| {
+        format!(
+            "building the TensorRT engine of model sha256 {} ({:.0} s so far, at most {:.0} s; \
+             cached in {} for the next start)",
+            b.model,
+            so_far.as_secs_f64(),
+            limit.as_secs_f64(),
+            b.dir.display()
+        )
+    })
+}
+
 /// The `STATUS=` line of a healthy service: pipeline state and frames/s, or its fault.
 fn status_line(state: State, fps: f64, fault: Option<String>) -> String {
     match (state, fault) {
@@ -282,6 +364,22 @@ mod tests {
                 "{state:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_start_is_extended_while_an_engine_builds_and_only_within_the_limit() {
+        let build = |ago: u64| fpgagdr_infer::EngineBuild {
+            model: "0123456789ab".into(),
+            dir: "/var/lib/fpgagdr/tensorrt/x".into(),
+            since: std::time::Instant::now() - Duration::from_secs(ago),
+        };
+        let limit = Duration::from_secs(1800);
+        let line = extension(Some(build(120)), limit).expect("building");
+        assert!(line.contains("TensorRT engine"), "{line}");
+        assert!(line.contains("0123456789ab"), "{line}");
+        assert!(line.contains("120 s so far"), "{line}");
+        assert_eq!(extension(Some(build(1800)), limit), None, "past the limit");
+        assert_eq!(extension(None, limit), None, "nothing builds");
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Golden responses: every endpoint of the HTTP surface, asked the same questions as the
-//! binary that was current before the crates were split (issue 14), must answer with the
+//! binary that was current before the crates were split, must answer with the
 //! same status, the same headers that clients rely on, and a body of the same shape.
 //!
 //! The fixture `tests/golden/responses.json` was recorded from that binary with
@@ -37,10 +37,10 @@ const HEADERS: &[&str] = &[
 
 /// Intended differences from the recording: (request name, JSON pointer into the
 /// recorded entry, why). A `*` segment of the pointer matches any one segment. The
-/// split (issue 14) changed no answer; issue 19 added fields (below) and changed no
-/// status, header, problem or recorded field of the REST answers; it reshaped the
-/// stream's telemetry point. Issue 18 added the nosniff header and the schema's refusal
-/// of empty paths and of rates between 0 and 0.01.
+/// split changed no answer; later changes added fields (below) and changed no status,
+/// header, problem or recorded field of the REST answers; one reshaped the stream's
+/// telemetry point, one added the nosniff header and the schema's refusal of empty
+/// paths and of rates between 0 and 0.01.
 const INTENDED: &[(&str, &str, &str)] = &[
     (
         "status",
@@ -167,114 +167,114 @@ const INTENDED: &[(&str, &str, &str)] = &[
     (
         "*",
         "/body/shape/object/card/object/selected",
-        "issue 15: why this card (--card auto)",
+        "why this card (--card auto)",
     ),
     (
         "*",
         "/body/shape/object/memory/object/card_slots",
-        "issue 15: the ring is k x N entries",
+        "the ring is k x N entries",
     ),
     (
         "*",
         "/body/shape/object/memory/object/chain_cache_hit_rate",
-        "issue 15: pin once, chain once",
+        "pin once, chain once",
     ),
     (
         "*",
         "/body/shape/object/counters/object/chain_cache_hits",
-        "issue 15: chain cache",
+        "chain cache",
     ),
     (
         "*",
         "/body/shape/object/counters/object/chain_cache_misses",
-        "issue 15: chain cache",
+        "chain cache",
     ),
     (
         "*",
         "/body/shape/object/counters/object/frames_missed",
-        "issue 15: frames no event reported",
+        "frames no event reported",
     ),
     (
         "*",
         "/body/shape/object/counters/object/event_queue_overflows",
-        "issue 15: the module's queue was full",
+        "the module's queue was full",
     ),
     (
         "*",
         "/body/shape/object/counters/object/frames_overrun",
-        "issue 15: slots overwritten before the C2H",
+        "slots overwritten before the C2H",
     ),
     (
         "*",
         "/body/shape/object/counters/object/sequence_errors",
-        "issue 15: a slot held another frame",
+        "a slot held another frame",
     ),
     (
         "*",
         "/body/shape/object/batch/array/object/chain_cache_hits",
-        "issue 15: the same counters in snapshots",
+        "the same counters in snapshots",
     ),
     (
         "*",
         "/body/shape/object/batch/array/object/chain_cache_misses",
-        "issue 15: the same counters in snapshots",
+        "the same counters in snapshots",
     ),
     (
         "*",
         "/body/shape/object/batch/array/object/frames_missed",
-        "issue 15: the same counters in snapshots",
+        "the same counters in snapshots",
     ),
     (
         "*",
         "/body/shape/object/batch/array/object/event_queue_overflows",
-        "issue 15: the same counters in snapshots",
+        "the same counters in snapshots",
     ),
     (
         "*",
         "/body/shape/object/batch/array/object/frames_overrun",
-        "issue 15: the same counters in snapshots",
+        "the same counters in snapshots",
     ),
     (
         "*",
         "/body/shape/object/batch/array/object/sequence_errors",
-        "issue 15: the same counters in snapshots",
+        "the same counters in snapshots",
     ),
     (
         "*",
         "/body/shape/object/latency_us/object/pickup",
-        "issue 15: stage arrival -> C2H submit",
+        "stage arrival -> C2H submit",
     ),
     (
         "metrics",
         "/body/metric_families",
-        "issue 15: chain cache, missed, overflow, overrun, sequence families added (none removed)",
+        "chain cache, missed, overflow, overrun, sequence families added (none removed)",
     ),
     (
         "*",
         "/headers/x-content-type-options",
-        "issue 18: every answer says X-Content-Type-Options: nosniff",
+        "every answer says X-Content-Type-Options: nosniff",
     ),
     (
         "config-schema",
         "/body/shape/object/$defs/object/ModelConfig/object/properties/object/labels/object/minLength",
-        "issue 18: the schema refuses the empty path the service refuses",
+        "the schema refuses the empty path the service refuses",
     ),
     (
         "config-schema",
         "/body/shape/object/$defs/object/ModelConfig/object/properties/object/path/object/minLength",
-        "issue 18: the schema refuses the empty path the service refuses",
+        "the schema refuses the empty path the service refuses",
     ),
     (
         "config-schema",
         "/body/shape/object/$defs/object/SourceConfig/object/properties/object/path/object/minLength",
-        "issue 18: the schema refuses the empty path the service refuses",
+        "the schema refuses the empty path the service refuses",
     ),
     (
         "config-schema",
         "/body/shape/object/$defs/object/SourceConfig/object/properties/object/fps/object/not",
-        "issue 18: the schema refuses a rate between 0 and 0.01, as the service does",
+        "the schema refuses a rate between 0 and 0.01, as the service does",
     ),
-    // Issue 20: results out.
+    // Results out.
     ("*", "/body/shape/object/outputs", RESULTS),
     (
         "config-schema",
@@ -306,17 +306,20 @@ const INTENDED: &[(&str, &str, &str)] = &[
         "/body/shape/object/$defs/object/KeepFramesConfig",
         ALERTS,
     ),
+    ("ota", "/body/shape/object/boot_check", BOOT_CHECK),
+    ("ota", "/body/shape/object/bootloader", BOOT_CHECK),
 ];
+const BOOT_CHECK: &str = "the OTA status says how mark-good judged this boot (boot_check) and which \
+                          boot firmware runs (bootloader); both null where they are not known";
 
-const RESULTS: &str = "issue 20: the config's outputs.mqtt (the password write-only: never shown) and the status's outputs (results log, MQTT, per-frame stream, drops by reason)";
-const ALERTS: &str = "issue 20: alert rules (outputs.alerts.rules, keyed by name) and keeping the frames that match them (outputs.alerts.keep_frames)";
-const GEN: &str = "issue 19: the pipeline generation these facts belong to and the pipeline's own uptime (a page re-reads the status when a snapshot names another generation)";
-const FORM: &str = "issue 19: the config form's words, order, per-source fields and file lists come from the schema (title, x-order, x-applies-when, x-offer)";
-const JETSON: &str = "issue 19: what Jetson users look at first (per-core CPU, fans, nvpmodel power mode, jetson_clocks, EMC clock, GPU memory)";
-const SAMPLE: &str = "issue 19: the newest snapshot of each event carries the full telemetry sample (GET /telemetry's), so the page needs no poll";
-const FILES: &str =
-    "issue 19: GET /api/v1/config/files, the frames and models a config form can offer";
-const POINT: &str = "issue 19: the stream's telemetry point names its rails (an object by rail name: an event is read without a second request) and has frames per joule; frames/s is the snapshot's own, computed once by the frame board";
+const RESULTS: &str = "the config's outputs.mqtt (the password write-only: never shown) and the status's outputs (results log, MQTT, per-frame stream, drops by reason)";
+const ALERTS: &str = "alert rules (outputs.alerts.rules, keyed by name) and keeping the frames that match them (outputs.alerts.keep_frames)";
+const GEN: &str = "the pipeline generation these facts belong to and the pipeline's own uptime (a page re-reads the status when a snapshot names another generation)";
+const FORM: &str = "the config form's words, order, per-source fields and file lists come from the schema (title, x-order, x-applies-when, x-offer)";
+const JETSON: &str = "what Jetson users look at first (per-core CPU, fans, nvpmodel power mode, jetson_clocks, EMC clock, GPU memory)";
+const SAMPLE: &str = "the newest snapshot of each event carries the full telemetry sample (GET /telemetry's), so the page needs no poll";
+const FILES: &str = "GET /api/v1/config/files, the frames and models a config form can offer";
+const POINT: &str = "the stream's telemetry point names its rails (an object by rail name: an event is read without a second request) and has frames per joule; frames/s is the snapshot's own, computed once by the frame board";
 
 /// Whether the difference `d` (`POINTER: ...`) is the intended `pattern`'s.
 fn intended_pointer(pattern: &str, d: &str) -> bool {

@@ -184,7 +184,7 @@ fn a_bundle_from_an_unknown_signer_is_refused_and_nothing_is_written() {
     let bundle =
         std::fs::read(env.bundle("foreign", COMPATIBLE, &keys().other, &image(2), false)).unwrap();
     let p = upload(&svc, &bundle).problem(422, "ota-bundle");
-    // RAUC's own reason (issue 18: it was replaced by RAUC 1.8's reason-less "rauc info
+    // RAUC's own reason (once it was replaced by RAUC 1.8's reason-less "rauc info
     // error" of its D-Bus Info method).
     let detail = p["detail"].as_str().unwrap();
     assert!(detail.contains("RAUC refused"), "{p}");
@@ -630,7 +630,7 @@ fn mark_good_leaves_a_device_without_rootfs_ab_alone() {
 }
 
 #[test]
-fn mark_good_with_rauc_unreachable_neither_fails_nor_reboots() {
+fn mark_good_with_rauc_unreachable_confirms_only_a_factory_boot_and_never_reboots() {
     if !rauc_ready("mark-good without RAUC") {
         return;
     }
@@ -646,6 +646,53 @@ fn mark_good_with_rauc_unreachable_neither_fails_nor_reboots() {
         v.said
     );
     assert!(!env.bootctrl_log().contains("set-slot-as-unbootable"));
+    // A slot an update installed, RAUC out of reach (an update that broke RAUC or its
+    // D-Bus policy): not judged, so not confirmed; still no reboot.
+    let mut env = Rauc::start(true);
+    boot_into_b(&mut env, true);
+    let v = mark_good(&env, &nowhere, NOBODY, "1");
+    assert!(!v.ok, "an update not judged was let through: {}", v.said);
+    assert!(!v.rebooted, "{}", v.said);
+    assert!(v.said.contains("RAUC is not reachable"), "{}", v.said);
+    assert!(!env.unbootable("B"), "{}", v.said);
+}
+
+#[test]
+fn an_update_that_loses_the_card_is_marked_bad() {
+    // The appliance had a card when the update was installed (the hook's card=present);
+    // the new slot's service is healthy on its simulated card, but the module's node is
+    // gone: the update broke the module.
+    if !rauc_ready("mark-good, card lost") {
+        return;
+    }
+    let mut env = Rauc::start(true);
+    boot_into_b(&mut env, true);
+    let marker = env.path("spool/installation");
+    let with_card = format!(
+        "{}card=present\n",
+        std::fs::read_to_string(&marker).unwrap()
+    );
+    std::fs::write(&marker, with_card).unwrap();
+    let svc = env.service();
+    let listen = svc.base.trim_start_matches("http://").to_string();
+    let v = mark_good(&env, &env.bus, &listen, "3");
+    assert!(v.said.contains("does not see it"), "{}", v.said);
+    assert!(env.unbootable("B"), "B not marked bad: {}", v.said);
+    assert!(v.rebooted && !v.ok, "{}", v.said);
+    // The card there (the module's node): the same update is healthy.
+    let mut env = Rauc::start(true);
+    boot_into_b(&mut env, true);
+    let marker = env.path("spool/installation");
+    let with_card = format!(
+        "{}card=present\n",
+        std::fs::read_to_string(&marker).unwrap()
+    );
+    std::fs::write(&marker, with_card).unwrap();
+    std::fs::write(env.path("dev-fpgagdr0"), "").unwrap();
+    let svc = env.service();
+    let listen = svc.base.trim_start_matches("http://").to_string();
+    let v = mark_good(&env, &env.bus, &listen, "30");
+    assert!(v.ok && v.said.contains("marked good"), "{}", v.said);
 }
 
 #[test]
@@ -664,7 +711,8 @@ fn an_unhealthy_update_is_marked_bad_and_rebooted_only_when_the_other_slot_is_go
     // Should B come up again all the same (A failing in turn), it is not judged again:
     // no second reboot, no loop.
     let v = mark_good(&env, &env.bus, NOBODY, "1");
-    assert!(v.said.contains("judged before (bad)"), "{}", v.said);
+    assert!(v.said.contains("judged bad"), "{}", v.said);
+    assert!(!v.ok, "a slot judged bad must not be confirmed: {}", v.said);
     assert!(!v.rebooted, "{}", v.said);
 
     // Slot A is bad too (an earlier update that failed): B stays, nothing is marked,
@@ -794,7 +842,7 @@ fn a_bus_without_rauc_on_it_is_reported_as_such() {
     assert_eq!(v["available"], false, "{v}");
 }
 
-// 10 (issue 18) ------------------------------------------------------------------------
+// 10 ------------------------------------------------------------------------
 
 /// Headers and `Content-Length` of an upload of `len` bytes, on a new connection.
 fn upload_head(svc: &Service, len: Option<usize>) -> std::net::TcpStream {
@@ -846,7 +894,7 @@ fn reply_of(s: &mut std::net::TcpStream, within: std::time::Duration) -> String 
     String::from_utf8_lossy(&out).to_string()
 }
 
-/// Defect (issue 18): a bundle upload that sent its `Content-Length` and then stalled
+/// Defect: a bundle upload that sent its `Content-Length` and then stalled
 /// blocked every other upload and install until the client went away. Now another
 /// client uploads and installs meanwhile, and the stalled upload is answered 408 after
 /// the stall limit (30 s by default), its partial file removed.
@@ -892,7 +940,7 @@ fn a_stalled_upload_holds_up_no_other_upload_or_install_and_is_cut_off() {
     });
 }
 
-/// Defect (issue 18): a chunked upload (no `Content-Length`) skipped the free-space
+/// Defect: a chunked upload (no `Content-Length`) skipped the free-space
 /// check. Here the spool's reserve is set so that 32 MiB more fill it: a chunked upload
 /// of 256 MiB is refused with 507 once it would eat into the reserve, and nothing stays.
 #[test]

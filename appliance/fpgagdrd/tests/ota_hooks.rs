@@ -29,6 +29,10 @@ const OLD_UID: u32 = 1234;
 const IMAGE_BYTES: u64 = 3 * 1024 * 1024;
 /// The bootloader capsule the bundle carries.
 const CAPSULE: &[u8] = b"test capsule: stands in for meta-tegra's tegra-bl.cap";
+/// The L4TLauncher of the bundle's release.
+const LAUNCHER: &[u8] = b"test launcher: stands in for meta-tegra's BOOTAA64.efi";
+/// The bundle's bootloader version (its `fpgagdr-boot.conf`): L4T 36.6.0.
+const BUNDLE_FW: &str = "0x00240600";
 const GLOBAL_GUID: &str = "8be4df61-93ca-11d2-aa0d-00e098032b8c";
 /// The admin password the site set at the first login (a crypt hash).
 const SITE_HASH: &str = "$6$site0salt$Q2hhbmdlZEJ5VGhlU2l0ZUF0Rmlyc3RMb2dpbg";
@@ -228,7 +232,7 @@ fn bundle_for(env: &Rauc, name: &str, compatible: &str, capsule: bool) -> PathBu
     std::fs::copy(hooks(), src.join("hooks.sh")).unwrap();
     std::fs::set_permissions(src.join("hooks.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
     if capsule {
-        std::fs::write(src.join("tegra-bl.cap"), CAPSULE).unwrap();
+        boot_chain_files(&src);
     }
     std::fs::write(
         src.join("manifest.raucm"),
@@ -240,6 +244,34 @@ fn bundle_for(env: &Rauc, name: &str, compatible: &str, capsule: bool) -> PathBu
     )
     .unwrap();
     env.sign(name, &src, &keys().good)
+}
+
+/// The boot chain a bundle carries, as `fpgagdr-bundle` puts it there: the capsule, the
+/// L4TLauncher and their version.
+fn boot_chain_files(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("tegra-bl.cap"), CAPSULE).unwrap();
+    std::fs::write(dir.join("BOOTAA64.efi"), LAUNCHER).unwrap();
+    std::fs::write(
+        dir.join("fpgagdr-boot.conf"),
+        format!("bootloader_version={BUNDLE_FW}\nl4t_version=36.6.0\n"),
+    )
+    .unwrap();
+}
+
+/// The running firmware's ESRT entry under `esrt` (decimal, as the kernel writes it).
+fn esrt(esrt: &Path, version: u32, lowest: u32) {
+    let e = esrt.join("entries/entry0");
+    std::fs::create_dir_all(&e).unwrap();
+    for (k, v) in [
+        ("fw_type", 1),
+        ("fw_version", version),
+        ("lowest_supported_fw_version", lowest),
+        ("last_attempt_version", 0),
+        ("last_attempt_status", 0),
+    ] {
+        std::fs::write(e.join(k), format!("{v}\n")).unwrap();
+    }
 }
 
 fn rauc_install(env: &Rauc, bundle: &Path) -> std::process::Output {
@@ -403,6 +435,17 @@ fn assert_capsule_staged(esp: &Path, efivars: &Path) {
         CAPSULE
     );
     assert_eq!(
+        std::fs::read(esp.join("EFI/BOOT/BOOTAA64.efi")).unwrap(),
+        LAUNCHER,
+        "the launcher of the capsule's release is on the ESP"
+    );
+    let pending = std::fs::read_to_string(esp.join("EFI/fpgagdr/capsule-pending")).unwrap();
+    assert!(pending.contains("target=B\n"), "{pending}");
+    assert!(
+        pending.contains(&format!("version={BUNDLE_FW}\n")),
+        "{pending}"
+    );
+    assert_eq!(
         std::fs::read(efivars.join(format!("OsIndications-{GLOBAL_GUID}"))).unwrap(),
         [7, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0]
     );
@@ -500,7 +543,7 @@ fn the_post_install_hook_works_with_busybox_as_on_the_image() {
     let d = dir.path();
     running_system(&d.join("running"));
     let slot = new_rootfs_tree(d);
-    write(&d.join("bundle/tegra-bl.cap"), CAPSULE, 0o644, 0);
+    boot_chain_files(&d.join("bundle"));
     for sub in ["esp", "efivars", "applets"] {
         std::fs::create_dir_all(d.join(sub)).unwrap();
     }
@@ -517,6 +560,7 @@ fn the_post_install_hook_works_with_busybox_as_on_the_image() {
         .env_clear()
         .env("PATH", d.join("applets"))
         .env("RAUC_SLOT_CLASS", "rootfs")
+        .env("RAUC_SLOT_BOOTNAME", "B")
         .env("RAUC_SLOT_MOUNT_POINT", &slot)
         .env("RAUC_BUNDLE_MOUNT_POINT", d.join("bundle"))
         .env("FPGAGDR_CARRY_FROM", d.join("running"))
@@ -555,6 +599,7 @@ fn the_post_install_hook_works_with_busybox_as_on_the_image() {
     let ind = std::fs::read(d.join(format!("efivars/OsIndications-{GLOBAL_GUID}"))).unwrap();
     assert_eq!(ind[4] & 4, 0, "the staged capsule was not withdrawn");
     assert!(!d.join("esp/EFI/UpdateCapsule/TEGRA_BL.Cap").exists());
+    assert!(!d.join("esp/EFI/fpgagdr/capsule-pending").exists());
 }
 
 /// Asserts that an installation changed nothing: slot B never written, the boot chain
@@ -750,4 +795,88 @@ fn a_capsule_after_a_switch_by_hand_puts_the_chain_back_for_the_firmware() {
     assert!(st.contains("active=0") && st.contains("current=0"), "{st}");
     assert!(slot_b_bootable(&env), "slot B left unbootable");
     assert_eq!(rauc_status(&env)["boot_primary"], "rootfs.1");
+}
+
+#[test]
+fn the_capsule_is_staged_only_for_a_chain_without_its_version_and_never_as_a_downgrade() {
+    if !ready("capsule: install if different") {
+        return;
+    }
+    // Both chains hold the bundle's bootloader already (mark-good's record): the update
+    // goes in like one without a capsule, the chain switched by the backend.
+    let env = Rauc::start_with(true, "ext4");
+    running_system(&env.path("running"));
+    std::fs::create_dir_all(env.path("esp/EFI/fpgagdr")).unwrap();
+    std::fs::write(
+        env.path("esp/EFI/fpgagdr/boot-chains"),
+        format!("A={BUNDLE_FW}\nB={BUNDLE_FW}\n"),
+    )
+    .unwrap();
+    let out = rauc_install(&env, &bundle(&env));
+    assert!(out.status.success(), "{out:?}");
+    assert!(!env.path("esp/EFI/UpdateCapsule/TEGRA_BL.Cap").exists());
+    assert!(!env.path("esp/EFI/fpgagdr/capsule-pending").exists());
+    assert_eq!(os_indications(&env).map(|v| v[4] & 4).unwrap_or(0), 0);
+    assert!(
+        env.bootctrl_log().contains("set-active-boot-slot 1"),
+        "without a capsule the backend switches the chain:\n{}",
+        env.bootctrl_log()
+    );
+
+    // Chain B holds another version: staged, and B drops out of the record until the
+    // firmware reports it.
+    let env = Rauc::start_with(true, "ext4");
+    running_system(&env.path("running"));
+    std::fs::create_dir_all(env.path("esp/EFI/fpgagdr")).unwrap();
+    std::fs::write(
+        env.path("esp/EFI/fpgagdr/boot-chains"),
+        format!("A={BUNDLE_FW}\nB=0x00240500\n"),
+    )
+    .unwrap();
+    let out = rauc_install(&env, &bundle(&env));
+    assert!(out.status.success(), "{out:?}");
+    assert_capsule_staged(&env.path("esp"), &env.path("efivars"));
+    let record = std::fs::read_to_string(env.path("esp/EFI/fpgagdr/boot-chains")).unwrap();
+    assert_eq!(record, format!("A={BUNDLE_FW}\n"));
+
+    // A firmware that accepts nothing below 36.7 (no downgrade): refused before anything
+    // is written, with RAUC's rejection and the reason.
+    let env = Rauc::start_with(true, "ext4");
+    running_system(&env.path("running"));
+    esrt(&env.path("esrt"), 0x0024_0700, 0x0024_0700);
+    let out = rauc_install(&env, &bundle(&env));
+    assert!(!out.status.success(), "a downgrade was installed: {out:?}");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stderr),
+        std::fs::read_to_string(env.path("rauc.log")).unwrap_or_default()
+    );
+    assert!(said.contains("no bootloader downgrade"), "{said}");
+    assert_nothing_installed(&env);
+}
+
+#[test]
+fn the_installation_marker_records_whether_the_appliance_has_its_card() {
+    if !ready("card recorded") {
+        return;
+    }
+    for card in [false, true] {
+        let env = Rauc::start_with(true, "ext4");
+        running_system(&env.path("running"));
+        if card {
+            // The fpgagdr module's control node on the running system.
+            std::fs::create_dir_all(env.path("running/dev")).unwrap();
+            std::fs::write(env.path("running/dev/fpgagdr0"), "").unwrap();
+        }
+        let out = rauc_install(&env, &bundle_for(&env, "card", COMPATIBLE, false));
+        assert!(out.status.success(), "{out:?}");
+        let b = Mounted::slot_b(&env);
+        let marker = b.0.read("var/lib/fpgagdr/ota/installation");
+        let want = if card {
+            "card=present\n"
+        } else {
+            "card=absent\n"
+        };
+        assert!(marker.contains(want), "{marker}");
+    }
 }

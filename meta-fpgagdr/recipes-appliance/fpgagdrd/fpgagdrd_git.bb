@@ -5,9 +5,11 @@ DESCRIPTION = "fpgagdrd from the Cargo workspace (appliance/fpgagdrd and the cra
                dashboard (webui/) embedded in the binary, its systemd unit and its user."
 HOMEPAGE = "https://example.invalid/fpgagdr"
 SECTION = "console/network"
-# The workspace's licence; the crates linked in keep theirs (list: cargo metadata).
-LICENSE = "Apache-2.0"
-LIC_FILES_CHKSUM = "file://${COMMON_LICENSE_DIR}/Apache-2.0;md5=89aea4e17d99a7cacdbeed46a0096b10"
+# The workspace's licence (Apache-2.0, the root LICENSE) and those of the crates linked
+# in: LICENSE and LIC_FILES_CHKSUM, generated from Cargo.lock by
+# scripts/crate-licenses.py, which also writes appliance/crate-licenses.txt (installed
+# below). scripts/check.sh fails while they are not current.
+require fpgagdrd-licenses.inc
 
 require recipes-appliance/include/fpgagdr-source.inc
 require recipes-appliance/include/fpgagdr-cudarc.inc
@@ -43,6 +45,8 @@ do_install() {
         ${FPGAGDR_UNPACKDIR}/fpgagdrd.service > ${D}${systemd_system_unitdir}/fpgagdrd.service
     chmod 0644 ${D}${systemd_system_unitdir}/fpgagdrd.service
     install -D -m 0644 ${FPGAGDR_UNPACKDIR}/fpgagdrd.default ${D}${sysconfdir}/default/fpgagdrd
+    # The licences: the workspace's and the list of the crates linked in.
+    install -D -m 0644 ${S}/LICENSE ${S}/appliance/crate-licenses.txt -t ${D}${datadir}/licenses/${BPN}/
 
     # config.json and the API token are written here by the service (atomic rename).
     install -d -m 0750 ${D}${sysconfdir}/fpgagdr
@@ -57,6 +61,8 @@ USERADD_PARAM:${PN} = "--system --gid fpgagdr --home-dir ${localstatedir}/lib/fp
                        --no-create-home --shell ${base_sbindir}/nologin fpgagdr"
 
 CONFFILES:${PN} = "${sysconfdir}/default/fpgagdrd"
+# The licence list ships with the binary, not in a -doc package nobody installs.
+FILES:${PN} += "${datadir}/licenses/${BPN}"
 
 VIRTUAL-RUNTIME_onnxruntime ??= "onnxruntime"
 # The model it loads by default, and the library it loads ONNX Runtime from.

@@ -7,8 +7,9 @@ DESCRIPTION = "The C ABI of the fpgagdr Rust library (appliance/fpgagdr-capi): o
                in libfpgagdr-dev; libfpgagdr.a in libfpgagdr-staticdev."
 HOMEPAGE = "https://example.invalid/fpgagdr"
 SECTION = "libs"
-LICENSE = "Apache-2.0"
-LIC_FILES_CHKSUM = "file://${COMMON_LICENSE_DIR}/Apache-2.0;md5=89aea4e17d99a7cacdbeed46a0096b10"
+# The workspace's licence and those of the crates linked in (scripts/crate-licenses.py,
+# from Cargo.lock; the list appliance/crate-licenses.txt is installed below).
+require libfpgagdr-licenses.inc
 
 require recipes-appliance/include/fpgagdr-source.inc
 require recipes-appliance/include/fpgagdr-cudarc.inc
@@ -32,4 +33,6 @@ ERROR_QA:append = " buildpaths"
 do_install() {
     DESTDIR=${D} LIBDIR=${libdir} ${S}/appliance/fpgagdr-capi/install.sh \
         --out ${FPGAGDR_CARGO_OUT} ${prefix}
+    install -D -m 0644 ${S}/LICENSE ${S}/appliance/crate-licenses.txt -t ${D}${datadir}/licenses/${BPN}/
 }
+FILES:${PN} += "${datadir}/licenses/${BPN}"

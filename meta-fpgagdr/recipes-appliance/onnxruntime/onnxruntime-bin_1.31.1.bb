@@ -7,8 +7,14 @@ DESCRIPTION = "libonnxruntime from Microsoft's official aarch64 wheel on PyPI, \
                chosen with VIRTUAL-RUNTIME_onnxruntime (docs/yocto.md)."
 HOMEPAGE = "https://onnxruntime.ai"
 SECTION = "libs"
-# ThirdPartyNotices: the notices of what Microsoft linked into the library.
-LICENSE = "MIT"
+# ONNX Runtime's own code is MIT; the library links in third-party code under other
+# licences, each text in ThirdPartyNotices.txt (installed with the library): abseil-cpp,
+# onnx, flatbuffers, dlpack, KleidiAI (Apache-2.0); protobuf, re2 (BSD-3-Clause);
+# pytorch/cpuinfo, pthreadpool (BSD-2-Clause); Boost.Mp11 (BSL-1.0); Eigen (MPL-2.0,
+# built MPL-2.0-only); date, GSL, nlohmann/json, SafeInt, FP16, FXdiv, psimd, utf8_range
+# (MIT). The same list as the source build (onnxruntime_${PV}.bb) without CUTLASS and
+# cudnn-frontend, which only the CUDA provider uses.
+LICENSE = "MIT & Apache-2.0 & BSD-3-Clause & BSD-2-Clause & BSL-1.0 & MPL-2.0"
 LIC_FILES_CHKSUM = "file://onnxruntime/LICENSE;md5=0f7e3b1308cb5c00b372a6e78835732d \
                     file://onnxruntime/ThirdPartyNotices.txt;md5=ea090a03326d526adefc1194872d3159"
 

@@ -7,9 +7,15 @@ DESCRIPTION = "libonnxruntime, the library fpgagdrd loads at run time (ort \
                ort crate (api-31) and appliance/scripts/fetch-deps.sh use."
 HOMEPAGE = "https://onnxruntime.ai"
 SECTION = "libs"
-# ThirdPartyNotices: the notices of what the build links in (abseil, protobuf, onnx,
-# eigen, re2, flatbuffers, cutlass, ...).
-LICENSE = "MIT"
+# ONNX Runtime's own code is MIT; the build links in the pinned archives of
+# onnxruntime-deps.inc (cmake/deps.txt), whose licence texts ThirdPartyNotices.txt
+# carries (installed with the library): abseil-cpp, onnx, flatbuffers, dlpack, KleidiAI
+# (Apache-2.0); protobuf, re2, CUTLASS (BSD-3-Clause); pytorch/cpuinfo, pthreadpool
+# (BSD-2-Clause); Boost.Mp11 (BSL-1.0); Eigen (MPL-2.0, built MPL-2.0-only); date, GSL,
+# nlohmann/json, SafeInt, FP16, FXdiv, psimd, utf8_range, cudnn-frontend (MIT). Not
+# built, so not in the list: the test and benchmark frameworks, pybind11, onnx-tensorrt
+# (the TensorRT provider uses TensorRT's own parser), XNNPACK, mimalloc.
+LICENSE = "MIT & Apache-2.0 & BSD-3-Clause & BSD-2-Clause & BSL-1.0 & MPL-2.0"
 LIC_FILES_CHKSUM = "file://LICENSE;md5=0f7e3b1308cb5c00b372a6e78835732d \
                     file://ThirdPartyNotices.txt;md5=ea090a03326d526adefc1194872d3159"
 

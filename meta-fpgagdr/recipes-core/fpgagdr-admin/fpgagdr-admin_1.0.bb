@@ -3,8 +3,9 @@ DESCRIPTION = "Lets the admin user of fpgagdr-image (created there with an initi
                password that must be changed at the first login) administer the \
                device with sudo, and keeps SSH to keys and away from root."
 HOMEPAGE = "https://example.invalid/fpgagdr"
-LICENSE = "MIT"
-LIC_FILES_CHKSUM = "file://${COMMON_LICENSE_DIR}/MIT;md5=0835ade698e0bcf8506ecda2f7b4f302"
+# The repository's licence (its root LICENSE).
+LICENSE = "Apache-2.0"
+LIC_FILES_CHKSUM = "${FPGAGDR_LICENSE_CHKSUM}"
 
 SRC_URI = "\
     file://50-fpgagdr-admin.sudoers \

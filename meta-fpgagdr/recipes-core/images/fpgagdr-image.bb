@@ -3,7 +3,9 @@ DESCRIPTION = "The FPGA-capture-to-inference appliance: the fpgagdr module, the 
                fpgagdrd service with its dashboard and data, ONNX Runtime, RAUC for \
                A/B updates, the Tegra boot-control tools, and an admin user for \
                maintenance (serial console, SSH with keys). Nothing else."
-LICENSE = "MIT"
+# The repository's licence (its root LICENSE); each package keeps its own.
+LICENSE = "Apache-2.0"
+LIC_FILES_CHKSUM = "${FPGAGDR_LICENSE_CHKSUM}"
 
 # tegra-redundant-boot and the tegraflash image type exist only for Jetson machines.
 COMPATIBLE_MACHINE = "(tegra)"
@@ -37,7 +39,7 @@ IMAGE_INSTALL = "\
 # rauc-hawkbit-updater: installed for fleets, disabled until configured (docs/ota.md).
 BAD_RECOMMENDATIONS += "rauc-mark-good"
 # tegra-redundant-boot: nvbootctrl and the boot-slot verifier (nv_update_verifier), the
-# backend RAUC's Tegra boot-control script drives (issue 9).
+# backend RAUC's Tegra boot-control script drives.
 
 IMAGE_LINGUAS = ""
 

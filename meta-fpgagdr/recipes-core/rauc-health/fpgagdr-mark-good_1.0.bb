@@ -6,8 +6,9 @@ DESCRIPTION = "A systemd unit, ordered after fpgagdrd.service, that runs \
                is good; and a drop-in that runs NVIDIA's nvbootctrl verify only \
                after that verdict."
 HOMEPAGE = "https://example.invalid/fpgagdr"
-LICENSE = "MIT"
-LIC_FILES_CHKSUM = "file://${COMMON_LICENSE_DIR}/MIT;md5=0835ade698e0bcf8506ecda2f7b4f302"
+# The repository's licence (its root LICENSE).
+LICENSE = "Apache-2.0"
+LIC_FILES_CHKSUM = "${FPGAGDR_LICENSE_CHKSUM}"
 
 SRC_URI = "\
     file://fpgagdr-mark-good.service \

@@ -13,7 +13,11 @@ FILESEXTRAPATHS:prepend:fpgagdr := "${THISDIR}/files:"
 RAUC_KEYRING_FILE:fpgagdr = "ca.cert.pem"
 RAUC_KEYRING_URI:fpgagdr = ""
 do_install[file-checksums] += "${@'${FPGAGDR_RAUC_KEY_DIR}/ca.cert.pem:False' if 'fpgagdr' in d.getVar('DISTROOVERRIDES').split(':') else ''}"
-SRC_URI:append:fpgagdr = " file://rauc-nvbootctrl-backend.sh"
+SRC_URI:append:fpgagdr = " \
+    file://rauc-nvbootctrl-backend.sh \
+    file://50-fpgagdr-nv-boot-control.conf \
+    file://system-boot-slots.conf \
+"
 
 # Development keys fail a release build before anything is installed.
 do_install[prefuncs] += "${@'fpgagdr_check_keys' if 'fpgagdr' in d.getVar('DISTROOVERRIDES').split(':') else ''}"
@@ -35,6 +39,10 @@ do_install:append:fpgagdr() {
             ${D}${sysconfdir}/rauc/
         rmdir ${D}${nonarch_libdir}/rauc
     fi
+    # The kernel and kernel-dtb slots when bundles carry the boot chain (fpgagdr_rauc).
+    if [ "${FPGAGDR_BOOT_CHAIN}" = 1 ]; then
+        cat ${FPGAGDR_UNPACKDIR}/system-boot-slots.conf >> ${D}${sysconfdir}/rauc/system.conf
+    fi
     sed -i -e 's,@COMPATIBLE@,${FPGAGDR_RAUC_COMPATIBLE},' \
         -e 's,@KEYRING@,${RAUC_KEYRING_FILE},' \
         -e 's,@STATUSFILE@,${FPGAGDR_RAUC_STATUSFILE},' \
@@ -42,10 +50,13 @@ do_install:append:fpgagdr() {
         ${D}${sysconfdir}/rauc/system.conf
     install -D -m 0755 ${FPGAGDR_UNPACKDIR}/rauc-nvbootctrl-backend.sh \
         ${D}${libexecdir}/fpgagdr/rauc-nvbootctrl-backend
+    # rauc.service after meta-tegra's setup-nv-boot-control.service (nvbootctrl's config).
+    install -D -m 0644 ${FPGAGDR_UNPACKDIR}/50-fpgagdr-nv-boot-control.conf \
+        ${D}${systemd_system_unitdir}/rauc.service.d/50-fpgagdr-nv-boot-control.conf
 }
 
 PACKAGE_ARCH:fpgagdr = "${MACHINE_ARCH}"
-FILES:${PN}:append:fpgagdr = " ${libexecdir}/fpgagdr/rauc-nvbootctrl-backend"
+FILES:${PN}:append:fpgagdr = " ${libexecdir}/fpgagdr/rauc-nvbootctrl-backend ${systemd_system_unitdir}/rauc.service.d"
 # nvbootctrl (tegra-redundant-boot-base); chattr (e2fsprogs) for the efivarfs variables.
 RDEPENDS:${PN}:append:fpgagdr = " tegra-redundant-boot-base e2fsprogs"
 

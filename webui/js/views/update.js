@@ -39,6 +39,19 @@ function set(root, name, text) {
   if (e) e.textContent = text;
 }
 
+/**
+ * How the health gate judged this boot, and what became of a bootloader capsule.
+ * @param {any} c the status's boot_check
+ */
+function bootCheck(c) {
+  if (!c) return 'not judged yet';
+  const verdict = c.confirmed ? `${c.verdict} (confirmed)` : `${c.verdict} (not confirmed)`;
+  const capsule = c.capsule
+    ? `; bootloader capsule ${c.capsule.version} ${c.capsule.ok ? 'applied' : 'NOT applied'}`
+    : '';
+  return `${verdict}${capsule}`;
+}
+
 /** @param {any} slot a GetSlotStatus entry */
 function slotRow(slot) {
   const tr = document.createElement('tr');
@@ -115,6 +128,10 @@ export class UpdateView {
     const primary = (s.slots ?? []).find((/** @type {any} */ x) => x.name === s.primary_slot);
     set(this.root, 'ota_primary', s.primary_slot ? `${s.primary_slot}${primary?.bootname ? ` (${primary.bootname})` : ''}` : '—');
     set(this.root, 'ota_bundle', s.bundle ? `${s.bundle.sha256} (${s.bundle.bytes} bytes)` : 'none');
+    set(this.root, 'ota_boot_check', bootCheck(s.boot_check));
+    set(this.root, 'ota_bootloader', s.bootloader
+      ? `${s.bootloader.version}${s.bootloader.last_attempt_status ? ` (last capsule ${s.bootloader.last_attempt_version} failed: status ${s.bootloader.last_attempt_status})` : ''}`
+      : '—');
     if (op === 'installing' && s.progress) {
       this.inBar.value = Math.max(0, Math.min(100, s.progress.percent));
       set(this.root, 'ota_install_msg', `${s.progress.percent}% · ${s.progress.message}`);

@@ -14,6 +14,7 @@
 
 mod costs;
 mod device;
+mod engine_cache;
 mod providers;
 mod rank;
 
@@ -26,6 +27,7 @@ use ort::session::{RunOptions, Session};
 use ort::value::{TensorRef, ValueType};
 
 pub use costs::BatchCosts;
+pub use engine_cache::{EngineBuild, EngineCache, engine_build};
 pub use providers::{Precision, Provider, Ran, TensorRtOptions};
 pub use rank::{TOP_K, Top};
 
@@ -36,8 +38,8 @@ use providers::{Wanted, register, runtime_path};
 pub const MAX_BATCH: usize = 512;
 /// Largest input side a model may declare, pixels: its input tensor (3 × H × W float32,
 /// 192 MiB at the limit) and the preprocessing buffers are allocated from the declared
-/// size, so it is checked before anything is (issue 18: a model declaring 60000 × 60000
-/// aborted the service on allocation).
+/// size, so it is checked before anything is (a model declaring 60000 × 60000 would
+/// abort the service on allocation).
 pub const MAX_INPUT_SIDE: usize = 4096;
 /// Most classes a model may declare (ImageNet-21k has 21 843).
 pub const MAX_CLASSES: usize = 100_000;
@@ -272,6 +274,15 @@ impl Model {
         // TensorRT's optimisation profile covers the batch a GPU provider would run.
         let wanted_batch = resolve_batch(options, Ran::TensorRt, batch_dim);
         let device_input = options.stream.is_some();
+        // TensorRT's engines: one folder per model and runtime. While an engine that is not
+        // cached yet is built (the session and its trial run below), the build is on record
+        // for the service to tell systemd and the status page.
+        let engine = engine_folder(options, bytes);
+        let build = engine
+            .as_ref()
+            .filter(|e| !e.cached)
+            .map(engine_cache::BuildGuard::start);
+        let started = std::time::Instant::now();
         let attempt = |graphs: bool, model: &[u8], file: &Path, precision: Precision| {
             build_session(
                 &env,
@@ -282,6 +293,7 @@ impl Model {
                     provider: options.provider,
                     precision,
                     tensorrt: &options.tensorrt,
+                    engine: engine.as_ref(),
                     input: (&input_name, height, width, wanted_batch),
                     cuda_graph: graphs,
                     nhwc: options
@@ -359,6 +371,7 @@ impl Model {
             graphs && registered.ran != Ran::Cpu,
             max_batch,
             batch_dim,
+            engine.as_ref().filter(|_| registered.ran == Ran::TensorRt),
             &options.tensorrt,
             registered.not_used.iter().chain(&notes),
         );
@@ -388,6 +401,18 @@ impl Model {
                 path: file.clone(),
                 reason: format!("failed a trial run on a grey frame: {e}"),
             })?;
+        if let (Some(e), Ran::TensorRt) = (&engine, registered.ran) {
+            model.provider_note.push_str(&if e.cached {
+                "; TensorRT engine loaded from the cache".to_string()
+            } else {
+                format!(
+                    "; TensorRT engine built in {:.0} s (first run of this model on this runtime), \
+                     cached for the next start",
+                    started.elapsed().as_secs_f64()
+                )
+            });
+        }
+        drop(build);
         if let (Some(stream), true) = (&options.stream, registered.ran != Ran::Cpu) {
             model.device = Some(
                 DeviceRunner::new(
@@ -860,12 +885,33 @@ fn resolve_batch(options: &ModelOptions, ran: Ran, dim: BatchDim) -> usize {
 }
 
 /// The status sentence: the provider that runs, how, and why the others do not.
+/// The TensorRT engine folder for the model `bytes`, when the TensorRT provider may run
+/// it (`inference.provider` auto or tensorrt, and an ONNX Runtime built with it).
+fn engine_folder(options: &ModelOptions, bytes: &[u8]) -> Option<EngineCache> {
+    if !matches!(options.provider, Provider::Auto | Provider::Tensorrt)
+        || !providers::tensorrt_available()
+    {
+        return None;
+    }
+    let runtime = engine_cache::runtime_key(
+        &engine_cache::ort_build(ort::info()),
+        engine_cache::tensorrt_version(),
+    );
+    Some(EngineCache::new(
+        &options.tensorrt.cache_dir,
+        bytes,
+        &runtime,
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
 fn describe<'a>(
     ran: Ran,
     precision: Precision,
     graphs: bool,
     max_batch: usize,
     dim: BatchDim,
+    engine: Option<&EngineCache>,
     trt: &TensorRtOptions,
     not_used: impl Iterator<Item = &'a String>,
 ) -> String {
@@ -874,7 +920,10 @@ fn describe<'a>(
             "ONNX Runtime TensorRT provider on GPU 0 ({}, engine cache {}{}), CUDA provider for \
              the nodes TensorRT does not take",
             precision.as_str(),
-            trt.cache_dir.display(),
+            engine.map_or_else(
+                || trt.cache_dir.display().to_string(),
+                |e| e.dir.display().to_string()
+            ),
             trt.dla_core
                 .map(|c| format!(", DLA core {c}"))
                 .unwrap_or_default()

@@ -12,7 +12,7 @@
 use std::path::PathBuf;
 
 use cudarc::driver::CudaStream;
-use ort::ep::ExecutionProvider;
+use ort::ep::{ArbitrarilyConfigurableExecutionProvider, ExecutionProvider};
 use ort::session::builder::SessionBuilder;
 use serde::{Deserialize, Serialize};
 
@@ -102,6 +102,9 @@ pub(crate) struct Wanted<'a> {
     pub(crate) provider: Provider,
     pub(crate) precision: Precision,
     pub(crate) tensorrt: &'a TensorRtOptions,
+    /// The model's engine folder ([`super::EngineCache`]); `None` where TensorRT cannot
+    /// run.
+    pub(crate) engine: Option<&'a super::EngineCache>,
     /// Input name, height, width and largest batch (TensorRT's optimisation profile).
     pub(crate) input: (&'a str, usize, usize, usize),
     /// Capture CUDA graphs (only when the input is bound in GPU memory).
@@ -124,6 +127,11 @@ fn conv_search() -> ort::ep::cuda::ConvAlgorithmSearch {
         Ok("default") => S::Default,
         _ => S::Heuristic,
     }
+}
+
+/// Whether the ONNX Runtime loaded has the TensorRT execution provider.
+pub(crate) fn tensorrt_available() -> bool {
+    matches!(ort::ep::TensorRT::is_available(), Ok(true))
 }
 
 /// `name` = `1` → `Some(true)`, `0` → `Some(false)`, else `None`: the measurement
@@ -209,6 +217,43 @@ fn stream_ptr(stream: &CudaStream) -> *mut () {
     stream.cu_stream() as *mut ()
 }
 
+/// ONNX Runtime's TensorRT provider options (`OrtTensorRTProviderOptionsV2` keys, as
+/// documented with the provider) for `w`, engines kept in `engine`: the engine cache per
+/// model and runtime, the timing cache (kernel timings, per GPU and TensorRT, shared by
+/// every model) at the cache's root, fp16 when asked, the optimisation profile of the
+/// input (batch 1 to the largest batch), CUDA graphs, the DLA core. The compute stream is
+/// set apart (a raw pointer).
+pub(crate) fn tensorrt_options(
+    w: &Wanted<'_>,
+    engine: &super::EngineCache,
+) -> Vec<(&'static str, String)> {
+    let (name, h, wd, max) = w.input;
+    let on = |b: bool| if b { "1" } else { "0" }.to_string();
+    let mut o = vec![
+        ("device_id", "0".to_string()),
+        ("trt_engine_cache_enable", on(true)),
+        (
+            "trt_engine_cache_path",
+            engine.dir.to_string_lossy().into_owned(),
+        ),
+        ("trt_timing_cache_enable", on(true)),
+        (
+            "trt_timing_cache_path",
+            engine.root.to_string_lossy().into_owned(),
+        ),
+        ("trt_fp16_enable", on(w.precision == Precision::Fp16)),
+        ("trt_profile_min_shapes", format!("{name}:1x3x{h}x{wd}")),
+        ("trt_profile_opt_shapes", format!("{name}:{max}x3x{h}x{wd}")),
+        ("trt_profile_max_shapes", format!("{name}:{max}x3x{h}x{wd}")),
+        ("trt_cuda_graph_enable", on(w.cuda_graph)),
+    ];
+    if let Some(core) = w.tensorrt.dla_core {
+        o.push(("trt_dla_enable", on(true)));
+        o.push(("trt_dla_core", core.to_string()));
+    }
+    o
+}
+
 fn register_tensorrt(builder: &mut SessionBuilder, w: &Wanted<'_>) -> Result<(), String> {
     match ort::ep::TensorRT::is_available() {
         Ok(true) => {}
@@ -220,28 +265,18 @@ fn register_tensorrt(builder: &mut SessionBuilder, w: &Wanted<'_>) -> Result<(),
         }
         Err(e) => return Err(e.to_string()),
     }
-    let t = w.tensorrt;
-    if let Err(e) = std::fs::create_dir_all(&t.cache_dir) {
+    let Some(engine) = w.engine else {
+        return Err("no engine folder for this model".into());
+    };
+    if let Err(e) = engine.prepare() {
         return Err(format!(
             "its engine cache {} cannot be created: {e}",
-            t.cache_dir.display()
+            engine.dir.display()
         ));
     }
-    let (name, h, wd, max) = w.input;
-    let dir = t.cache_dir.to_string_lossy().into_owned();
-    let mut trt = ort::ep::TensorRT::default()
-        .with_device_id(0)
-        .with_engine_cache(true)
-        .with_engine_cache_path(&dir)
-        .with_timing_cache(true)
-        .with_timing_cache_path(&dir)
-        .with_fp16(w.precision == Precision::Fp16)
-        .with_profile_min_shapes(format!("{name}:1x3x{h}x{wd}"))
-        .with_profile_opt_shapes(format!("{name}:{max}x3x{h}x{wd}"))
-        .with_profile_max_shapes(format!("{name}:{max}x3x{h}x{wd}"))
-        .with_cuda_graph(w.cuda_graph);
-    if let Some(core) = t.dla_core {
-        trt = trt.with_dla(true).with_dla_core(core);
+    let mut trt = ort::ep::TensorRT::default();
+    for (key, value) in tensorrt_options(w, engine) {
+        trt = trt.with_arbitrary_config(key, value);
     }
     if let Some(s) = w.stream {
         #[allow(unsafe_code)]
@@ -289,4 +324,44 @@ fn register_cuda(builder: &mut SessionBuilder, w: &Wanted<'_>, graph: bool) -> R
     }
     cuda.register(builder)
         .map_err(|e| format!("the CUDA execution provider failed to start: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tensorrt_gets_the_model_s_engine_folder_and_the_shared_timing_cache() {
+        let root = tempfile::tempdir().unwrap();
+        let engine = super::super::EngineCache::new(root.path(), b"model", "ort-x-trt10.3.0");
+        let trt = TensorRtOptions {
+            cache_dir: root.path().to_path_buf(),
+            dla_core: Some(1),
+        };
+        let w = Wanted {
+            provider: Provider::Auto,
+            precision: Precision::Fp16,
+            tensorrt: &trt,
+            engine: Some(&engine),
+            input: ("images", 224, 224, 8),
+            cuda_graph: false,
+            nhwc: false,
+            stream: None,
+        };
+        let o: std::collections::BTreeMap<_, _> =
+            tensorrt_options(&w, &engine).into_iter().collect();
+        assert_eq!(o["trt_engine_cache_enable"], "1");
+        assert_eq!(o["trt_engine_cache_path"], engine.dir.to_string_lossy());
+        assert!(o["trt_engine_cache_path"].contains(&engine.digest));
+        assert_eq!(o["trt_timing_cache_enable"], "1");
+        assert_eq!(o["trt_timing_cache_path"], root.path().to_string_lossy());
+        assert_eq!(o["trt_fp16_enable"], "1");
+        assert_eq!(o["trt_profile_min_shapes"], "images:1x3x224x224");
+        assert_eq!(o["trt_profile_max_shapes"], "images:8x3x224x224");
+        assert_eq!(o["trt_dla_core"], "1");
+        // Every key is one of ONNX Runtime's TensorRT provider options.
+        for k in o.keys() {
+            assert!(k == &"device_id" || k.starts_with("trt_"), "{k}");
+        }
+    }
 }

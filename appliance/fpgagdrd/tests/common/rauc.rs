@@ -263,7 +263,9 @@ impl Rauc {
             .env("FPGAGDR_EFIVARS_DIR", d.join("efivars"))
             .env("NVBOOTCTRL_TEST_STATE", d.join("nvbootctrl.state"))
             .env("FPGAGDR_CARRY_FROM", d.join("running"))
-            .env("FPGAGDR_ESP_DIR", d.join("esp"));
+            .env("FPGAGDR_ESP_DIR", d.join("esp"))
+            // The firmware's ESRT of this test (the bundle hooks read it), never the host's.
+            .env("FPGAGDR_ESRT_DIR", d.join("esrt"));
         c
     }
 
@@ -379,6 +381,10 @@ impl Rauc {
             .env("FPGAGDR_NVBOOTCTRL", test_double())
             .env("FPGAGDR_EFIVARS_DIR", self.path("efivars"))
             .env("NVBOOTCTRL_TEST_STATE", self.path("nvbootctrl.state"))
+            // The card's node, the ESP and the ESRT of this test, never the host's.
+            .env("FPGAGDR_CARD_NODE", self.path("dev-fpgagdr0"))
+            .env("FPGAGDR_ESP_DIR", self.path("esp"))
+            .env("FPGAGDR_ESRT_DIR", self.path("esrt"))
             .env(
                 "FPGAGDR_REBOOT_COMMAND",
                 format!("touch {}", flag.display()),

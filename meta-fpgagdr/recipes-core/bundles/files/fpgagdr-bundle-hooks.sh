@@ -6,13 +6,16 @@
 #                      that check itself: the bundle's compatible (RAUC_MF_COMPATIBLE)
 #                      must equal the system's (RAUC_SYSTEM_COMPATIBLE, system.conf).
 #                      It also refuses a device without rootfs A/B redundancy (the
-#                      backend would refuse later anyway). Both before anything is
-#                      written; a refusal exits with RAUC's rejection code (10 or more)
-#                      and the reason as the last line on stderr, which RAUC reports
-#                      ("Hook returned: ..."). Once accepted, a bootloader capsule that
-#                      an earlier installation staged and no reboot has applied yet is
-#                      withdrawn: it belongs to another bundle, and it would switch the
-#                      boot chain to the slot this installation is about to rewrite.
+#                      backend would refuse later anyway), and a bundle whose bootloader
+#                      capsule is older than the firmware accepts (the ESRT's
+#                      lowest_supported_fw_version: meta-tegra's
+#                      TEGRA_UEFI_LOWEST_SUPPORTED_VERSION, no downgrade). All before
+#                      anything is written; a refusal exits with RAUC's rejection code
+#                      (10 or more) and the reason as the last line on stderr, which RAUC
+#                      reports ("Hook returned: ..."). Once accepted, a bootloader capsule
+#                      that an earlier installation staged and no reboot has applied yet
+#                      is withdrawn: it belongs to another bundle, and it would switch
+#                      the boot chain to the slot this installation is about to rewrite.
 #   slot-post-install  for the rootfs slot, mounted read-write by RAUC:
 #                      1. carry the appliance's settings and state over from the running
 #                         system into the new slot (list below), so an update keeps the
@@ -20,13 +23,23 @@
 #                         the installation marker /var/lib/fpgagdr/ota/installation
 #                         (id=<uuid>, slot, time) that tells fpgagdrd
 #                         --mark-good-after-health this slot came from an update (a slot
-#                         without one is a factory boot, never marked bad);
-#                      2. when the bundle carries the bootloader capsule (tegra-bl.cap,
-#                         meta-tegra's UEFI capsule), stage it on the ESP and ask UEFI to
-#                         apply it at the next boot (OsIndications bit 2). UEFI then
-#                         updates the other boot chain and switches to it, and the rootfs
-#                         slot follows (L4T R36); the boot-control backend therefore
-#                         leaves the chain alone when RAUC makes the slot primary.
+#                         without one is a factory boot, never marked bad), and whether
+#                         the appliance has its card now (card=present: the fpgagdr
+#                         module's /dev/fpgagdr0 exists; the new slot must see it too);
+#                      2. when the bundle carries the boot chain (fpgagdr-boot.conf with
+#                         its bootloader version, tegra-bl.cap, meta-tegra's UEFI
+#                         capsule, and BOOTAA64.efi, the L4TLauncher of the same release)
+#                         and the chain to be updated does not hold that version
+#                         already (EFI/fpgagdr/boot-chains on the ESP, kept by
+#                         fpgagdrd --mark-good-after-health; a chain not recorded is
+#                         updated): put the launcher on the ESP, stage the capsule on it
+#                         and ask UEFI to apply it at the next boot (OsIndications bit 2),
+#                         and leave EFI/fpgagdr/capsule-pending for mark-good to read the
+#                         result after the reboot. UEFI then updates the other boot chain
+#                         and switches to it, and the rootfs slot follows (L4T R36); the
+#                         boot-control backend therefore leaves the chain alone when RAUC
+#                         makes the slot primary. Same version: nothing is staged, the
+#                         backend switches the chain as for any update.
 #                      A failure in either fails the installation: RAUC then leaves the
 #                      primary slot as it was, and the half-written slot is never booted.
 #
@@ -52,11 +65,13 @@
 # Environment for tests (device defaults otherwise): FPGAGDR_CARRY_FROM (the running
 # system's root; default /), FPGAGDR_ESP_DIR (a mounted ESP; default: /boot/efi where
 # meta-tegra's esp.mount mounts it, else /dev/disk/by-partlabel/esp mounted here),
-# FPGAGDR_EFIVARS_DIR, FPGAGDR_NVBOOTCTRL.
+# FPGAGDR_EFIVARS_DIR, FPGAGDR_NVBOOTCTRL, FPGAGDR_ESRT_DIR (default
+# /sys/firmware/efi/esrt), FPGAGDR_CARD_NODE (default <running system>/dev/fpgagdr0).
 set -eu
 
 EFIVARS=${FPGAGDR_EFIVARS_DIR:-/sys/firmware/efi/efivars}
 NVBOOTCTRL=${FPGAGDR_NVBOOTCTRL:-nvbootctrl}
+ESRT=${FPGAGDR_ESRT_DIR:-/sys/firmware/efi/esrt}
 GLOBAL_GUID=8be4df61-93ca-11d2-aa0d-00e098032b8c
 OSINDICATIONS="$EFIVARS/OsIndications-$GLOBAL_GUID"
 
@@ -82,8 +97,39 @@ install_check() {
 	n=$("$NVBOOTCTRL" -t rootfs get-number-slots 2>/dev/null) || n=0
 	[ "$n" = 2 ] ||
 		reject "rootfs A/B redundancy is not enabled on this device: refusing the update (flash the A/B layout first)"
+	# The bundle's files: RAUC runs this hook from the mounted bundle (RAUC 1.8 names no
+	# RAUC_BUNDLE_MOUNT_POINT for install-check).
+	boot_conf=${RAUC_BUNDLE_MOUNT_POINT:-$(dirname "$0")}/fpgagdr-boot.conf
+	if [ -f "$boot_conf" ]; then
+		want=$(conf_value "$boot_conf" bootloader_version)
+		lowest=$(esrt_value lowest_supported_fw_version)
+		if [ -n "$want" ] && [ -n "$lowest" ] && [ $((want)) -lt $((lowest)) ]; then
+			reject "the bundle's bootloader $want is older than the lowest this firmware accepts ($(hex "$lowest"); meta-tegra's TEGRA_UEFI_LOWEST_SUPPORTED_VERSION, no bootloader downgrade): refusing the update"
+		fi
+	fi
 	withdraw_capsule
 }
+
+# conf_value FILE KEY: KEY's value in FILE (KEY=VALUE lines).
+conf_value() { sed -n "s/^$2=//p" "$1" | tail -n 1; }
+
+# esrt_value NAME: NAME (fw_version, lowest_supported_fw_version, ...) of the system
+# firmware's ESRT entry (fw_type 1, else the first); empty without an ESRT.
+esrt_value() {
+	first=""
+	for e in "$ESRT"/entries/entry*; do
+		[ -f "$e/$1" ] || continue
+		[ -n "$first" ] || first=$e
+		if [ "$(cat "$e/fw_type" 2>/dev/null)" = 1 ]; then
+			cat "$e/$1"
+			return 0
+		fi
+	done
+	if [ -n "$first" ]; then cat "$first/$1"; fi
+}
+
+# hex N: N (decimal or 0x...) as 0x%08x, the form of the bundle's and the record's.
+hex() { printf '0x%08x' "$(($1))"; }
 
 # carry_file REL: $FROM/REL into the new slot, modes and owner kept.
 carry_file() {
@@ -175,7 +221,11 @@ mark_installation() {
 	mkdir -p "$spool" || die "cannot create /var/lib/fpgagdr/ota in the new slot"
 	if [ -n "$owner" ]; then chown "$owner" "$TO/var/lib/fpgagdr" "$spool"; fi
 	id=$(cat /proc/sys/kernel/random/uuid 2>/dev/null) || id="$(date +%s)-$$"
-	printf 'id=%s\nslot=%s\ninstalled=%s\n' "$id" "${RAUC_SLOT_NAME:-}" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+	# The card the appliance has now: an update must keep it working (mark-good checks).
+	card=absent
+	if [ -e "${FPGAGDR_CARD_NODE:-$FROM/dev/fpgagdr0}" ]; then card=present; fi
+	printf 'id=%s\nslot=%s\ninstalled=%s\ncard=%s\n' "$id" "${RAUC_SLOT_NAME:-}" \
+		"$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$card" \
 		>"$spool/installation.fpgagdr-new" || die "cannot write the installation marker into the new slot"
 	mv -f "$spool/installation.fpgagdr-new" "$spool/installation"
 }
@@ -226,20 +276,62 @@ withdraw_capsule() {
 	printf '%b' "$v" | dd of="$OSINDICATIONS" bs=12 count=1 2>/dev/null ||
 		reject "cannot clear $OSINDICATIONS: the capsule an earlier installation staged is still pending"
 	if open_esp; then
-		rm -f "$esp/EFI/UpdateCapsule/TEGRA_BL.Cap"
+		rm -f "$esp/EFI/UpdateCapsule/TEGRA_BL.Cap" "$esp/EFI/fpgagdr/capsule-pending"
 		close_esp
 	fi
 	echo "fpgagdr-bundle-hooks: the bootloader capsule of an earlier installation, not yet applied, is withdrawn"
 }
 
+# chain_version ESP CHAIN: the firmware version recorded for boot chain CHAIN (A/B).
+chain_version() { sed -n "s/^$2=//p" "$1/EFI/fpgagdr/boot-chains" 2>/dev/null | tail -n 1; }
+
+# forget_chain ESP CHAIN: drops CHAIN from the record (its firmware is about to change).
+forget_chain() {
+	f=$1/EFI/fpgagdr/boot-chains
+	[ -f "$f" ] || return 0
+	grep -v "^$2=" "$f" >"$f.tmp" || true
+	mv "$f.tmp" "$f"
+}
+
+# put_file SRC DEST: SRC to DEST under a temporary name, then renamed (one file in place
+# at any time, as far as FAT allows).
+put_file() {
+	mkdir -p "$(dirname "$2")"
+	cp "$1" "$2.fpgagdr-new" || return 1
+	sync
+	mv -f "$2.fpgagdr-new" "$2"
+}
+
 stage_capsule() {
 	cap="${RAUC_BUNDLE_MOUNT_POINT:?}/tegra-bl.cap"
+	conf="${RAUC_BUNDLE_MOUNT_POINT:?}/fpgagdr-boot.conf"
 	[ -f "$cap" ] || return 0
+	[ -f "$conf" ] || die "the bundle has a bootloader capsule but no fpgagdr-boot.conf (its version): not staged, installation failed"
+	want=$(conf_value "$conf" bootloader_version)
+	[ -n "$want" ] || die "fpgagdr-boot.conf names no bootloader_version: capsule not staged, installation failed"
+	target=${RAUC_SLOT_BOOTNAME:?RAUC did not name the bootname of the slot}
 	open_esp || die "cannot mount the ESP to stage the capsule"
-	mkdir -p "$esp/EFI/UpdateCapsule"
-	cp "$cap" "$esp/EFI/UpdateCapsule/TEGRA_BL.Cap.tmp"
-	sync
-	mv "$esp/EFI/UpdateCapsule/TEGRA_BL.Cap.tmp" "$esp/EFI/UpdateCapsule/TEGRA_BL.Cap"
+	have=$(chain_version "$esp" "$target")
+	if [ -n "$have" ] && [ $((have)) -eq $((want)) ]; then
+		close_esp
+		echo "fpgagdr-bundle-hooks: boot chain $target holds bootloader $(hex "$want") already: no capsule staged"
+		return 0
+	fi
+	echo "fpgagdr-bundle-hooks: boot chain $target holds bootloader ${have:-(not recorded)}, the bundle $(hex "$want"): staging the capsule"
+	# The chain is about to change: not known until the firmware reports it booted.
+	forget_chain "$esp" "$target"
+	launcher="${RAUC_BUNDLE_MOUNT_POINT}/BOOTAA64.efi"
+	if [ -f "$launcher" ] && ! cmp -s "$launcher" "$esp/EFI/BOOT/BOOTAA64.efi"; then
+		put_file "$launcher" "$esp/EFI/BOOT/BOOTAA64.efi" || die "cannot put the L4TLauncher on the ESP"
+		echo "fpgagdr-bundle-hooks: L4TLauncher (EFI/BOOT/BOOTAA64.efi) of the bundle's release put on the ESP"
+	fi
+	put_file "$cap" "$esp/EFI/UpdateCapsule/TEGRA_BL.Cap" || die "cannot stage the capsule on the ESP"
+	mkdir -p "$esp/EFI/fpgagdr"
+	if ! printf 'target=%s\nversion=%s\nid=%s\n' "$target" "$(hex "$want")" "$id" \
+		>"$esp/EFI/fpgagdr/capsule-pending.tmp" ||
+		! mv "$esp/EFI/fpgagdr/capsule-pending.tmp" "$esp/EFI/fpgagdr/capsule-pending"; then
+		die "cannot record the staged capsule on the ESP"
+	fi
 	sync
 	close_esp
 	var=$OSINDICATIONS
@@ -247,7 +339,7 @@ stage_capsule() {
 	# Attributes NV+BS+RT, then EFI_OS_INDICATIONS_FILE_CAPSULE_DELIVERY_SUPPORTED (bit 2).
 	printf '\007\000\000\000\004\000\000\000\000\000\000\000' | dd of="$var" bs=12 count=1 2>/dev/null ||
 		die "cannot set $var: the capsule is staged but will not be applied"
-	echo "fpgagdr-bundle-hooks: bootloader capsule staged; UEFI applies it at the next boot"
+	echo "fpgagdr-bundle-hooks: bootloader capsule $(hex "$want") staged for boot chain $target; UEFI applies it at the next boot"
 }
 
 case ${1:-} in

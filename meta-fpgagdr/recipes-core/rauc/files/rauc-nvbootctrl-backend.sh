@@ -135,6 +135,9 @@ withdraw_capsule() {
 	chattr -i "$OSINDICATIONS" 2>/dev/null || true
 	printf '%b' "$v" | dd of="$OSINDICATIONS" bs=12 count=1 2>/dev/null ||
 		die "writing $OSINDICATIONS failed: the staged capsule is still pending"
+	# The bundle hook's note of the staged capsule (read by mark-good after the reboot)
+	# goes with it, where the ESP is mounted.
+	rm -f "${FPGAGDR_ESP_DIR:-/boot/efi}/EFI/fpgagdr/capsule-pending"
 }
 
 cmd=${1:-}
