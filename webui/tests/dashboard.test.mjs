@@ -432,7 +432,7 @@ describe('dashboard', { timeout: 240_000, skip: !BIN && 'FPGAGDRD_BIN is not set
       await patch({ outputs: { alerts: { rules: { seen: null } } } });
     }
     await screenshot('dashboard-alert.png');
-    // A condition rule (issue 20): the banner shows what was measured against the
+    // A condition rule: the banner shows what was measured against the
     // threshold. Every frame takes more than a microsecond end to end.
     await patch({ outputs: { alerts: { rules: { slow: { kind: 'e2e_p99', window_s: 1, max_ms: 0.001 } } } } });
     try {

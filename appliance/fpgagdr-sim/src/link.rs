@@ -156,7 +156,7 @@ mod tests {
     }
 
     #[test]
-    fn presets_reproduce_the_seed_tables() {
+    fn presets_reproduce_the_reference_tables() {
         // Residuals of the fit as documented in docs/simcard-calibration.md.
         assert!(worst_relative_error(LinkPreset::OrinGen3x4, ORIN_C_READ) < 0.11);
         assert!(worst_relative_error(LinkPreset::X86Gen3x8, X86_C_READ) < 0.03);

@@ -48,7 +48,7 @@ impl<T: PartialOrd + Copy + std::fmt::Display> Range<T> {
 }
 
 /// `source.fps`, frames/s: 0 (as fast as capture asks) or between [`MIN_FPS`] and 10 000
-/// (above the seed report's card, 6661 frames/s of 1 MiB on PCIe Gen3 x8).
+/// (above the reference report's card, docs/bench.md: 6661 frames/s of 1 MiB on PCIe Gen3 x8).
 pub const FPS: Range<f64> = Range {
     field: "/source/fps",
     min: 0.0,
@@ -420,7 +420,7 @@ impl Default for InferenceConfig {
     }
 }
 
-/// `inference.tensorrt`: TensorRT settings (written, not run: DESIGN §10).
+/// `inference.tensorrt`: TensorRT settings (written, not run: README, "What has run where").
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 #[schemars(extend("x-order" = ["cache_dir", "dla_core"]))]

@@ -1,4 +1,4 @@
-//! Results out (issue 20), on the real binary with the real model and frames: the
+//! Results out, on the real binary with the real model and frames: the
 //! results log and `GET /api/v1/results`, the per-frame stream, and MQTT against
 //! Debian's real `mosquitto` (started by each test on a free loopback port; `./test.sh`
 //! installs it): every result in order with the content the log holds, the broker

@@ -1,4 +1,4 @@
-//! The service end to end (DESIGN §8, "simulated card"): the real `fpgagdrd` binary on
+//! The service end to end (docs/testing.md: the simulated card): the real `fpgagdrd` binary on
 //! the simulated card, with real frames and the real model, driven over HTTP.
 //!
 //! Each test starts its own service on a free port with its own config file (see
@@ -134,7 +134,7 @@ fn frames_flow_through_the_simulated_card() {
         _ => panic!("unexpected frame memory: {s}"),
     }
     // `ring.entries` (4) is a lower bound: the ring has k × N entries, k ≥ 2, N = the
-    // card's slots (issue 15).
+    // card's slots.
     assert_eq!(memory["ring_entries"], ring_entries_for(4, &s), "{s}");
     let align = card["alignment_bytes"].as_u64().expect("alignment");
     let entry = memory["entry_bytes"].as_u64().expect("entry_bytes");
@@ -495,7 +495,7 @@ fn valid_patch_honours_if_match_and_is_persisted() {
     let config = r.json();
     assert_eq!(config["ring"]["entries"], 6, "{config}");
     assert_eq!(
-        // Stored relative to the data directory (issue 18: the document anyone may read
+        // Stored relative to the data directory (the document anyone may read
         // does not show where that is).
         config["source"]["path"],
         json!("frames/chelsea.png"),
@@ -519,7 +519,7 @@ fn valid_patch_honours_if_match_and_is_persisted() {
     assert_eq!(on_disk, config);
 
     // Applied live: the pipeline runs on a ring of at least 6 entries (k x the card's
-    // frame slots, k >= 2: issue 15).
+    // frame slots, k >= 2).
     let s = svc.status();
     assert_eq!(s["memory"]["ring_entries"], ring_entries_for(6, &s), "{s}");
     assert_eq!(s["pipeline"]["state"], "running", "{s}");
@@ -1039,10 +1039,11 @@ fn metrics_openapi_and_dashboard() {
     svc.get("/js/nope.js").problem(404, "asset");
 }
 
-/// Pin once, chain once (DESIGN §10): the ring has k × N entries and entry i always
-/// meets card slot i mod N, so each entry's descriptor chain is built once, on the
-/// first lap, and replayed for every later frame; every frame's sequence number and
-/// CRC still match its slot (a cache keyed too loosely would score as well).
+/// Pin once, chain once (docs/decisions.md, "Capture from the real card"): the ring has k ×
+/// N entries and entry i always meets card slot i mod N, so each entry's descriptor chain
+/// is built once, on the first lap, and replayed for every later frame; every frame's
+/// sequence number and CRC still match its slot (a cache keyed too loosely would score as
+/// well).
 #[test]
 fn each_ring_entry_meets_one_slot_so_its_chain_is_built_once() {
     let svc = Service::start(&json!({
@@ -1138,7 +1139,7 @@ fn photos_of_different_sizes_keep_the_chain_cache_hot() {
 }
 
 /// The frame ring a `ring.entries` of `wanted` gives on the card of status `s`: the next
-/// multiple k × N of its slot count N at or above `wanted`, with k ≥ 2 (DESIGN §10).
+/// multiple k × N of its slot count N at or above `wanted`, with k ≥ 2 (docs/decisions.md).
 fn ring_entries_for(wanted: u64, s: &Value) -> u64 {
     let slots = s["memory"]["card_slots"].as_u64().expect("card_slots");
     wanted.div_ceil(slots).max(2) * slots

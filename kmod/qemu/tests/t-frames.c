@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Frame capture (issue 15) against the real module and the software
+ * Frame capture against the real module and the software
  * card's TEST-ONLY sensor: FRAME_INFO, WAIT_FRAME, poll(), ABORT of waits,
  * the event queue and its overflow, the frame-done rules, every frame's
  * header and CRCs after a real C2H DMA of its slot, captured + overrun +

@@ -4,10 +4,10 @@
 //! Owns: [`Provider`], [`Precision`], [`TensorRtOptions`], [`register`] and the record
 //! of what it did ([`Registered`]). Must not: load a model or run one (`mod.rs`).
 //!
-//! TensorRT is written, not run here (DESIGN §10): its libraries cannot be obtained on
-//! the machines this project is tested on. What is tested is the negative path: the GPU
-//! build of ONNX Runtime has the TensorRT provider, loading it fails for want of
-//! `libnvinfer`, the reason is kept, and CUDA runs.
+//! TensorRT is written, not run here (README, "What has run where"): its libraries cannot
+//! be obtained on the machines this project is tested on. What is tested is the negative
+//! path: the GPU build of ONNX Runtime has the TensorRT provider, loading it fails for want
+//! of `libnvinfer`, the reason is kept, and CUDA runs.
 
 use std::path::PathBuf;
 

@@ -158,7 +158,7 @@ fn problem_response(description: &str, retry: bool) -> Value {
     r
 }
 
-/// Adds to every operation the answers of the layers around the handlers (issue 18):
+/// Adds to every operation the answers of the layers around the handlers:
 /// 403 `origin`, 421 `host` and 503 `connection-limit` (and `stream-limit` on the
 /// stream) everywhere; 429 `rate-limit` on every change; 408 on every change with a
 /// body (`body-timeout`, or `ota-upload-stall` for an upload). A status a handler

@@ -34,7 +34,7 @@ pub struct StatusBody {
     /// Service uptime, s (the pipeline's is `pipeline.running_s`).
     pub uptime_s: f64,
     /// Where every frame's result goes: the results log, MQTT, the per-frame stream,
-    /// and the results dropped on the way, by reason (issue 20).
+    /// and the results dropped on the way, by reason.
     pub outputs: crate::results::OutputsStatus,
 }
 
@@ -80,7 +80,7 @@ pub struct MemoryInfo {
     pub kind: Option<MemoryKind>,
     /// Why that memory.
     pub detail: String,
-    /// Which data path the frames take (seed report's A, B or C) and how.
+    /// Which data path the frames take (the reference report's A, B or C: docs/bench.md) and how.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub data_path: Option<&'static str>,
     /// Ring entries: k × the card's frame slots.

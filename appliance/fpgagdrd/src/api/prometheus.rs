@@ -1,12 +1,12 @@
 //! `/metrics` in the Prometheus text exposition format (version 0.0.4).
 //!
-//! Owns: [`render`]. Names follow `fpgagdr_<name>_<unit>[_total]` in base units
-//! (seconds, bytes). Stage latencies are summaries (quantiles 0.5, 0.99, 1) over the
-//! service's life, and histograms with fixed buckets ([`BUCKETS_S`],
-//! `fpgagdr_stage_duration_seconds`, issue 20: p99 over any window and across devices),
-//! both from the cumulative HDR histograms; drops are labelled by reason. The format is small and fixed,
-//! so it is written here rather than through a metrics registry: the source of truth
-//! is our atomics and histograms, read once per scrape.
+//! Owns: [`render`]. Names follow `fpgagdr_<name>_<unit>[_total]` in base units (seconds,
+//! bytes). Stage latencies are summaries (quantiles 0.5, 0.99, 1) over the service's life,
+//! and histograms with fixed buckets ([`BUCKETS_S`], `fpgagdr_stage_duration_seconds`: p99
+//! over any window and across devices), both from the cumulative HDR histograms; drops are
+//! labelled by reason. The format is small and fixed, so it is written here rather than
+//! through a metrics registry: the source of truth is our atomics and histograms, read once
+//! per scrape.
 
 use std::fmt::Write;
 

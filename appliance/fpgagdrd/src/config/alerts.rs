@@ -1,5 +1,5 @@
 //! `outputs.alerts`: alert rules on every frame's result, and keeping the frames that
-//! match them (issue 20).
+//! match them.
 //!
 //! Owns: [`AlertsConfig`], [`AlertRule`], [`KeepFramesConfig`], their ranges and their
 //! rules beyond serde (`check`). Must not: evaluate a rule (the results room does,

@@ -31,7 +31,7 @@ use crate::files::{self, FileError, Kind, Named, Policy};
 pub use shared::{BatchSize, GpuMemoryUse, Heartbeats, PipelineNow, Shared, State, Thread, now_ns};
 
 /// Largest frame memory accepted, bytes (1 GiB): the ring (pinned) and the decoded
-/// replay frames together (DESIGN §10's one memory rule); an Orin shares its DRAM
+/// replay frames together (the one frame-memory rule: docs/api.md, limits); an Orin shares its DRAM
 /// between CPU and GPU.
 pub const MAX_RING_BYTES: u64 = 1 << 30;
 
@@ -147,7 +147,8 @@ pub struct PipelineInfo {
     pub memory_detail: String,
     /// How each ring entry is pinned and why, entry 0 first.
     pub pins: Vec<(PinMethod, String)>,
-    /// Which of the seed report's data paths the frames take (A, B or C) and how.
+    /// Which of the reference report's data paths (docs/bench.md) the frames take (A, B or
+    /// C) and how.
     pub data_path: &'static str,
     /// Model file name.
     pub model: String,
@@ -190,10 +191,10 @@ fn entries_for_ahead(wanted: usize, max_batch: usize, slots: usize) -> usize {
 }
 
 /// Entries of the frame ring for `wanted` (`ring.entries`) on a card with `slots` frame
-/// slots: the next multiple k × N of N at or above `wanted`, with k ≥ 2 (DESIGN §10: the
-/// ring holds at least twice the inference batch of one, and a slot always has an entry
-/// inference does not hold). `ring.entries` is thus a lower bound, so one config fits
-/// cards of any slot count.
+/// slots: the next multiple k × N of N at or above `wanted`, with k ≥ 2 (docs/decisions.md,
+/// "Capture from the real card": the ring holds at least twice the inference batch of one,
+/// and a slot always has an entry inference does not hold). `ring.entries` is thus a lower
+/// bound, so one config fits cards of any slot count.
 pub fn ring_entries(wanted: usize, slots: usize) -> usize {
     let slots = slots.max(1);
     wanted.div_ceil(slots).max(2) * slots
@@ -238,9 +239,9 @@ fn fail(field: Option<&'static str>, e: impl std::fmt::Display) -> PrepareError 
     }
 }
 
-/// Where the frame ring goes for `wanted`, why, and which of the seed report's data paths
-/// frames take (A: card → host → GPU by the CPU; B: card → pinned host → GPU copy; C:
-/// card → GPU memory).
+/// Where the frame ring goes for `wanted`, why, and which of the reference report's data
+/// paths (docs/bench.md) frames take (A: card → host → GPU by the CPU; B: card → pinned
+/// host → GPU copy; C: card → GPU memory).
 ///
 /// The pin plan comes with it: `card.pin_method` (`pin`) decides the memory when
 /// `ring.memory` is `auto`; an explicit `ring.memory` keeps its memory, pinned by that
