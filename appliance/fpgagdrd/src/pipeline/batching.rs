@@ -8,7 +8,11 @@
 //! The chosen wait: frames arrive every `g`: the card's frame period, from the arrival
 //! times and sequence numbers of the frames taken (time between two frames over the
 //! sequence numbers between them, so frames missed or dropped on the way do not stretch
-//! it), smoothed over about [`SMOOTHING`] frames. The batch
+//! it), smoothed over about [`SMOOTHING`] frames taken: the time between takes and the
+//! sequence steps between them are smoothed apart and divided, so a host that takes the
+//! frames still in the card's slots in a burst sees the card's period, not its own
+//! rhythm (a mean of per-take gaps would count the burst's near-zero gaps as much as the
+//! long one before it, which spans the frames the card overwrote). The batch
 //! aimed at is the smallest n whose model time keeps up with the arrivals with a margin,
 //! n / cost(n) ≥ [`HEADROOM`] / g; the wait is the time its n − 1 further frames take
 //! to arrive, (n − 1) · g. A frame then waits less than [`HEADROOM`] times one batch's
@@ -59,7 +63,10 @@ impl BatchWait {
 pub(crate) struct Choice {
     costs: BatchCosts,
     max_batch: usize,
-    /// Smoothed gap between arrivals, ns; `None` before two frames arrived.
+    /// Smoothed time between frames taken, ns, and smoothed sequence steps between
+    /// them; `None` before two frames arrived.
+    span: Option<(f64, f64)>,
+    /// The card's period these give (time over steps), ns.
     gap_ns: Option<f64>,
     /// The last frame taken: (sequence number, arrival ns).
     last: Option<(u64, u64)>,
@@ -71,6 +78,7 @@ impl Choice {
         Choice {
             costs,
             max_batch: max_batch.max(1),
+            span: None,
             gap_ns: None,
             last: None,
         }
@@ -84,11 +92,16 @@ impl Choice {
             && seq > last_seq
             && t > last_t
         {
-            let gap = (t - last_t) as f64 / (seq - last_seq) as f64;
-            self.gap_ns = Some(match self.gap_ns {
-                None => gap,
-                Some(g) => g + (gap - g) / SMOOTHING,
-            });
+            let (dt, dseq) = ((t - last_t) as f64, (seq - last_seq) as f64);
+            let (time, steps) = match self.span {
+                None => (dt, dseq),
+                Some((time, steps)) => (
+                    time + (dt - time) / SMOOTHING,
+                    steps + (dseq - steps) / SMOOTHING,
+                ),
+            };
+            self.span = Some((time, steps));
+            self.gap_ns = Some(time / steps);
         }
         self.last = Some((seq, t));
     }
@@ -196,5 +209,29 @@ mod tests {
         let mut f = BatchWait::Fixed(us(7));
         f.arrived(1, 5);
         assert_eq!(f.wait(), us(7));
+    }
+
+    #[test]
+    fn frames_taken_in_bursts_give_the_cards_period_not_the_bursts() {
+        // A host slower than the card: every 40 ms it takes the 4 frames still in the
+        // card's slots at once (10 µs apart), the 12 before them overwritten. The card's
+        // period is 2.5 ms (16 frames in 40 ms), whatever the host's rhythm.
+        let mut c = Choice::new(gpu_like(), 64);
+        let (mut seq, mut t) = (0u64, 0u64);
+        for _ in 0..200 {
+            seq += 13;
+            t += 40_000_000 - 30_000;
+            c.arrived(seq, t);
+            for _ in 0..3 {
+                seq += 1;
+                t += 10_000;
+                c.arrived(seq, t);
+            }
+        }
+        let gap = c.gap().unwrap().as_secs_f64() * 1e6;
+        assert!(
+            (2_450.0..2_550.0).contains(&gap),
+            "gap {gap} µs, want 2,500"
+        );
     }
 }

@@ -9,7 +9,7 @@
 //! shutdown), and [`MqttStatus`] (state, the last error in words, queue depth, counters).
 //! Must not: block its caller: [`Sink::result`] only ever appends to the queue.
 //!
-//! The queue ([`Outbox`]): results and alerts wait in `waiting` until the client is
+//! The queue (`Outbox`): results and alerts wait in `waiting` until the client is
 //! connected and has room, then move to `sent` as they are handed to rumqttc, in the
 //! order rumqttc writes them. An item leaves `sent` when it is delivered: written (QoS
 //! 0) or acknowledged (QoS 1; MQTT 3.1.1 section 4.6: a broker acknowledges QoS 1
