@@ -274,6 +274,55 @@ const INTENDED: &[(&str, &str, &str)] = &[
         "/body/shape/object/$defs/object/SourceConfig/object/properties/object/fps/object/not",
         "the schema refuses a rate between 0 and 0.01, as the service does",
     ),
+    // The whole path at the card's rate: batching under live arrival, several C2H
+    // channels, GPU memory (fields added; the batch wait may be null = chosen).
+    ("*", "/body/shape/object/memory/object/gpu", CARD_RATE),
+    (
+        "*",
+        "/body/shape/object/pipeline/object/batch/object/ahead",
+        CARD_RATE,
+    ),
+    (
+        "*",
+        "/body/shape/object/pipeline/object/batch/object/aim",
+        CARD_RATE,
+    ),
+    (
+        "*",
+        "/body/shape/object/pipeline/object/batch/object/arrival_gap_us",
+        CARD_RATE,
+    ),
+    (
+        "*",
+        "/body/shape/object/pipeline/object/batch/object/c2h_channels",
+        CARD_RATE,
+    ),
+    (
+        "*",
+        "/body/shape/object/pipeline/object/batch/object/wait_detail",
+        CARD_RATE,
+    ),
+    (
+        "*",
+        "/body/shape/object/pipeline/object/batch/object/wait_us",
+        CARD_RATE,
+    ),
+    ("*", "/body/shape/object/card/object/channels", CARD_RATE),
+    (
+        "config-schema",
+        "/body/shape/object/$defs/object/CardConfig/object/properties/object/channels",
+        CARD_RATE,
+    ),
+    (
+        "config-schema",
+        "/body/shape/object/$defs/object/InferenceConfig/object/properties/object/batch_wait_us/object/type",
+        CARD_RATE,
+    ),
+    (
+        "config-schema",
+        "/body/shape/object/properties/object/card/object/default/object/channels",
+        CARD_RATE,
+    ),
     // Results out.
     ("*", "/body/shape/object/outputs", RESULTS),
     (
@@ -313,6 +362,7 @@ const BOOT_CHECK: &str = "the OTA status says how mark-good judged this boot (bo
                           boot firmware runs (bootloader); both null where they are not known";
 
 const RESULTS: &str = "the config's outputs.mqtt (the password write-only: never shown) and the status's outputs (results log, MQTT, per-frame stream, drops by reason)";
+const CARD_RATE: &str = "batching under live arrival, C2H channels and GPU memory added";
 const ALERTS: &str = "alert rules (outputs.alerts.rules, keyed by name) and keeping the frames that match them (outputs.alerts.keep_frames)";
 const GEN: &str = "the pipeline generation these facts belong to and the pipeline's own uptime (a page re-reads the status when a snapshot names another generation)";
 const FORM: &str = "the config form's words, order, per-source fields and file lists come from the schema (title, x-order, x-applies-when, x-offer)";
