@@ -36,8 +36,9 @@
 #   live  the pipeline at the card's rate: the simulated card offering 6,661 frames/s of
 #         1 MiB frames (1024x1024 mono8 + 64-byte header) with the x86-gen3x8 link model
 #         and 10,000 frames/s with the link model off, two C2H channels, drop-oldest,
-#         batches of up to 64, the batch wait chosen as frames arrive, 30 s each
-#         (LIVE_SECS), fp32 and fp16 (LIVE_PRECISIONS): offered, captured, missed and
+#         batches of up to 64 (LIVE_BATCH), the batch wait chosen as frames arrive, 30 s
+#         each (LIVE_SECS), fp32 and fp16 (LIVE_PRECISIONS), LIVE_CASES "LINK:FPS ...":
+#         offered, captured, missed and
 #         dropped frames, mean batch, every stage's p50/p99/max (ORT_GPU_DIR)
 #   cuda  = tests stage pipeline anchor, with ONNX Runtime's CUDA provider (ORT_GPU_DIR):
 #         the GPU tests, the same
@@ -139,10 +140,10 @@ fp16opts() { # fp16opts: the engine alone under each CUDA provider option, one p
 live() { # live: the pipeline offered the card's rate, one process per case
   local p c
   for p in ${LIVE_PRECISIONS:-fp32 fp16}; do
-    for c in x86-gen3x8:6661 off:10000; do
+    for c in ${LIVE_CASES:-x86-gen3x8:6661 off:10000}; do
       FPGAGDR_BENCH_PRECISION=$p FPGAGDR_BENCH_LINK=${c%%:*} FPGAGDR_BENCH_FPS=${c##*:} \
         FPGAGDR_BENCH_CHANNELS=2 FPGAGDR_BENCH_SECS=${LIVE_SECS:-30} FPGAGDR_BENCH_MODES=drop_oldest \
-        FPGAGDR_BENCH_BATCH=64 FPGAGDR_BENCH_RING=128 FPGAGDR_BENCH_CEILING=0 \
+        FPGAGDR_BENCH_BATCH="${LIVE_BATCH:-64}" FPGAGDR_BENCH_RING=128 FPGAGDR_BENCH_CEILING=0 \
         "$dev/pipeline_fps" || echo "| $p $c | failed: exit $? |"
     done
   done

@@ -1146,7 +1146,6 @@ fn ring_entries_for(wanted: u64, s: &Value) -> u64 {
 }
 
 #[test]
-#[ignore = "unfinished: on the loaded 2-core machine the arrival gap read 504 us for a 400 frames/s sensor (2,500 us); why is not yet understood"]
 fn batches_form_under_live_arrival_with_the_wait_chosen_from_the_model() {
     // 400 frames/s (2.5 ms apart) against a model that takes several ms a frame on the
     // CPU: no batch size keeps up, so the wait is chosen for the largest batch (4), and
