@@ -428,7 +428,17 @@ fn mqtt_delivers_every_result_in_order_across_a_broker_restart() {
     let first_run = svc.get_json("/api/v1/results?limit=1")["results"][0]["run"]
         .as_u64()
         .unwrap();
-    let log = logged(&svc, first_run);
+    // The log is flushed when the room is idle a quarter second, at least once a
+    // second: read it once it holds every result status says was written.
+    let log = wait_for("the results log flushed", || {
+        let written = svc.status()["outputs"]["log"]["written"]
+            .as_u64()
+            .unwrap_or(0);
+        let log = logged(&svc, first_run);
+        (log.len() as u64 == written)
+            .then(|| log.clone())
+            .ok_or(format!("{} of {written} results in the log", log.len()))
+    });
     assert!(log.len() > 20, "{} results logged", log.len());
     let want: Vec<(u64, u64)> = log.iter().map(key).collect();
     let got = wait_for("every logged result on MQTT", || {
