@@ -174,6 +174,21 @@ fn mqtt_config(port: u16, qos: u8) -> Value {
     c
 }
 
+/// [`logged`] once the log holds every result status says was written: the log is
+/// flushed when the results room has been idle a quarter second (at least once a
+/// second), so a read right after a stop may miss the last results.
+fn logged_flushed(svc: &Service, run: u64) -> Vec<Value> {
+    wait_for("the results log flushed", || {
+        let written = svc.status()["outputs"]["log"]["written"]
+            .as_u64()
+            .unwrap_or(0);
+        let log = logged(svc, run);
+        (log.len() as u64 == written)
+            .then(|| log.clone())
+            .ok_or(format!("{} of {written} results in the log", log.len()))
+    })
+}
+
 /// Every result of the log for `run` (all pages).
 fn logged(svc: &Service, run: u64) -> Vec<Value> {
     let mut out = Vec::new();
@@ -428,17 +443,7 @@ fn mqtt_delivers_every_result_in_order_across_a_broker_restart() {
     let first_run = svc.get_json("/api/v1/results?limit=1")["results"][0]["run"]
         .as_u64()
         .unwrap();
-    // The log is flushed when the room is idle a quarter second, at least once a
-    // second: read it once it holds every result status says was written.
-    let log = wait_for("the results log flushed", || {
-        let written = svc.status()["outputs"]["log"]["written"]
-            .as_u64()
-            .unwrap_or(0);
-        let log = logged(&svc, first_run);
-        (log.len() as u64 == written)
-            .then(|| log.clone())
-            .ok_or(format!("{} of {written} results in the log", log.len()))
-    });
+    let log = logged_flushed(&svc, first_run);
     assert!(log.len() > 20, "{} results logged", log.len());
     let want: Vec<(u64, u64)> = log.iter().map(key).collect();
     let got = wait_for("every logged result on MQTT", || {
@@ -1079,17 +1084,7 @@ fn mqtt_keeps_its_queue_and_counts_every_result_through_settings_changes() {
     let run = svc.get_json("/api/v1/results?limit=1")["results"][0]["run"]
         .as_u64()
         .unwrap();
-    // Read the log once it holds every result status says was written (it is flushed
-    // when the results room has been idle a quarter second).
-    let log = wait_for("the results log flushed", || {
-        let written = svc.status()["outputs"]["log"]["written"]
-            .as_u64()
-            .unwrap_or(0);
-        let log = logged(&svc, run);
-        (log.len() as u64 == written)
-            .then(|| log.clone())
-            .ok_or(format!("{} of {written} results in the log", log.len()))
-    });
+    let log = logged_flushed(&svc, run);
     let dropped = m["dropped_queue_full"].as_u64().unwrap()
         + m["dropped_offline"].as_u64().unwrap()
         + m["dropped_disabled"].as_u64().unwrap();
