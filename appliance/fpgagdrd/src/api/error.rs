@@ -16,7 +16,7 @@ use fpgagdr_ota::spool::SpoolError;
 use crate::config::{ConfigError, FieldError};
 use crate::control::ControlError;
 use crate::http::Refusal;
-pub use crate::http::{PROBLEM, Problem};
+pub use crate::http::{PROBLEM, Problem, ProblemType};
 
 /// Why a request was refused. Each variant is one problem type; [`ApiError::rule`] is
 /// its stable name and [`ApiError::status`] its HTTP status.
@@ -96,22 +96,7 @@ pub enum ApiError {
     Http(#[from] Refusal),
 }
 
-impl ApiError {
-    /// The HTTP status.
-    pub fn status(&self) -> StatusCode {
-        self.kind().0
-    }
-
-    /// The stable rule name, the last part of the problem type.
-    pub fn rule(&self) -> &'static str {
-        self.kind().1
-    }
-
-    /// The problem type's title.
-    pub fn title(&self) -> &'static str {
-        self.kind().2
-    }
-
+impl ProblemType for ApiError {
     fn kind(&self) -> (StatusCode, &'static str, &'static str) {
         use StatusCode as S;
         match self {
@@ -167,9 +152,9 @@ impl ApiError {
         }
     }
 
-    /// The fields the problem names (`errors[]`): every broken rule of a config
-    /// document, or the field a config could not be applied for.
-    pub fn errors(&self) -> Vec<FieldError> {
+    /// Every broken rule of a config document, or the field a config could not be
+    /// applied for.
+    fn errors(&self) -> Vec<FieldError> {
         match self {
             ApiError::Config(e) => e.fields(),
             ApiError::ConfigApply {
@@ -181,17 +166,6 @@ impl ApiError {
                 message: message.clone(),
             }],
             _ => Vec::new(),
-        }
-    }
-
-    /// The RFC 9457 body.
-    pub fn problem(&self) -> Problem {
-        Problem {
-            kind: format!("urn:fpgagdr:problem:{}", self.rule()),
-            title: self.title().into(),
-            status: self.status().as_u16(),
-            detail: self.to_string(),
-            errors: self.errors(),
         }
     }
 }

@@ -22,4 +22,4 @@ pub mod wire;
 
 pub use body::MAX_BODY;
 pub use limits::{Client, Limits};
-pub use refusal::{Full, PROBLEM, Problem, Refusal};
+pub use refusal::{Full, PROBLEM, Problem, ProblemType, Refusal};

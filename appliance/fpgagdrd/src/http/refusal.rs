@@ -1,7 +1,7 @@
 //! What the HTTP edge refuses before a handler runs, and the problem document
 //! (RFC 9457) every refusal of the service is written as.
 //!
-//! Owns: [`Refusal`] (each variant one problem type: its status, rule and title, and
+//! Owns: [`ProblemType`] (what makes a refusal one problem type, and its body), [`Refusal`] (each variant one problem type: its status, rule and title, and
 //! the headers it asks for), [`Full`] (which counted limit was full), [`Problem`] (the
 //! `application/problem+json` body) and [`PROBLEM`]. Must not: know a handler's
 //! refusals (`api/error.rs` has those, and renders these through the same path).
@@ -153,22 +153,48 @@ pub enum Refusal {
     Origin(String),
 }
 
-impl Refusal {
+/// One list of refusals whose every variant is one RFC 9457 problem type: the edge's
+/// ([`Refusal`]) and the handlers' (`api/error.rs`). An implementation gives each
+/// variant's status, rule and title ([`ProblemType::kind`]) and the fields it names;
+/// the accessors and the body are written once, here.
+pub trait ProblemType: std::fmt::Display {
+    /// `(HTTP status, stable rule name, title)` of this refusal's problem type.
+    fn kind(&self) -> (StatusCode, &'static str, &'static str);
+
+    /// The fields the problem names (`errors[]`); none unless a variant says.
+    fn errors(&self) -> Vec<FieldError> {
+        Vec::new()
+    }
+
     /// The HTTP status.
-    pub fn status(&self) -> StatusCode {
+    fn status(&self) -> StatusCode {
         self.kind().0
     }
 
     /// The stable rule name, the last part of the problem type.
-    pub fn rule(&self) -> &'static str {
+    fn rule(&self) -> &'static str {
         self.kind().1
     }
 
     /// The problem type's title.
-    pub fn title(&self) -> &'static str {
+    fn title(&self) -> &'static str {
         self.kind().2
     }
 
+    /// The RFC 9457 body: type `urn:fpgagdr:problem:<rule>`, the detail this
+    /// refusal's message.
+    fn problem(&self) -> Problem {
+        Problem {
+            kind: format!("urn:fpgagdr:problem:{}", self.rule()),
+            title: self.title().into(),
+            status: self.status().as_u16(),
+            detail: self.to_string(),
+            errors: self.errors(),
+        }
+    }
+}
+
+impl ProblemType for Refusal {
     fn kind(&self) -> (StatusCode, &'static str, &'static str) {
         use StatusCode as S;
         match self {
@@ -221,7 +247,9 @@ impl Refusal {
             Refusal::Origin(_) => (S::FORBIDDEN, "origin", "Origin not allowed"),
         }
     }
+}
 
+impl Refusal {
     /// `Retry-After` this refusal carries, s.
     pub fn retry_after_s(&self) -> Option<u64> {
         match self {
@@ -251,16 +279,5 @@ impl Refusal {
                 | Refusal::HeaderTimeout(_)
                 | Refusal::HostHeader(_)
         )
-    }
-
-    /// The RFC 9457 body.
-    pub fn problem(&self) -> Problem {
-        Problem {
-            kind: format!("urn:fpgagdr:problem:{}", self.rule()),
-            title: self.title().into(),
-            status: self.status().as_u16(),
-            detail: self.to_string(),
-            errors: Vec::new(),
-        }
     }
 }

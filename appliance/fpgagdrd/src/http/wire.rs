@@ -16,7 +16,7 @@
 
 use axum::http::StatusCode;
 
-use super::refusal::{PROBLEM, Refusal};
+use super::refusal::{PROBLEM, ProblemType, Refusal};
 
 /// Most header fields a request head may carry (hyper's `max_headers`).
 pub const MAX_HEAD_FIELDS: usize = 100;

@@ -150,29 +150,16 @@ impl Recent {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::record::{RecordFrame, SCHEMA_VERSION};
+    use crate::results::record::{RecordFrame, SCHEMA_VERSION, test_record};
     use fpgagdr::frame::PixelFormat;
 
     fn record(run: u64, seq: u64, width: u32) -> ResultRecord {
         ResultRecord {
-            v: SCHEMA_VERSION,
-            run,
-            seq,
-            arrived_unix_ns: 1,
-            result_unix_ns: 2,
-            card: "sim".into(),
-            channel: 0,
             frame: RecordFrame {
-                width,
-                height: 16,
-                format: "mono8".into(),
-                bytes: 64 + u64::from(width) * 16,
                 dma_bytes: Some(4096),
+                ..test_record(run, seq, width).frame
             },
-            checksum: "ok".into(),
-            top: vec![],
-            latency_us: Default::default(),
-            alerts: vec![],
+            ..test_record(run, seq, width)
         }
     }
 

@@ -292,3 +292,30 @@ impl ConditionAlertRecord {
         }
     }
 }
+
+/// A result of the simulated card for unit tests: `run`, `seq`, a mono8 frame `width`
+/// wide and 16 rows high (its 64-byte header included in `frame.bytes`), checksum ok,
+/// no classes, no alerts.
+#[cfg(test)]
+pub(crate) fn test_record(run: u64, seq: u64, width: u32) -> ResultRecord {
+    ResultRecord {
+        v: SCHEMA_VERSION,
+        run,
+        seq,
+        arrived_unix_ns: 1,
+        result_unix_ns: 2,
+        card: "sim".into(),
+        channel: 0,
+        frame: RecordFrame {
+            width,
+            height: 16,
+            format: "mono8".into(),
+            bytes: 64 + u64::from(width) * 16,
+            dma_bytes: None,
+        },
+        checksum: "ok".into(),
+        top: vec![],
+        latency_us: Default::default(),
+        alerts: vec![],
+    }
+}

@@ -310,30 +310,10 @@ pub fn read(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::record::{RecordFrame, SCHEMA_VERSION};
+    use crate::results::record::test_record;
 
     fn record(run: u64, seq: u64) -> String {
-        serde_json::to_string(&ResultRecord {
-            v: SCHEMA_VERSION,
-            run,
-            seq,
-            arrived_unix_ns: 1,
-            result_unix_ns: 2,
-            card: "sim".into(),
-            channel: 0,
-            frame: RecordFrame {
-                width: 16,
-                height: 16,
-                format: "mono8".into(),
-                bytes: 320,
-                dma_bytes: None,
-            },
-            checksum: "ok".into(),
-            top: vec![],
-            latency_us: Default::default(),
-            alerts: vec![],
-        })
-        .unwrap()
+        serde_json::to_string(&test_record(run, seq, 16)).unwrap()
     }
 
     #[test]
