@@ -161,6 +161,31 @@ mod tests {
         )
     }
 
+    /// EfficientNet-Lite0 fp32 on one H100 as its warm-up timed it in the card-rate run
+    /// of docs/benchmarks.md §12.0 (aim 30 and a 4,352 µs wait at 150 µs between
+    /// frames: 32 frames in ≈ 3.55 ms, 16 in just over 1.92 ms).
+    fn h100_fp32() -> BatchCosts {
+        BatchCosts::new(
+            vec![
+                (1, us(445)),
+                (2, us(480)),
+                (4, us(600)),
+                (8, us(1_000)),
+                (16, us(1_950)),
+                (32, us(3_550)),
+                (64, us(6_900)),
+            ],
+            true,
+        )
+    }
+
+    #[test]
+    fn at_the_gen3x8_rate_on_the_h100_a_batch_of_16_keeps_within_5_ms() {
+        // 6,661 frames/s: 150 µs apart. 16 frames fill in 2.25 ms and run in 1.95 ms.
+        let (n, wait) = aim(&h100_fp32(), 64, us(150));
+        assert_eq!((n, wait), (16, us(150 * 15)));
+    }
+
     #[test]
     fn a_model_faster_than_the_arrivals_runs_each_frame_at_once() {
         // 1,000 frames/s: one frame per ms, the model takes 0.445 ms.
