@@ -1187,6 +1187,29 @@ fn batches_form_under_live_arrival_with_the_wait_chosen_from_the_model() {
     // numbers); generous bounds: the sensor's clock is the host's.
     let gap = b["arrival_gap_us"].as_f64().unwrap();
     assert!((1_500.0..4_000.0).contains(&gap), "{b}");
+    // The choice and why: the default 5 ms target, a limit from the aim up to the
+    // largest batch, the prediction and the reason in words.
+    assert_eq!(b["latency_target_us"], 5_000.0, "{b}");
+    let (aim, limit) = (b["aim"].as_u64().unwrap(), b["limit"].as_u64().unwrap());
+    assert!(aim <= limit && limit <= 4, "{b}");
+    assert!(b["predicted_us"].as_f64().is_some_and(|p| p > 0.0), "{b}");
+    let reason = b["reason"].as_str().unwrap();
+    assert!(
+        [
+            "within_target",
+            "within_target_thin_margin",
+            "target_unmet",
+            "no_batch_keeps_up"
+        ]
+        .contains(&reason),
+        "{b}"
+    );
+    assert!(
+        b["reason_detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("ms")),
+        "{b}"
+    );
     // The CPU path takes no GPU memory, and says so.
     let gpu = &s["memory"]["gpu"];
     assert_eq!(gpu["ring_bytes"], 0, "{gpu}");
@@ -1197,6 +1220,23 @@ fn batches_form_under_live_arrival_with_the_wait_chosen_from_the_model() {
         .find(|m| m.name == "fpgagdr_inference_batch_wait_seconds")
         .expect("the batch wait gauge");
     assert!(wait.value > 0.0, "{metrics}");
+    let choice: Vec<_> = parse_prometheus(&metrics)
+        .into_iter()
+        .filter(|m| m.name == "fpgagdr_inference_batch_choice")
+        .collect();
+    assert_eq!(choice.len(), 5, "one line per reason: {metrics}");
+    assert_eq!(
+        choice.iter().filter(|m| m.value == 1.0).count(),
+        1,
+        "one reason in force: {metrics}"
+    );
+    for name in [
+        "fpgagdr_inference_batch_limit",
+        "fpgagdr_inference_batch_predicted_latency_seconds",
+        "fpgagdr_inference_latency_target_seconds",
+    ] {
+        assert!(metrics.contains(name), "{name}: {metrics}");
+    }
     assert!(
         !metrics.contains("fpgagdr_gpu_memory_bytes"),
         "no GPU memory on the CPU path"
