@@ -42,7 +42,10 @@
 #         inference.latency_target_us instead (overrides, not the default); 30 s each
 #         (LIVE_SECS), fp32 and fp16 (LIVE_PRECISIONS), LIVE_CASES "LINK:FPS ...":
 #         offered, captured, missed and dropped frames, mean batch, the batch choice
-#         (aim, limit, reason), every stage's p50/p99/max (ORT_GPU_DIR)
+#         (aim, limit, reason), every stage's p50/p99/max (ORT_GPU_DIR). fp16 runs one
+#         CUDA graph padded to the largest batch (every batch costs a batch of 64), which
+#         no choice brings within 5 ms at 6,661 frames/s; FPGAGDR_FP16_GRAPH_PER_SIZE=1
+#         (exported) captures one per size instead, as fp32 does
 #   cuda  = tests stage pipeline anchor, with ONNX Runtime's CUDA provider (ORT_GPU_DIR):
 #         the GPU tests, the same
 #         service check, the inference stage from a full ring (fp32 / fp16, batch 1 to
