@@ -255,9 +255,11 @@ impl BatchChoice {
     pub fn describe(&self) -> String {
         let ms = |d: Duration| format!("{:.2} ms", d.as_secs_f64() * 1e3);
         let (aim, limit) = (self.aim, self.limit);
+        let frames = |n: usize| format!("{n} frame{}", if n == 1 { "" } else { "s" });
         let batches = format!(
-            "batches of {aim} frames (up to {limit} from frames already waiting): {} to fill \
-             + {} of model = {} predicted",
+            "batches of {} (up to {limit} from frames already waiting): {} to fill + {} of \
+             model = {} predicted",
+            frames(aim),
             ms(self.wait),
             ms(self.model),
             ms(self.predicted)
@@ -266,7 +268,8 @@ impl BatchChoice {
         let keep = self.gap.map_or(String::new(), |g| {
             let margin = aim as f64 * g.as_secs_f64() / self.model.as_secs_f64().max(1e-9);
             format!(
-                "{aim} frames arrive in {} ({:.0} µs apart), {margin:.2}× their model time",
+                "{} arrive in {} ({:.0} µs apart), {margin:.2}× their model time",
+                frames(aim),
                 ms(g * aim as u32),
                 g.as_secs_f64() * 1e6
             )
@@ -276,7 +279,7 @@ impl BatchChoice {
                 format!("no arrival rate yet: frames run as they are ready, up to {limit} a batch")
             }
             BatchReason::WithinTarget => {
-                format!("{batches}, within the {target} target; {keep} (margin ≥ 1.25)")
+                format!("{batches}, within the {target} target; {keep}")
             }
             BatchReason::WithinTargetThinMargin => format!(
                 "{batches}, within the {target} target with a thin margin: {keep} (the \
@@ -287,8 +290,9 @@ impl BatchChoice {
                  {batches}; {keep}; a backlog runs in batches up to {limit}"
             ),
             BatchReason::NoBatchKeepsUp => format!(
-                "no batch up to {limit} frames keeps up with the arrivals (frames will be \
-                 dropped or missed), so the {target} latency target cannot be met: {batches}"
+                "no batch up to {} keeps up with the arrivals (frames will be dropped or \
+                 missed), so the {target} latency target cannot be met: {batches}",
+                frames(limit)
             ),
         }
     }
