@@ -36,10 +36,16 @@
 #   live  the pipeline at the card's rate: the simulated card offering 6,661 frames/s of
 #         1 MiB frames (1024x1024 mono8 + 64-byte header) with the x86-gen3x8 link model
 #         and 10,000 frames/s with the link model off, two C2H channels, drop-oldest,
-#         batches of up to 64 (LIVE_BATCH), the batch wait chosen as frames arrive, 30 s
-#         each (LIVE_SECS), fp32 and fp16 (LIVE_PRECISIONS), LIVE_CASES "LINK:FPS ...":
-#         offered, captured, missed and
-#         dropped frames, mean batch, every stage's p50/p99/max (ORT_GPU_DIR)
+#         the service's default batching: inference.max_batch chosen (64 on a discrete
+#         GPU), the batch limit and wait chosen as frames arrive for the default latency
+#         target (5 ms); LIVE_BATCH sets inference.max_batch and LIVE_TARGET_US
+#         inference.latency_target_us instead (overrides, not the default); 30 s each
+#         (LIVE_SECS), fp32 and fp16 (LIVE_PRECISIONS), LIVE_CASES "LINK:FPS ...":
+#         offered, captured, missed and dropped frames, mean batch, the batch choice
+#         (aim, limit, reason), every stage's p50/p99/max (ORT_GPU_DIR). fp16 runs one
+#         CUDA graph padded to the largest batch (every batch costs a batch of 64), which
+#         no choice brings within 5 ms at 6,661 frames/s; FPGAGDR_FP16_GRAPH_PER_SIZE=1
+#         (exported) captures one per size instead, as fp32 does
 #   cuda  = tests stage pipeline anchor, with ONNX Runtime's CUDA provider (ORT_GPU_DIR):
 #         the GPU tests, the same
 #         service check, the inference stage from a full ring (fp32 / fp16, batch 1 to
@@ -47,7 +53,16 @@
 #         card's ceiling), frames offered at 2000/s, and the PyTorch anchor of the same
 #         network (appliance/scripts/torch-anchor.py) in the same run
 # Every step writes OUT/<step>.txt and goes on when one fails; the summary lists each
-# step's exit status. Figures from these runs are in docs/benchmarks.md.
+# step's exit status. Figures from these runs are in docs/benchmarks.md, each from:
+#   §12.0 the simulated card's offer (1-4 C2H channels, link off and x86-gen3x8): offer
+#   §12.0 the pipeline offered 6,661 and 10,000 frames/s, fp32 and fp16, as a user runs
+#         it (default batching): live; the rows with max batch 16 by hand:
+#         LIVE_BATCH=16 LIVE_CASES=x86-gen3x8:6661 (an override, not the default)
+#   §12.0 inference stage, engine alone, PyTorch, batch 1/8/32/256: stage engine anchor
+#         (before/after in one lease: INFER_STAGE_BIN with STAGE_CASES)
+#   §12.0 where the stage loses to the engine: overlap; fp16 provider options: fp16opts
+#   §5, §8 the GPU tests, service check, pipeline at 1 MiB, 2,000 frames/s: cpu, cuda
+#   §5.4 compute-sanitizer: sanitizer
 set -u
 : "${OUT:=$PWD/target/gpu-check}"
 mkdir -p "$OUT"
@@ -143,7 +158,8 @@ live() { # live: the pipeline offered the card's rate, one process per case
     for c in ${LIVE_CASES:-x86-gen3x8:6661 off:10000}; do
       FPGAGDR_BENCH_PRECISION=$p FPGAGDR_BENCH_LINK=${c%%:*} FPGAGDR_BENCH_FPS=${c##*:} \
         FPGAGDR_BENCH_CHANNELS=2 FPGAGDR_BENCH_SECS=${LIVE_SECS:-30} FPGAGDR_BENCH_MODES=drop_oldest \
-        FPGAGDR_BENCH_BATCH="${LIVE_BATCH:-64}" FPGAGDR_BENCH_RING=128 FPGAGDR_BENCH_CEILING=0 \
+        FPGAGDR_BENCH_BATCH="${LIVE_BATCH:-0}" FPGAGDR_BENCH_RING=128 FPGAGDR_BENCH_CEILING=0 \
+        FPGAGDR_BENCH_TARGET_US="${LIVE_TARGET_US:-}" \
         "$dev/pipeline_fps" || echo "| $p $c | failed: exit $? |"
     done
   done

@@ -21,7 +21,8 @@
 //! `FPGAGDR_BENCH_RING` (`ring.entries`; default 4, at least twice the batch),
 //! `FPGAGDR_BENCH_PRECISION` (`fp32`), `FPGAGDR_BENCH_FPS` (`source.fps`, 0 = as fast
 //! as capture asks), `FPGAGDR_BENCH_WAIT_US` (`inference.batch_wait_us`; unset: chosen
-//! as frames arrive), `FPGAGDR_BENCH_LINK` (`card.sim_link`, `off`),
+//! as frames arrive), `FPGAGDR_BENCH_TARGET_US` (`inference.latency_target_us`; unset:
+//! the default), `FPGAGDR_BENCH_LINK` (`card.sim_link`, `off`),
 //! `FPGAGDR_BENCH_CHANNELS` (`card.channels`, 1), `FPGAGDR_BENCH_CEILING` (1: measure
 //! the simulator's ceiling first; 0: skip).
 //! Under drop-oldest, capture never waits, so "captured/s" is the capture side's own
@@ -108,6 +109,9 @@ fn main() {
     let wait_us: Option<u64> = std::env::var("FPGAGDR_BENCH_WAIT_US")
         .ok()
         .and_then(|s| s.parse().ok());
+    let target_us: Option<u64> = std::env::var("FPGAGDR_BENCH_TARGET_US")
+        .ok()
+        .and_then(|s| s.parse().ok());
     let link: LinkPreset = serde_json::from_value(serde_json::json!(env(
         "FPGAGDR_BENCH_LINK",
         "off".to_string()
@@ -138,6 +142,9 @@ fn main() {
         config.ring.entries = ring;
         config.inference.max_batch = batch;
         config.inference.batch_wait_us = wait_us;
+        if let Some(t) = target_us {
+            config.inference.latency_target_us = t;
+        }
         config.inference.precision = serde_json::from_value(serde_json::json!(precision))
             .unwrap_or_else(|e| panic!("FPGAGDR_BENCH_PRECISION: {e}"));
         let config = config.check().expect("a valid config");
@@ -174,7 +181,7 @@ fn main() {
         std::thread::sleep(Duration::from_secs(secs));
         let c1 = shared.counters.read();
         let dt = t0.elapsed().as_secs_f64();
-        let (aim, gap) = shared.batch.aim();
+        let choice = shared.batch.choice();
         let wait = shared.batch.wait();
         std::thread::sleep(Duration::from_millis(300)); // one more publish of the window
         let fault = shared.fault();
@@ -196,7 +203,7 @@ fn main() {
         println!(
             "offered {:.0} frames/s (captured + missed), captured {:.0} frames/s, inferred {:.1} frames/s, \
              {:.3} GB/s C2H, {} missed, {} dropped (back-pressure, checks, overrun, sequence), \
-             {} checksum errors, mean batch {:.2}, batch wait {:.0} µs (aim {:?}, arrival gap {:?})\n",
+             {} checksum errors, mean batch {:.2}, batch wait {:.0} µs (aim {:?}, limit {:?}, arrival gap {:?}; {})\n",
             (captured + missed) as f64 / dt,
             captured as f64 / dt,
             inferred as f64 / dt,
@@ -206,8 +213,14 @@ fn main() {
             c1.checksum_errors,
             inferred as f64 / batches as f64,
             wait.as_secs_f64() * 1e6,
-            aim,
-            gap,
+            choice.map(|c| c.aim),
+            choice.map(|c| c.limit),
+            choice.and_then(|c| c.gap),
+            choice.map_or("fixed wait".to_string(), |c| format!(
+                "{}: {}",
+                c.reason.as_str(),
+                c.describe()
+            )),
         );
         println!("| stage | p50 µs | p99 µs | max µs | frames |");
         println!("|---|---|---|---|---|");

@@ -121,6 +121,16 @@ pub const BATCH_WAIT_US: Range<u64> = Range {
     max: 100_000,
     allowed: "between 0 and 100000 µs",
 };
+/// `inference.latency_target_us`, µs: from 100 µs (below any model run here) to 1 s.
+pub const LATENCY_TARGET_US: Range<u64> = Range {
+    field: "/inference/latency_target_us",
+    min: 100,
+    max: 1_000_000,
+    allowed: "between 100 and 1000000 µs",
+};
+/// The default `inference.latency_target_us` (docs/decisions.md, "A latency target for
+/// the chosen batches").
+pub const DEFAULT_LATENCY_TARGET_US: u64 = 5_000;
 /// `inference.tensorrt.dla_core` (an Orin has DLA cores 0 and 1).
 pub const DLA_CORE: Range<u32> = Range {
     field: "/inference/tensorrt/dla_core",
@@ -359,6 +369,7 @@ impl Default for ModelConfig {
     "provider",
     "max_batch",
     "batch_wait_us",
+    "latency_target_us",
     "precision",
     "cuda_graph",
     "tensorrt"
@@ -391,6 +402,15 @@ pub struct InferenceConfig {
     #[schemars(title = "Batch wait (µs, empty = chosen)")]
     #[schemars(range(min = BATCH_WAIT_US.min, max = BATCH_WAIT_US.max))]
     pub batch_wait_us: Option<u64>,
+    /// The latency a chosen batch wait aims within, in microseconds: the batch's fill
+    /// plus the model's measured time for it. The smallest batch that keeps up with the
+    /// arrivals (by 25 %, else by 10 %) and is within it is aimed at, and no batch takes
+    /// more frames than stay within it; when no batch that keeps up is within it,
+    /// keeping up comes first and status says the target cannot be met and why. Unused
+    /// with a fixed batch wait.
+    #[schemars(title = "Latency target (µs)")]
+    #[schemars(range(min = LATENCY_TARGET_US.min, max = LATENCY_TARGET_US.max))]
+    pub latency_target_us: u64,
     /// fp32 (32-bit floats), or fp16 (16-bit) on the GPU: TensorRT builds a 16-bit
     /// engine, CUDA loads the model's 16-bit copy (the model's name with .fp16.onnx,
     /// refused when there is none); the CPU runs fp32 and status says so.
@@ -413,6 +433,7 @@ impl Default for InferenceConfig {
             provider: Provider::Auto,
             max_batch: 0,
             batch_wait_us: None,
+            latency_target_us: DEFAULT_LATENCY_TARGET_US,
             precision: Precision::Fp32,
             cuda_graph: true,
             tensorrt: TensorRtConfig::default(),
@@ -948,6 +969,7 @@ impl RawConfig {
         if let Some(wait) = inf.batch_wait_us {
             range(&mut rule, &BATCH_WAIT_US, wait);
         }
+        range(&mut rule, &LATENCY_TARGET_US, inf.latency_target_us);
         if let Some(core) = inf.tensorrt.dla_core {
             range(&mut rule, &DLA_CORE, core);
         }
@@ -1910,6 +1932,30 @@ mod tests {
     }
 
     #[test]
+    fn the_latency_target_is_5_ms_unless_set_and_refused_outside_its_range() {
+        let c = Config::from_json(b"{}").unwrap();
+        assert_eq!(c.inference.latency_target_us, 5_000);
+        let c = Config::from_json(br#"{"inference": {"latency_target_us": 100}}"#).unwrap();
+        assert_eq!(c.inference.latency_target_us, 100);
+        for doc in [
+            &br#"{"inference": {"latency_target_us": 99}}"#[..],
+            br#"{"inference": {"latency_target_us": 1000001}}"#,
+        ] {
+            let e = Config::from_json(doc).unwrap_err();
+            let f = &e.fields()[0];
+            assert_eq!(
+                (f.field.as_str(), f.rule),
+                ("/inference/latency_target_us", "range")
+            );
+            assert!(
+                f.message.contains("between 100 and 1000000 µs"),
+                "{}",
+                f.message
+            );
+        }
+    }
+
+    #[test]
     fn the_ring_holds_twice_the_batch() {
         let ok = Config::from_json(br#"{"ring": {"entries": 16}, "inference": {"max_batch": 8}}"#)
             .unwrap();
@@ -1988,6 +2034,12 @@ mod tests {
                 "batch_wait_us",
                 BATCH_WAIT_US.min as f64,
                 BATCH_WAIT_US.max as f64,
+            ),
+            (
+                "inference",
+                "latency_target_us",
+                LATENCY_TARGET_US.min as f64,
+                LATENCY_TARGET_US.max as f64,
             ),
         ] {
             let p = prop(section, field);

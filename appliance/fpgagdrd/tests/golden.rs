@@ -323,6 +323,47 @@ const INTENDED: &[(&str, &str, &str)] = &[
         "/body/shape/object/properties/object/card/object/default/object/channels",
         CARD_RATE,
     ),
+    // A latency target for the chosen batches: the config field and the choice in status.
+    (
+        "*",
+        "/body/shape/object/inference/object/latency_target_us",
+        LATENCY,
+    ),
+    (
+        "config-schema",
+        "/body/shape/object/$defs/object/InferenceConfig/object/properties/object/latency_target_us",
+        LATENCY,
+    ),
+    (
+        "config-schema",
+        "/body/shape/object/properties/object/inference/object/default/object/latency_target_us",
+        LATENCY,
+    ),
+    (
+        "*",
+        "/body/shape/object/pipeline/object/batch/object/latency_target_us",
+        LATENCY,
+    ),
+    (
+        "*",
+        "/body/shape/object/pipeline/object/batch/object/limit",
+        LATENCY,
+    ),
+    (
+        "*",
+        "/body/shape/object/pipeline/object/batch/object/predicted_us",
+        LATENCY,
+    ),
+    (
+        "*",
+        "/body/shape/object/pipeline/object/batch/object/reason",
+        LATENCY,
+    ),
+    (
+        "*",
+        "/body/shape/object/pipeline/object/batch/object/reason_detail",
+        LATENCY,
+    ),
     // Results out.
     ("*", "/body/shape/object/outputs", RESULTS),
     (
@@ -363,6 +404,7 @@ const BOOT_CHECK: &str = "the OTA status says how mark-good judged this boot (bo
 
 const RESULTS: &str = "the config's outputs.mqtt (the password write-only: never shown) and the status's outputs (results log, MQTT, per-frame stream, drops by reason)";
 const CARD_RATE: &str = "batching under live arrival, C2H channels and GPU memory added";
+const LATENCY: &str = "a latency target for the chosen batches (inference.latency_target_us) and the chosen limit, predicted latency and reason in status";
 const ALERTS: &str = "alert rules (outputs.alerts.rules, keyed by name) and keeping the frames that match them (outputs.alerts.keep_frames)";
 const GEN: &str = "the pipeline generation these facts belong to and the pipeline's own uptime (a page re-reads the status when a snapshot names another generation)";
 const FORM: &str = "the config form's words, order, per-source fields and file lists come from the schema (title, x-order, x-applies-when, x-offer)";

@@ -217,9 +217,26 @@ pub struct BatchStatus {
     /// The longest wait for a batch to fill in use now, µs: `inference.batch_wait_us`,
     /// or the wait chosen as frames arrive.
     pub wait_us: f64,
-    /// The batch the chosen wait aims at: the smallest whose measured model time keeps
-    /// up with the frames' arrival rate with a 25 % margin; null for a fixed wait.
+    /// The batch the chosen wait aims at: the smallest that keeps up with the frames'
+    /// arrival rate with a 25 % margin (else 10 %) within the latency target, or, when
+    /// none is within it, the smallest that keeps up; null for a fixed wait.
     pub aim: Option<u64>,
+    /// The most frames a batch takes now: for a chosen wait the largest batch within
+    /// the latency target (`max` when the target cannot be met); `max` for a fixed wait.
+    pub limit: u64,
+    /// `inference.latency_target_us` the chosen wait aims within, µs; null for a fixed
+    /// wait.
+    pub latency_target_us: Option<f64>,
+    /// The aimed batch's predicted latency, µs: its wait plus the model's measured time
+    /// for it (the measured end-to-end adds DMA, preprocessing and scheduling); null
+    /// for a fixed wait.
+    pub predicted_us: Option<f64>,
+    /// Why the chosen limit and wait: `no_arrivals`, `within_target`,
+    /// `within_target_thin_margin`, `target_unmet` or `no_batch_keeps_up`; null for a
+    /// fixed wait.
+    pub reason: Option<&'static str>,
+    /// The reason in words, with its figures; null for a fixed wait.
+    pub reason_detail: Option<String>,
     /// The mean gap between frame arrivals the chosen wait sees, µs; null for a fixed
     /// wait or before two frames arrived.
     pub arrival_gap_us: Option<f64>,
@@ -306,13 +323,19 @@ pub(super) fn status_body(s: &AppState) -> StatusBody {
             preprocess: info.as_ref().map(|i| i.preprocess.clone()),
             inference: info.as_ref().map(|i| i.inference.clone()),
             batch: info.as_ref().map(|i| {
-                let (aim, gap) = shared.batch.aim();
+                let choice = shared.batch.choice();
+                let us = |d: std::time::Duration| d.as_secs_f64() * 1e6;
                 BatchStatus {
                     max: i.max_batch as u64,
                     mean: shared.batch.mean(),
-                    wait_us: shared.batch.wait().as_secs_f64() * 1e6,
-                    aim,
-                    arrival_gap_us: gap.map(|g| g.as_secs_f64() * 1e6),
+                    wait_us: us(shared.batch.wait()),
+                    aim: choice.map(|c| c.aim as u64),
+                    limit: choice.map_or(i.max_batch, |c| c.limit) as u64,
+                    latency_target_us: choice.map(|c| us(c.target)),
+                    predicted_us: choice.map(|c| us(c.predicted)),
+                    reason: choice.map(|c| c.reason.as_str()),
+                    reason_detail: choice.map(|c| c.describe()),
+                    arrival_gap_us: choice.and_then(|c| c.gap).map(us),
                     wait_detail: i.batching.clone(),
                     ahead: i.ahead,
                     c2h_channels: i.channels,

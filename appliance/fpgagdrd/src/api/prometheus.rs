@@ -12,7 +12,7 @@ use std::fmt::Write;
 
 use crate::board::TelemetryBody;
 use crate::metrics::{Stage, Totals};
-use crate::pipeline::{Shared, State};
+use crate::pipeline::{BatchReason, Shared, State};
 use crate::results::OutputsStatus;
 
 /// Renders every metric; `telemetry` (the frame board's) adds the power, thermal, load
@@ -251,6 +251,41 @@ fn batching_and_gpu_memory(out: &mut String, shared: &Shared) {
         out,
         "# HELP fpgagdr_inference_batch_wait_seconds Longest wait for a batch to fill in use now (inference.batch_wait_us, or chosen from the model's measured time per batch size).\n# TYPE fpgagdr_inference_batch_wait_seconds gauge\nfpgagdr_inference_batch_wait_seconds {wait}"
     );
+    if let Some(c) = shared.batch.choice() {
+        gauge(
+            out,
+            "inference_batch_limit",
+            "Most frames a batch takes now, chosen for the latency target (inference.max_batch when it cannot be met).",
+            &[(String::new(), c.limit as f64)],
+        );
+        gauge(
+            out,
+            "inference_batch_predicted_latency_seconds",
+            "The chosen batch's predicted latency: its wait plus the model's measured time for it.",
+            &[(String::new(), c.predicted.as_secs_f64())],
+        );
+        gauge(
+            out,
+            "inference_latency_target_seconds",
+            "inference.latency_target_us: the predicted latency the chosen batches aim within.",
+            &[(String::new(), c.target.as_secs_f64())],
+        );
+        let reasons: Vec<(String, f64)> = BatchReason::ALL
+            .iter()
+            .map(|r| {
+                (
+                    format!("{{reason=\"{}\"}}", r.as_str()),
+                    f64::from(u8::from(*r == c.reason)),
+                )
+            })
+            .collect();
+        gauge(
+            out,
+            "inference_batch_choice",
+            "Why the batch limit and wait are what they are: 1 for the reason in force (target_unmet and no_batch_keeps_up: the latency target cannot be met).",
+            &reasons,
+        );
+    }
     let gpu = *shared.gpu_memory.lock().expect("gpu memory poisoned");
     let mut values = Vec::new();
     if let Some(g) = gpu {

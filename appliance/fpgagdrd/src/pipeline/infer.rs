@@ -1,6 +1,7 @@
 //! The inference thread: takes the oldest ready frame and every frame ready behind it,
-//! up to the batch (`inference.max_batch`), waiting at most the batch wait for more
-//! (`inference.batch_wait_us`, or the wait `batching.rs` chooses as frames arrive);
+//! up to the batch limit, waiting at most the batch wait for more (`inference.max_batch`
+//! and `inference.batch_wait_us`, or the limit and wait `batching.rs` chooses as frames
+//! arrive);
 //! checks and preprocesses them where they lie and runs the model once on the batch
 //! (`fpgagdr_infer::FramePrep`: CUDA kernels and the model on the GPU for a GPU ring,
 //! the CPU otherwise); releases the ring entries; and records every frame's stages,
@@ -56,6 +57,8 @@ pub(crate) struct InferParams {
     /// Longest wait for a batch to fill once its first frame is taken; `None`: chosen
     /// as frames arrive (`batching.rs`).
     pub(crate) batch_wait: Option<Duration>,
+    /// The predicted latency a chosen wait aims within (`inference.latency_target_us`).
+    pub(crate) latency_target: Duration,
 }
 
 /// The latest result in raw form (no allocation per frame); labelled at publish time.
@@ -115,7 +118,7 @@ pub(crate) fn run(
     let max_batch = prep.max_batch();
     let mut wait = match params.batch_wait {
         Some(d) => BatchWait::Fixed(d),
-        None => BatchWait::Chosen(Choice::new(costs, max_batch)),
+        None => BatchWait::Chosen(Choice::new(costs, max_batch, params.latency_target)),
     };
     // Keeping the frames that match an alert rule: every entry stays taken until its
     // result is known (as a GPU-read one always does), so a matching frame can be
@@ -169,9 +172,10 @@ pub(crate) fn run(
             }
             continue;
         };
-        // The batch: this frame, then every frame ready behind it, waiting for more only
-        // until the deadline.
-        let deadline = Instant::now() + wait.wait();
+        // The batch: this frame, then every frame ready behind it up to the limit,
+        // waiting for more only until the deadline.
+        let (batch_wait, limit) = wait.wait_and_limit(max_batch);
+        let deadline = Instant::now() + batch_wait;
         let mut next = Some(first);
         while let Some(held) = next {
             let (index, meta) = (held.index(), held.meta());
@@ -203,7 +207,7 @@ pub(crate) fn run(
                     break 'frames;
                 }
             }
-            if batch.len() >= max_batch {
+            if batch.len() >= limit {
                 break;
             }
             next = ring.take(&stop, deadline.saturating_duration_since(Instant::now()));
@@ -247,13 +251,13 @@ pub(crate) fn run(
     books.publish(&model);
 }
 
-/// The batch wait and the batch aimed at, for status and `/metrics`.
+/// The batch wait, and for a chosen one the limit and why, for status and `/metrics`.
 fn publish_wait(shared: &Shared, wait: &BatchWait) {
     match wait {
-        BatchWait::Fixed(d) => shared.batch.set_wait(*d, None, None),
+        BatchWait::Fixed(d) => shared.batch.set_wait(*d, None),
         BatchWait::Chosen(c) => {
-            let (aim, d) = c.aim();
-            shared.batch.set_wait(d, Some(aim), c.gap());
+            let choice = c.aim();
+            shared.batch.set_wait(choice.wait, Some(choice));
         }
     }
 }

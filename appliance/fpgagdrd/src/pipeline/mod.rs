@@ -28,7 +28,10 @@ use fpgagdr_infer::{FramePrep, Model, ModelError, ModelOptions, TensorRtOptions}
 use crate::cards::{CardChoice, Opened};
 use crate::config::{Config, RingMemory, SourceKind, Unusable};
 use crate::files::{self, FileError, Kind, Named, Policy};
-pub use shared::{BatchSize, GpuMemoryUse, Heartbeats, PipelineNow, Shared, State, Thread, now_ns};
+pub use shared::{
+    BatchChoice, BatchReason, BatchSize, GpuMemoryUse, Heartbeats, PipelineNow, Shared, State,
+    Thread, now_ns,
+};
 
 /// Largest frame memory accepted, bytes (1 GiB): the ring (pinned) and the decoded
 /// replay frames together (the one frame-memory rule: docs/api.md, limits); an Orin shares its DRAM
@@ -485,9 +488,11 @@ pub fn prepare(
     };
     let batching = match config.inference.batch_wait_us {
         Some(us) => format!("fixed: inference.batch_wait_us {us} µs"),
-        None => "chosen as frames arrive from the model's time per batch size (measured \
-                 when it warms up)"
-            .to_string(),
+        None => format!(
+            "chosen as frames arrive from the model's time per batch size (measured when \
+             it warms up) for a latency within inference.latency_target_us {} µs",
+            config.inference.latency_target_us
+        ),
     };
     let info = PipelineInfo {
         card: status,
@@ -542,6 +547,7 @@ pub fn prepare(
         infer: infer::InferParams {
             verify_checksum: config.inference.verify_checksum,
             batch_wait: config.inference.batch_wait_us.map(Duration::from_micros),
+            latency_target: Duration::from_micros(config.inference.latency_target_us),
         },
         gpu_base: used_before.map(|b| b + ring_measured.unwrap_or(0)),
         info,

@@ -134,17 +134,15 @@ pub struct PipelineNow {
 }
 
 /// The batch size in use: the largest a model run takes, the mean over the inference
-/// thread's last publish window (a quarter of a second), and the batch wait in use
-/// (fixed, or chosen as frames arrive: `pipeline/batching.rs`).
+/// thread's last publish window (a quarter of a second), the batch wait in use, and for
+/// a chosen one what was chosen and why (`pipeline/batching.rs`).
 #[derive(Debug, Default)]
 pub struct BatchSize {
     max: AtomicU64,
     mean_milli: AtomicU64,
     wait_ns: AtomicU64,
-    /// The batch the chosen wait aims at; 0 for a fixed wait.
-    aim: AtomicU64,
-    /// The smoothed gap between frame arrivals the choice sees, ns; 0 unknown or fixed.
-    gap_ns: AtomicU64,
+    /// The chosen limit and wait; `None` for a fixed wait.
+    choice: Mutex<Option<BatchChoice>>,
 }
 
 impl BatchSize {
@@ -173,27 +171,130 @@ impl BatchSize {
         Duration::from_nanos(self.wait_ns.load(Ordering::Relaxed))
     }
 
-    /// The batch the chosen wait aims at (`None` for a fixed `inference.batch_wait_us`),
-    /// and the gap between frame arrivals it was chosen for (`None` before two frames
-    /// arrived).
-    pub fn aim(&self) -> (Option<u64>, Option<Duration>) {
-        let aim = self.aim.load(Ordering::Relaxed);
-        let gap = self.gap_ns.load(Ordering::Relaxed);
-        (
-            (aim > 0).then_some(aim),
-            (aim > 0 && gap > 0).then(|| Duration::from_nanos(gap)),
-        )
+    /// What the chosen wait settled on; `None` for a fixed `inference.batch_wait_us`.
+    pub fn choice(&self) -> Option<BatchChoice> {
+        *self.choice.lock().expect("batch choice poisoned")
     }
 
-    /// Records the wait in use, and for a chosen one the batch aimed at and the arrival
-    /// gap.
-    pub(super) fn set_wait(&self, wait: Duration, aim: Option<usize>, gap: Option<Duration>) {
+    /// Records the wait in use, and for a chosen one the choice.
+    pub(super) fn set_wait(&self, wait: Duration, choice: Option<BatchChoice>) {
         self.wait_ns
             .store(wait.as_nanos() as u64, Ordering::Relaxed);
-        self.aim
-            .store(aim.map_or(0, |a| a as u64), Ordering::Relaxed);
-        self.gap_ns
-            .store(gap.map_or(0, |g| g.as_nanos() as u64), Ordering::Relaxed);
+        *self.choice.lock().expect("batch choice poisoned") = choice;
+    }
+}
+
+/// Why the chosen batch limit and wait are what they are (`pipeline/batching.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchReason {
+    /// Fewer than two frames arrived: what is ready runs at once.
+    NoArrivals,
+    /// The smallest batch that keeps up with the arrivals with a 25 % margin has a
+    /// predicted latency within the target.
+    WithinTarget,
+    /// No batch keeping up by 25 % is within the target; the smallest that keeps up by
+    /// 10 % and is within it was taken.
+    WithinTargetThinMargin,
+    /// No batch that keeps up is within the target: keeping up comes first (batches up
+    /// to the largest).
+    TargetUnmet,
+    /// No batch up to the largest keeps up with the arrivals: frames will be dropped or
+    /// missed.
+    NoBatchKeepsUp,
+}
+
+impl BatchReason {
+    /// `no_arrivals`, `within_target`, `within_target_thin_margin`, `target_unmet`,
+    /// `no_batch_keeps_up` (status and `/metrics`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BatchReason::NoArrivals => "no_arrivals",
+            BatchReason::WithinTarget => "within_target",
+            BatchReason::WithinTargetThinMargin => "within_target_thin_margin",
+            BatchReason::TargetUnmet => "target_unmet",
+            BatchReason::NoBatchKeepsUp => "no_batch_keeps_up",
+        }
+    }
+
+    /// Every reason, in [`Self::as_str`]'s order.
+    pub const ALL: [BatchReason; 5] = [
+        BatchReason::NoArrivals,
+        BatchReason::WithinTarget,
+        BatchReason::WithinTargetThinMargin,
+        BatchReason::TargetUnmet,
+        BatchReason::NoBatchKeepsUp,
+    ];
+}
+
+/// The batch limit and wait chosen from the arrival gap, the model's measured time per
+/// batch size and the latency target (`pipeline/batching.rs`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BatchChoice {
+    /// The batch the wait aims at, frames.
+    pub aim: usize,
+    /// The most frames a batch takes (at least `aim`; `inference.max_batch` when the
+    /// target cannot be met).
+    pub limit: usize,
+    /// The longest wait for the batch to fill once its first frame is taken.
+    pub wait: Duration,
+    /// The card's smoothed frame period it was chosen for; `None` before two frames
+    /// arrived.
+    pub gap: Option<Duration>,
+    /// The model's measured time for the aimed batch.
+    pub model: Duration,
+    /// The aimed batch's predicted latency: its wait plus its model time.
+    pub predicted: Duration,
+    /// `inference.latency_target_us`.
+    pub target: Duration,
+    /// Why.
+    pub reason: BatchReason,
+}
+
+impl BatchChoice {
+    /// One sentence for status pages: the choice, its figures and why.
+    pub fn describe(&self) -> String {
+        let ms = |d: Duration| format!("{:.2} ms", d.as_secs_f64() * 1e3);
+        let (aim, limit) = (self.aim, self.limit);
+        let frames = |n: usize| format!("{n} frame{}", if n == 1 { "" } else { "s" });
+        let batches = format!(
+            "batches of {} (up to {limit} from frames already waiting): {} to fill + {} of \
+             model = {} predicted",
+            frames(aim),
+            ms(self.wait),
+            ms(self.model),
+            ms(self.predicted)
+        );
+        let target = ms(self.target);
+        let keep = self.gap.map_or(String::new(), |g| {
+            let margin = aim as f64 * g.as_secs_f64() / self.model.as_secs_f64().max(1e-9);
+            format!(
+                "{} arrive in {} ({:.0} µs apart), {margin:.2}× their model time",
+                frames(aim),
+                ms(g * aim as u32),
+                g.as_secs_f64() * 1e6
+            )
+        });
+        match self.reason {
+            BatchReason::NoArrivals => {
+                format!("no arrival rate yet: frames run as they are ready, up to {limit} a batch")
+            }
+            BatchReason::WithinTarget => {
+                format!("{batches}, within the {target} target; {keep}")
+            }
+            BatchReason::WithinTargetThinMargin => format!(
+                "{batches}, within the {target} target with a thin margin: {keep} (the \
+                 smallest batch keeping up by 1.25 would miss the target)"
+            ),
+            BatchReason::TargetUnmet => format!(
+                "the {target} latency target cannot be met: keeping up at this rate needs \
+                 {batches}; {keep}; a backlog runs in batches up to {limit}"
+            ),
+            BatchReason::NoBatchKeepsUp => format!(
+                "no batch up to {} keeps up with the arrivals (frames will be dropped or \
+                 missed), so the {target} latency target cannot be met: {batches}",
+                frames(limit)
+            ),
+        }
     }
 }
 
