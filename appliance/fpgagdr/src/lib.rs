@@ -67,7 +67,9 @@ mod trigger;
 pub use backend::{Backend, PinnedRegion, RegionAccess};
 pub use buffer::PinnedBuffer;
 pub use card::Card;
-pub use dma::{ChainCache, Direction, Handle, Transfer, TransferRequest};
+pub use dma::{
+    ChainCache, Direction, FrameCheck, FrameRef, FrameTransfer, Handle, Transfer, TransferRequest,
+};
 pub use error::{Error, RULES, Result};
 pub use frame::{FrameError, FrameHeader, PixelFormat};
 pub use kernel::{FrameInfo, KernelCard, KernelCounters, KernelTrigger};
