@@ -13,6 +13,7 @@
 //! CUDA device memory from the sensor's frame slots, which lie in page-locked memory
 //! ([`SimCard::map_frame_memory`]), is one copy by the GPU's copy engine straight from
 //! there: the engine the simulated card has for device rings (docs/decisions.md).
+//! Fault knob: [`SimCard::simulate_torn_frames`] (a frame read's torn-frame check).
 //! Must not: be mistaken for hardware: its status says `simulated: true` and its name
 //! says "simulated".
 
@@ -21,13 +22,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use fpgagdr::frame::HEADER_LEN;
 use fpgagdr::{
     Backend, Capabilities, Card, CardStatus, ChainCache, Direction, DmaMemory, Error, FrameCheck,
     FrameRef, FrameTransfer, GpuMemory, Handle, MemoryKind, PinnedRegion, Platform, Result,
     Transfer, TransferRequest, check_inside, gpu_memory,
 };
-
-use fpgagdr::frame::HEADER_LEN;
 
 use crate::card_memory::{self, CardMemory};
 use crate::link::LinkPreset;
