@@ -42,6 +42,9 @@ MUTANTS = {
     # repeats never make a storm
     "FGDR_MUTANT_NO_STORM": ("++fd->repeats < FPGAGDR_FDONE_STORM_REPEATS",
                              "++fd->repeats < 1000000"),
+    # a record read all ones (the card vanished after IRQ_STATUS) judged as a record
+    "FGDR_MUTANT_NO_GONE_RECORD": ("if (ev->slot == FPGAGDR_FDONE_ALL_ONES ||\n\t    ev->len == FPGAGDR_FDONE_ALL_ONES) {",
+                                   "if (0) {"),
     # the torn-frame check one frame too trusting
     "FGDR_MUTANT_TORN_BOUND": ("< fd->slot_count - 1)", "< fd->slot_count)"),
 }

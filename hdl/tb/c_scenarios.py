@@ -2,7 +2,7 @@
 through ctypes, every register access an AXI4-Lite transaction on the RTL, the RTL's
 usr_irq_req calling it as the kernel's interrupt handler would).
 
-All but `storm` run RTL scenarios of scenarios.py unchanged with the C handler in
+All but `storm` and `card_gone` run RTL scenarios of scenarios.py unchanged with the C handler in
 place of the reference one, and then hold the C's own counters against what the host
 model counted; `storm` is the C's alone: a card that ignores HOST_ACK.  Each is seen
 failing on a broken RTL variant (FGDR_BROKEN_*) or on a mutant of fpgagdr-fdone.c
@@ -141,6 +141,68 @@ async def storm(bench, mode):
     expect(p, f"{h.acks_swallowed} acknowledges swallowed")
 
 
+async def card_gone(bench, mode):
+    """The card vanishes from the bus twice (TEST DOUBLE knob of the BAR, host.AsyncBar:
+    every read all ones, every write lost): once at the handler's first read
+    (IRQ_STATUS), once inside the record (IRQ_STATUS says FRAME_PENDING, the record
+    then reads all ones).  Each time the C reports the card gone once, hands out no
+    event, counts no protocol error and keeps no record; while gone it reads MAGIC only
+    (the module's 1 ms worker, scaled to 1 us).  The card comes back reset (a new
+    EPOCH, the sequence from 0): the C sees the new EPOCH, capture is set up again, the
+    sequence is re-baselined and frames flow, counted exactly in each epoch."""
+    await bench.reset()
+    bench.c_host = True
+    bench.dut.pattern_frame_gap.value = 400   # the host's copies mostly whole
+    host = pattern_host(bench)
+    h = bench.c_handler
+    await host.attach()
+    epochs = [host.geo.epoch]
+    for episode, after_reads in enumerate((0, 1), 1):
+        await run_until(bench, 30)
+        host.paused = True
+        while host.busy or host.queue:
+            await Timer(100, "ns")
+        start = bench.live_seq()               # frames complete unacknowledged:
+        while bench.live_seq() < start + 2:    # FRAME_PENDING is set
+            await Timer(100, "ns")
+        before, taken = h.counters(), len(host.events)
+        host.bar.vanish(after_reads)
+        for _ in range(5):                     # the worker's looks while it is gone
+            await host._handle()
+            await Timer(1_000, "ns")
+        c = h.counters()
+        need(c["gone_reads"] == episode and c["events"] == before["events"] and
+             len(host.events) == taken and c["protocol_errors"] == 0 and
+             h.actions["gone"] == 5 * episode,
+             f"gone after {after_reads} reads: {c}, {h.actions}, "
+             f"{len(host.events) - taken} events handed out")
+        # it comes back after a reset (the link trained again)
+        await bench.reset()
+        host.bar.back()
+        epoch = await host.bar.read(R.EPOCH)
+        need(epoch not in epochs and epoch != 0, f"EPOCH {epoch:#x}, before: {epochs}")
+        epochs.append(epoch)
+        host.paused = False
+        await host._handle()                   # the worker: MAGIC answers, EPOCH is new
+        need(h.actions["epoch"] == episode and int(bench.dut.u_card.u_regs.ctl_capture.value),
+             f"back with EPOCH {epoch:#x}: {h.actions}, capture "
+             f"{int(bench.dut.u_card.u_regs.ctl_capture.value)}")
+    await run_until(bench, 40)
+    p, _ = await finish(bench, host)
+    c = h.counters()
+    missed = sum(t.missed for t in host.tallies)
+    if c["events"] != len(host.events) or c["missed"] != missed:
+        p.append(f"the C counted {c['events']} events and {c['missed']} missed, the host "
+                 f"{len(host.events)} and {missed}")
+    if c["gone_reads"] != 2 or c["epoch_changes"] != 2 or c["protocol_errors"] or c["storms"]:
+        p.append(f"two episodes gone, two new EPOCHs, nothing else: {c}")
+    fresh = [t for t in host.tallies if t.first is not None]
+    if len(fresh) != 3 or fresh[-1].first > 3 or any(t.captured < 10 for t in fresh):
+        p.append(f"three epochs counted, each with frames captured, the last from its "
+                 f"start: {host.summary()}")
+    expect(p, "the module's C")
+
+
 C_SCENARIOS = [
     Scenario("c_coalescing", _on_c(coalescing, _coalesced), ("msi", "legacy"),
              broken=(("FGDR_BROKEN_COALESCE_KEEPS_OLDEST", ("msi",)),
@@ -156,6 +218,8 @@ C_SCENARIOS = [
              broken=(("FGDR_MUTANT_NO_STALL_EPOCH", ("msi",)),)),
     Scenario("c_storm", storm, ("legacy",),
              broken=(("FGDR_MUTANT_NO_STORM", ("legacy",)),)),
+    Scenario("c_card_gone", card_gone, ("msi",),
+             broken=(("FGDR_MUTANT_NO_GONE_RECORD", ("msi",)),)),
     Scenario("c_torn_frame", _on_c(torn_frame, _torn), ("msi",), timeout_ms=120,
              broken=(("FGDR_BROKEN_LIVE_SEQ_LATCHED", ("msi",)), ("FGDR_MUTANT_TORN_BOUND", ("msi",)))),
 ]

@@ -230,13 +230,32 @@ class AsyncBar:
         self.axil = axil
         self.reads = 0
         self.writes = 0
+        self.vanish_in = None       # vanish(): reads left before the card is gone
+        self.gone_reads = 0         # reads answered all ones by the vanished card
+
+    def vanish(self, after_reads=0):
+        """TEST DOUBLE knob of a card gone from the bus (surprise removal, link down):
+        after `after_reads` more reads, every read answers all ones without reaching the
+        RTL (a PCIe read no one completes) and every write is lost, until back()."""
+        self.vanish_in = after_reads
+
+    def back(self):
+        """The card answers on the bus again."""
+        self.vanish_in = None
 
     async def read(self, off):
         self.reads += 1
+        if self.vanish_in is not None:
+            if self.vanish_in == 0:
+                self.gone_reads += 1
+                return ALL_ONES
+            self.vanish_in -= 1
         return await self.axil.read_dword(off)
 
     async def write(self, off, val):
         self.writes += 1
+        if self.vanish_in == 0:
+            return
         await self.axil.write_dword(off, val & ALL_ONES)
 
 

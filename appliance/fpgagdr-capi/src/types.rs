@@ -48,6 +48,17 @@ pub const FPGAGDR_CAP_INTERRUPTS: u32 = 1 << 2;
 /// (`fpgagdr_wait_frame` works).
 pub const FPGAGDR_CAP_FRAME_TRIGGER: u32 = 1 << 3;
 
+/// `fpgagdr_read_frame`'s verdict: the card had not started rewriting the frame's slot
+/// when the copy ended: the copy holds the frame whole.
+pub const FPGAGDR_FRAME_CHECK_WHOLE: u32 = 1;
+/// `fpgagdr_read_frame`'s verdict: the card may have rewritten the slot during the copy
+/// (or left the frame's epoch, or reads all ones): the bytes are not the frame; count it
+/// as an overrun, not as a checksum error (docs/card-protocol.md, "Torn frames").
+pub const FPGAGDR_FRAME_CHECK_TORN: u32 = 2;
+/// `fpgagdr_read_frame`'s verdict: no check could be made (a protocol 1.0 card): the
+/// frame header's sequence number is the only check.
+pub const FPGAGDR_FRAME_CHECK_UNCHECKED: u32 = 3;
+
 /// `fpgagdr_set_transfer_mode`: the legacy calls DMA into the caller's host memory
 /// (the default).
 pub const FPGAGDR_TRANSFER_MODE_CPU: u32 = 0;
@@ -173,8 +184,10 @@ pub struct fpgagdr_transfer_result {
 pub struct fpgagdr_frame {
     /// `sizeof(struct fpgagdr_frame)`, set by the caller.
     pub struct_size_bytes: u32,
-    /// Zero.
-    pub reserved: u32,
+    /// The card's reset epoch the frame belongs to (card protocol 1.1's EPOCH); 0 on a
+    /// card without one (protocol 1.0) and on the simulated card. With `sequence` it
+    /// names the frame for `fpgagdr_read_frame`'s torn-frame check.
+    pub epoch: u32,
     /// Card address of the frame's first byte (its header).
     pub card_addr: u64,
     /// Frame length, header included.

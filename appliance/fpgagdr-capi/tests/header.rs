@@ -65,7 +65,7 @@ fn rust_structs() -> Vec<Layout> {
         }),
         layout!(fpgagdr_frame {
             struct_size_bytes,
-            reserved,
+            epoch,
             card_addr,
             length_bytes,
             sequence
@@ -108,6 +108,9 @@ fn rust_constants() -> BTreeMap<&'static str, i128> {
         FPGAGDR_CAP_HOST_DMA,
         FPGAGDR_CAP_INTERRUPTS,
         FPGAGDR_CAP_FRAME_TRIGGER,
+        FPGAGDR_FRAME_CHECK_WHOLE,
+        FPGAGDR_FRAME_CHECK_TORN,
+        FPGAGDR_FRAME_CHECK_UNCHECKED,
         FPGAGDR_TRANSFER_MODE_CPU,
         FPGAGDR_TRANSFER_MODE_GPU_PINNED,
         FPGAGDR_SIM_LINK_ORIN_GEN3X4,

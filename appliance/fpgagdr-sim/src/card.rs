@@ -13,6 +13,7 @@
 //! CUDA device memory from the sensor's frame slots, which lie in page-locked memory
 //! ([`SimCard::map_frame_memory`]), is one copy by the GPU's copy engine straight from
 //! there: the engine the simulated card has for device rings (docs/decisions.md).
+//! Fault knob: [`SimCard::simulate_torn_frames`] (a frame read's torn-frame check).
 //! Must not: be mistaken for hardware: its status says `simulated: true` and its name
 //! says "simulated".
 
@@ -21,10 +22,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use fpgagdr::frame::HEADER_LEN;
 use fpgagdr::{
-    Backend, Capabilities, Card, CardStatus, ChainCache, Direction, DmaMemory, Error, GpuMemory,
-    Handle, MemoryKind, PinnedRegion, Platform, Result, Transfer, TransferRequest, check_inside,
-    gpu_memory,
+    Backend, Capabilities, Card, CardStatus, ChainCache, Direction, DmaMemory, Error, FrameCheck,
+    FrameRef, FrameTransfer, GpuMemory, Handle, MemoryKind, PinnedRegion, Platform, Result,
+    Transfer, TransferRequest, check_inside, gpu_memory,
 };
 
 use crate::card_memory::{self, CardMemory};
@@ -134,6 +136,11 @@ pub struct SimCard {
     /// Per direction (C2H, H2C), when the link is free again: the end of the data phase
     /// of the last transfer reserved on it.
     link_busy: [Mutex<Option<Instant>>; 2],
+    /// The torn-frame fault ([`SimCard::simulate_torn_frames`]): every this many C2Hs
+    /// into a pinned buffer, one is torn; 0 = never.
+    torn_every: AtomicU64,
+    /// C2Hs into pinned buffers so far (what `torn_every` counts).
+    c2h_copies: AtomicU64,
 }
 
 /// What a cached descriptor chain was built for (the module's key, `fpgagdr-desc.c`).
@@ -163,7 +170,24 @@ impl SimCard {
             chain_hits: AtomicU64::new(0),
             chain_misses: AtomicU64::new(0),
             link_busy: [Mutex::new(None), Mutex::new(None)],
+            torn_every: AtomicU64::new(0),
+            c2h_copies: AtomicU64::new(0),
         }
+    }
+
+    /// Fault knob of the simulated card: from now on every `every`-th C2H into a pinned
+    /// buffer (1 = each one, 0 = none again) is torn, as on a card whose frame writer
+    /// rewrote the slot while the DMA read it (docs/card-protocol.md, "Torn frames"):
+    /// the first up to 64 payload bytes the copy brought (right after the 64-byte frame
+    /// header, the first bytes a rewrite touches, since the writer puts the payload first
+    /// and the header last) are not the frame's, so its payload CRC fails; the header
+    /// still names the announced frame. A frame read ([`fpgagdr::Card::read_frame`])
+    /// reports it [`FrameCheck::Torn`], as the kernel module's check would; a plain C2H
+    /// gets the torn bytes with no word. The count starts at the first C2H after this
+    /// call.
+    pub fn simulate_torn_frames(&self, every: u64) {
+        self.c2h_copies.store(0, Ordering::Relaxed);
+        self.torn_every.store(every, Ordering::Relaxed);
     }
 
     /// The settings in force.
@@ -261,6 +285,90 @@ impl SimCard {
             .get(&handle.0)
             .cloned()
             .ok_or(Error::UnknownHandle { handle: handle.0 })
+    }
+
+    /// One transfer on the model (the back-end's `transfer`); for a C2H also whether the
+    /// torn-frame fault tore it.
+    fn copy(&self, req: &TransferRequest) -> Result<(Transfer, bool)> {
+        let pin = self.pin_entry(req.handle)?;
+        let region = pin.region();
+        check_inside(&region, req.offset, req.len)?;
+        self.check_bounds(req.card_addr, req.len)?;
+        let mut engine = self
+            .engine(req.dir, req.channel)?
+            .lock()
+            .expect("engine poisoned");
+        self.count_chain(req);
+        let start = Instant::now();
+        let len = req.len as usize;
+        let copied = pin.access(|mem| match req.dir {
+            Direction::C2H if region.kind.host_accessible() => {
+                let mut result = Ok(());
+                self.memory.read_with(req.card_addr, len, |at, bytes| {
+                    if result.is_ok() {
+                        result = mem.write(req.offset + at as u64, bytes);
+                    }
+                });
+                result
+            }
+            // Into CUDA device memory: straight from page-locked card memory (a frame
+            // slot) when the range lies in it, one DMA by the GPU's copy engine; else
+            // through the channel's page-locked staging buffer.
+            Direction::C2H => self
+                .memory
+                .with_page_locked(req.card_addr, len, |src| mem.write(req.offset, src))
+                .unwrap_or_else(|| {
+                    let staging = engine.pinned_staging(len)?;
+                    self.memory.read(req.card_addr, staging);
+                    mem.write(req.offset, staging)
+                }),
+            // Out of CUDA device memory through the page-locked staging too (path B's
+            // device-to-host copy at its best), from host memory through a plain buffer.
+            Direction::H2C if !region.kind.host_accessible() => {
+                let staging = engine.pinned_staging(len)?;
+                mem.read(req.offset, staging)?;
+                self.memory.write(req.card_addr, staging);
+                Ok(())
+            }
+            Direction::H2C => {
+                engine.staging.resize(len, 0);
+                mem.read(req.offset, &mut engine.staging)?;
+                self.memory.write(req.card_addr, &engine.staging);
+                Ok(())
+            }
+        });
+        copied.ok_or(Error::UnknownHandle {
+            handle: req.handle.0,
+        })??;
+        let torn = req.dir == Direction::C2H && self.tear(&pin, req)?;
+        Ok((
+            self.finish(start, req.dir, true, req.len, req.timeout)?,
+            torn,
+        ))
+    }
+
+    /// The torn-frame fault after a C2H into `pin`: whether this copy is one to tear
+    /// ([`SimCard::simulate_torn_frames`]) and, if so, its first up to 64 payload bytes
+    /// inverted where the copy put them.
+    fn tear(&self, pin: &PinnedRegion, req: &TransferRequest) -> Result<bool> {
+        let every = self.torn_every.load(Ordering::Relaxed);
+        let n = self.c2h_copies.fetch_add(1, Ordering::Relaxed) + 1;
+        if every == 0 || !n.is_multiple_of(every) {
+            return Ok(false);
+        }
+        let from = HEADER_LEN as u64;
+        let len = req.len.saturating_sub(from).min(64) as usize;
+        let mut bytes = [0u8; 64];
+        let bytes = &mut bytes[..len];
+        pin.access(|mem| {
+            mem.read(req.offset + from, bytes)?;
+            bytes.iter_mut().for_each(|b| *b = !*b);
+            mem.write(req.offset + from, bytes)
+        })
+        .ok_or(Error::UnknownHandle {
+            handle: req.handle.0,
+        })??;
+        Ok(true)
     }
 
     /// Holds the transfer until the link model says it is done, bounded by `timeout`.
@@ -386,57 +494,22 @@ impl Backend for SimCard {
     }
 
     fn transfer(&self, req: &TransferRequest) -> Result<Transfer> {
-        let pin = self.pin_entry(req.handle)?;
-        let region = pin.region();
-        check_inside(&region, req.offset, req.len)?;
-        self.check_bounds(req.card_addr, req.len)?;
-        let mut engine = self
-            .engine(req.dir, req.channel)?
-            .lock()
-            .expect("engine poisoned");
-        self.count_chain(req);
-        let start = Instant::now();
-        let len = req.len as usize;
-        let copied = pin.access(|mem| match req.dir {
-            Direction::C2H if region.kind.host_accessible() => {
-                let mut result = Ok(());
-                self.memory.read_with(req.card_addr, len, |at, bytes| {
-                    if result.is_ok() {
-                        result = mem.write(req.offset + at as u64, bytes);
-                    }
-                });
-                result
-            }
-            // Into CUDA device memory: straight from page-locked card memory (a frame
-            // slot) when the range lies in it, one DMA by the GPU's copy engine; else
-            // through the channel's page-locked staging buffer.
-            Direction::C2H => self
-                .memory
-                .with_page_locked(req.card_addr, len, |src| mem.write(req.offset, src))
-                .unwrap_or_else(|| {
-                    let staging = engine.pinned_staging(len)?;
-                    self.memory.read(req.card_addr, staging);
-                    mem.write(req.offset, staging)
-                }),
-            // Out of CUDA device memory through the page-locked staging too (path B's
-            // device-to-host copy at its best), from host memory through a plain buffer.
-            Direction::H2C if !region.kind.host_accessible() => {
-                let staging = engine.pinned_staging(len)?;
-                mem.read(req.offset, staging)?;
-                self.memory.write(req.card_addr, staging);
-                Ok(())
-            }
-            Direction::H2C => {
-                engine.staging.resize(len, 0);
-                mem.read(req.offset, &mut engine.staging)?;
-                self.memory.write(req.card_addr, &engine.staging);
-                Ok(())
-            }
-        });
-        copied.ok_or(Error::UnknownHandle {
-            handle: req.handle.0,
-        })??;
-        self.finish(start, req.dir, true, req.len, req.timeout)
+        self.copy(req).map(|(t, _)| t)
+    }
+
+    /// The copy, then the torn-frame fault's verdict: [`FrameCheck::Torn`] when this copy
+    /// was torn ([`SimCard::simulate_torn_frames`]), else [`FrameCheck::Whole`] (the
+    /// simulated sensor writes a slot only while no C2H reads it).
+    fn transfer_frame(&self, req: &TransferRequest, _frame: FrameRef) -> Result<FrameTransfer> {
+        let (transfer, torn) = self.copy(req)?;
+        Ok(FrameTransfer {
+            transfer,
+            check: if torn {
+                FrameCheck::Torn
+            } else {
+                FrameCheck::Whole
+            },
+        })
     }
 
     fn link(&self) -> Option<fpgagdr::PcieLink> {

@@ -262,6 +262,8 @@ impl FrameTrigger for SimSensor {
             card_addr,
             len: header.frame_len() as u64,
             seq,
+            // The simulated card has no reset epoch (as a protocol 1.0 card).
+            epoch: 0,
             slot: slot as u32,
             // Frames overwritten in their slot before the host asked (a free-running
             // sensor), none when the sensor renders as the host asks (fps 0).

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::{GENEROUS, MIB, assert_same, bytes};
 use fpgagdr::frame::HEADER_LEN;
-use fpgagdr::{Card, DmaMemory, FrameHeader, FrameTrigger, PinnedBuffer, PixelFormat};
+use fpgagdr::{Card, DmaMemory, FrameCheck, FrameHeader, FrameTrigger, PinnedBuffer, PixelFormat};
 use fpgagdr_sim::{LinkPreset, Replay, SENSOR_SLOTS, SimCard, SimConfig, SimSensor, TestPattern};
 
 /// A simulated card shared by the sensor (the FPGA's side) and a [`Card`] (the host's).
@@ -194,4 +194,60 @@ fn replayed_png_files_survive_the_card_to_pinned_buffer_path() {
             &format!("replayed frame {seq}"),
         );
     }
+}
+
+/// The simulated card's torn-frame fault, as the library's frame read sees it: every
+/// third C2H is torn (its first payload bytes are not the frame's, the header still
+/// names the announced frame); `read_frame` says `Torn` for exactly those copies and
+/// `Whole` for the rest, whose checksums hold. A plain C2H gets the same torn bytes with
+/// no word: only the payload CRC would notice, and only when it is checked.
+#[test]
+fn torn_frames_are_reported_by_the_frame_read_not_found_by_the_checksum() {
+    let (card, sim) = card_and_sim(LinkPreset::Off);
+    let pattern = TestPattern::new(PixelFormat::Mono8, 64, 64).unwrap();
+    let mut sensor = SimSensor::new(sim.clone(), Box::new(pattern), 0.0, 0).unwrap();
+    let buf = frame_buffer(&card, &sensor);
+    sim.simulate_torn_frames(3);
+    let (mut torn, mut whole) = (Vec::new(), 0);
+    for _ in 0..12 {
+        let slot = sensor.wait_frame(GENEROUS).unwrap();
+        assert_eq!(slot.epoch, 0, "the simulated card has no reset epoch");
+        let r = card.read_frame(0, &buf, &slot, slot.len, GENEROUS).unwrap();
+        assert_eq!(r.transfer.bytes, slot.len);
+        let frame = &bytes(&buf)[..slot.len as usize];
+        let h = FrameHeader::parse(frame, frame.len()).unwrap();
+        assert_eq!(
+            h.seq, slot.seq,
+            "a torn copy's header is the announced frame's"
+        );
+        let crc = h.verify(&frame[HEADER_LEN..]);
+        match r.check {
+            FrameCheck::Torn => {
+                assert!(crc.is_err(), "frame {}: torn bytes", slot.seq);
+                torn.push(slot.seq);
+            }
+            FrameCheck::Whole => {
+                crc.unwrap_or_else(|e| panic!("frame {}: {e}", slot.seq));
+                whole += 1;
+            }
+            FrameCheck::Unchecked => panic!("the simulated card checks every frame read"),
+        }
+    }
+    assert_eq!(torn, [2, 5, 8, 11], "every third copy");
+    assert_eq!(whole, 8);
+    // A plain C2H (no frame named) is torn alike, silently.
+    sim.simulate_torn_frames(1);
+    let slot = sensor.wait_frame(GENEROUS).unwrap();
+    card.read_c2h(0, &buf, slot.card_addr, slot.len, GENEROUS)
+        .unwrap();
+    let frame = &bytes(&buf)[..slot.len as usize];
+    let h = FrameHeader::parse(frame, frame.len()).unwrap();
+    assert_eq!(h.seq, slot.seq);
+    let e = h.verify(&frame[HEADER_LEN..]).unwrap_err();
+    assert!(e.to_string().starts_with("rule frame-checksum"), "{e}");
+    // Off again: whole.
+    sim.simulate_torn_frames(0);
+    let slot = sensor.wait_frame(GENEROUS).unwrap();
+    let r = card.read_frame(0, &buf, &slot, slot.len, GENEROUS).unwrap();
+    assert_eq!(r.check, FrameCheck::Whole);
 }

@@ -14,7 +14,9 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use crate::dma::{ChainCache, Handle, Transfer, TransferRequest};
+use crate::dma::{
+    ChainCache, FrameCheck, FrameRef, FrameTransfer, Handle, Transfer, TransferRequest,
+};
 use crate::error::Result;
 use crate::memory::{DmaMemory, DmaRegion, read_region, write_region};
 use crate::pinmethod::PinMethod;
@@ -151,6 +153,18 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// DMA between a pinned buffer and card memory (path C).
     /// Errors: [`crate::Error::UnknownHandle`], [`crate::Error::BufferBounds`], [`crate::Error::Timeout`].
     fn transfer(&self, req: &TransferRequest) -> Result<Transfer>;
+    /// A C2H of frame `frame`'s slot (path C), then card protocol 1.1's torn-frame check
+    /// (docs/card-protocol.md): whether the card may have rewritten the slot during the
+    /// copy. [`crate::Card::read_frame`] calls it with a validated C2H request. Errors:
+    /// those of [`Backend::transfer`]. The default makes no check: the transfer, then
+    /// [`FrameCheck::Unchecked`] (the header's sequence number is the only check).
+    fn transfer_frame(&self, req: &TransferRequest, frame: FrameRef) -> Result<FrameTransfer> {
+        let _ = frame;
+        self.transfer(req).map(|transfer| FrameTransfer {
+            transfer,
+            check: FrameCheck::Unchecked,
+        })
+    }
     /// C2H into ordinary host memory (path A, `read` on a channel node).
     fn host_read(
         &self,

@@ -18,11 +18,14 @@ use std::time::Duration;
 
 use crate::backend::{Backend, PinnedRegion};
 use crate::buffer::PinnedBuffer;
-use crate::dma::{ChainCache, Direction, Handle, Transfer, TransferRequest};
+use crate::dma::{
+    ChainCache, Direction, FrameRef, FrameTransfer, Handle, Transfer, TransferRequest,
+};
 use crate::error::{Error, Result};
 use crate::legacy::Legacy;
 use crate::memory::{DmaMemory, check_inside};
 use crate::status::{CardStatus, Platform};
+use crate::trigger::FrameSlot;
 
 /// An open card: status, pinning, transfers, and the legacy-compatible path.
 ///
@@ -154,6 +157,45 @@ impl Card {
         timeout: Duration,
     ) -> Result<Transfer> {
         self.read_c2h_at(channel, buf, 0, card_addr, len, timeout)
+    }
+
+    /// C2H of the frame `slot` announced: `len` bytes from `slot.card_addr` into `buf` at
+    /// offset 0, then card protocol 1.1's torn-frame check (docs/card-protocol.md,
+    /// "Torn frames"): the back-end asks whether the card may have rewritten the slot
+    /// during the copy. On the kernel module (ABI 4) this is TRANSFER with
+    /// `FPGAGDR_XFER_FRAME`, `slot.seq` and `slot.epoch`; the module reads the card's
+    /// `LIVE_SEQ_LO` after the run. `len` may exceed `slot.len` (up to the slot's size)
+    /// so that an entry repeats its descriptor chain.
+    ///
+    /// Returns the transfer and the verdict: [`crate::FrameCheck::Torn`] means the
+    /// bytes are not the frame (count an overrun, never a checksum error);
+    /// [`crate::FrameCheck::Unchecked`] on a protocol 1.0 card or a back-end without the
+    /// check. Errors: every rule of [`Card::read_c2h`]; on the kernel module, rule
+    /// `invalid-argument` when the range lies outside the frame's slot.
+    pub fn read_frame(
+        &self,
+        channel: u32,
+        buf: &PinnedBuffer,
+        slot: &FrameSlot,
+        len: u64,
+        timeout: Duration,
+    ) -> Result<FrameTransfer> {
+        self.check_buffer(buf, 0, len)?;
+        self.check_common(Direction::C2H, channel, slot.card_addr, len, timeout)?;
+        let req = TransferRequest {
+            dir: Direction::C2H,
+            channel,
+            handle: buf.handle(),
+            offset: 0,
+            card_addr: slot.card_addr,
+            len,
+            timeout,
+        };
+        let frame = FrameRef {
+            seq: slot.seq,
+            epoch: slot.epoch,
+        };
+        self.backend.transfer_frame(&req, frame)
     }
 
     /// C2H into `buf` at `offset`.

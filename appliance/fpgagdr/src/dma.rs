@@ -1,6 +1,7 @@
 //! The plain words of a DMA: direction, pin handle, one request and its result.
 //!
-//! Owns: [`Direction`], [`Handle`], [`TransferRequest`], [`Transfer`]. Must not: check or
+//! Owns: [`Direction`], [`Handle`], [`TransferRequest`], [`Transfer`], and the words of a
+//! frame copy: [`FrameRef`], [`FrameCheck`], [`FrameTransfer`]. Must not: check or
 //! move anything; these are values that `card.rs`, `backend.rs` and the back-ends pass
 //! around. Neighbours: none below (std and serde only), so every module may use them.
 
@@ -73,6 +74,45 @@ pub struct TransferRequest {
     pub len: u64,
     /// Bound on the wait for completion (> 0).
     pub timeout: Duration,
+}
+
+/// The frame a C2H copies out of its card slot, as the frame trigger announced it: what
+/// the back-end needs to make card protocol 1.1's torn-frame check after the copy
+/// (docs/card-protocol.md, "Torn frames").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FrameRef {
+    /// The frame's sequence number ([`crate::FrameSlot::seq`]).
+    pub seq: u64,
+    /// The card's reset epoch the frame belongs to ([`crate::FrameSlot::epoch`]; 0 on a
+    /// card without one).
+    pub epoch: u32,
+}
+
+/// The back-end's verdict on a frame copy ([`crate::Card::read_frame`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FrameCheck {
+    /// The card had not started the frame that rewrites the slot when the copy ended:
+    /// the copy holds the frame whole (the kernel module's `FPGAGDR_FRAME_CHECK_WHOLE`).
+    Whole,
+    /// The card may have rewritten the slot during the copy (its live sequence passed
+    /// `seq + slot count − 1`), the frame is of an epoch the card has left, or the card
+    /// reads all ones (gone): the copy is not the frame. Count it as an overrun, never as
+    /// a checksum error (docs/card-protocol.md; `FPGAGDR_FRAME_CHECK_TORN`).
+    Torn,
+    /// No check could be made: a protocol 1.0 card (no `LIVE_SEQ_LO`), or a back-end that
+    /// cannot make it. The header's sequence number is the only check
+    /// (`FPGAGDR_FRAME_CHECK_UNCHECKED`).
+    Unchecked,
+}
+
+/// A frame copy: the transfer and the back-end's [`FrameCheck`] of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameTransfer {
+    /// Bytes moved and time taken.
+    pub transfer: Transfer,
+    /// Whether the copy holds the frame whole.
+    pub check: FrameCheck,
 }
 
 /// The descriptor-chain cache's counters: a transfer that repeats the handle,

@@ -14,6 +14,9 @@
 //! - [`PinnedBuffer`]: memory pinned by [`Card::pin`]; unpins on drop.
 //! - Transfers: [`Card::read_c2h`] / [`Card::write_h2c`] (channel, buffer, card address,
 //!   length, timeout) return a [`Transfer`] (bytes and time taken).
+//! - The frame read: [`Card::read_frame`] copies the slot of a frame the trigger
+//!   announced and returns a [`FrameTransfer`] with the card protocol's torn-frame
+//!   verdict ([`FrameCheck`]: a torn copy is an overrun, not a checksum error).
 //! - The legacy path: [`Card::set_transfer_mode`], [`Card::register_buffer`] and the
 //!   memory-mapped calls [`Card::mm_read_c2h`] / [`Card::mm_write_h2c`], which route to a
 //!   registered pinned buffer by address lookup in [`TransferMode::GpuPinned`].
@@ -27,8 +30,8 @@
 //! The simulated card, its sensor and the frame sources live in `fpgagdr-sim`; this
 //! crate names no back-end but its own kernel one (`open.rs`), and [`Backend`] is the
 //! seam. Modules, one way down: `ring` → `card`/`transfer`/`open` → `buffer`/`legacy` →
-//! `backend` → `memory` → `sys`; `dma`, `status`, `frame` and `error` are words every
-//! module may use.
+//! `backend` → `memory` → `sys`; `dma`, `status`, `frame`, `trigger` and `error` are
+//! words every module may use.
 //!
 //! Every rule a call can break is an [`Error`] variant whose message names the rule
 //! ([`Error::rule`]).
@@ -67,7 +70,9 @@ mod trigger;
 pub use backend::{Backend, PinnedRegion, RegionAccess};
 pub use buffer::PinnedBuffer;
 pub use card::Card;
-pub use dma::{ChainCache, Direction, Handle, Transfer, TransferRequest};
+pub use dma::{
+    ChainCache, Direction, FrameCheck, FrameRef, FrameTransfer, Handle, Transfer, TransferRequest,
+};
 pub use error::{Error, RULES, Result};
 pub use frame::{FrameError, FrameHeader, PixelFormat};
 pub use kernel::{FrameInfo, KernelCard, KernelCounters, KernelTrigger};

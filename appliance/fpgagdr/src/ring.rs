@@ -18,9 +18,9 @@
 //! ```
 //!
 //! Why reading an entry through a token is safe (the proof the `unsafe` blocks below
-//! rely on): a C2H writes an entry only through [`Filling::read_c2h`], and a `Filling`
-//! exists only for an entry in state Filling; a [`Held`] exists only for an entry in
-//! state InUse. Every change of state is a compare-and-swap from the state the taker
+//! rely on): a C2H writes an entry only through [`Filling::read_c2h`] or
+//! [`Filling::read_frame`], and a `Filling` exists only for an entry in state Filling; a
+//! [`Held`] exists only for an entry in state InUse. Every change of state is a compare-and-swap from the state the taker
 //! expects, claim only ever moves Free or Ready entries and take only Ready ones, so one
 //! entry is never Filling and InUse at once, and at most one token of each exists for
 //! it. The entries' buffers are private to the ring: nothing else can start a C2H into
@@ -48,9 +48,10 @@ use std::time::Duration;
 
 use crate::buffer::PinnedBuffer;
 use crate::card::Card;
-use crate::dma::Transfer;
+use crate::dma::{FrameTransfer, Transfer};
 use crate::error::Result;
 use crate::frame::{FrameHeader, HEADER_LEN};
+use crate::trigger::FrameSlot;
 
 /// What capture does when every ring entry is full or in use.
 // (The doc lines are the service's config schema's words: `ring.when_full`.)
@@ -344,6 +345,21 @@ impl<'r> Filling<'r> {
         )
     }
 
+    /// C2H of the frame `slot` announced into this entry, `len` bytes (at least
+    /// `slot.len`), with the back-end's torn-frame check (see [`Card::read_frame`]: its
+    /// verdict, rules and errors).
+    pub fn read_frame(
+        &self,
+        channel: u32,
+        slot: &FrameSlot,
+        len: u64,
+        timeout: Duration,
+    ) -> Result<FrameTransfer> {
+        self.ring
+            .card
+            .read_frame(channel, &self.ring.buffers[self.index], slot, len, timeout)
+    }
+
     /// The header of the frame this entry holds (`len` bytes were moved into it), or
     /// `None` when it does not parse or cannot be read. One 64-byte read: a memory copy
     /// for host memory, a device-to-host copy for CUDA device memory.
@@ -351,8 +367,9 @@ impl<'r> Filling<'r> {
         let mut hdr = [0u8; HEADER_LEN];
         #[allow(unsafe_code)]
         // SAFETY: this entry is Filling and this token is its only one (module docs): the
-        // only C2H into it is this token's own `read_c2h`, which has returned (it takes
-        // `&self` and this call does too, on the one thread that owns the token).
+        // only C2H into it is this token's own `read_c2h` or `read_frame`, which has
+        // returned (they take `&self` and this call does too, on the one thread that owns
+        // the token).
         let read = unsafe { self.ring.buffers[self.index].copy_to_host(0, &mut hdr) };
         read.ok()?;
         FrameHeader::parse(&hdr, len as usize).ok()

@@ -23,6 +23,10 @@ pub struct FrameSlot {
     pub len: u64,
     /// The sensor's sequence number of the frame.
     pub seq: u64,
+    /// The card's reset epoch the frame belongs to (protocol 1.1's EPOCH register); 0 on
+    /// a card without one (protocol 1.0) and on the simulated card. With `seq` it names
+    /// the frame for the torn-frame check of [`crate::Card::read_frame`].
+    pub epoch: u32,
     /// The card's frame slot the frame lies in: `seq mod` [`FrameTrigger::slots`].
     pub slot: u32,
     /// Frames the card produced since the previous [`FrameSlot`] this trigger returned

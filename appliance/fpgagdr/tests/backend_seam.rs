@@ -6,11 +6,11 @@
 //! the seam itself).
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use fpgagdr::{
-    Backend, Capabilities, Card, CardStatus, Direction, DmaMemory, Error, Handle, PinnedRegion,
-    Platform, Result, Transfer, TransferRequest,
+    Backend, Capabilities, Card, CardStatus, Direction, DmaMemory, Error, FrameCheck, FrameRef,
+    FrameSlot, FrameTransfer, Handle, PinnedRegion, Platform, Result, Transfer, TransferRequest,
 };
 
 /// A back-end that fills every C2H with one byte value and keeps every region it was
@@ -132,4 +132,83 @@ fn a_failed_pin_releases_the_region() {
         kept.access(|_| ()).is_none(),
         "released before the memory dropped"
     );
+}
+
+#[test]
+fn a_frame_read_without_the_check_says_unchecked_and_one_with_it_gets_the_slots_frame() {
+    // KeepsRegions has no torn-frame check: the default answers Unchecked.
+    let card = Card::from_backend(Arc::new(KeepsRegions::default()));
+    let buf = card.pin(DmaMemory::host(8192, 4096).unwrap()).unwrap();
+    let slot = FrameSlot {
+        card_addr: 0x4000,
+        len: 4096,
+        seq: 0x1_0000_0007,
+        epoch: 3,
+        slot: 1,
+        missed: 0,
+        queue_overflow: 0,
+        arrived: Instant::now(),
+    };
+    let r = card
+        .read_frame(0, &buf, &slot, 4096, Duration::from_millis(10))
+        .unwrap();
+    assert_eq!((r.transfer.bytes, r.check), (4096, FrameCheck::Unchecked));
+
+    /// A back-end whose check says torn, and remembers what it was asked.
+    #[derive(Debug, Default)]
+    struct Checks(KeepsRegions, Mutex<Vec<(TransferRequest, FrameRef)>>);
+    impl Backend for Checks {
+        fn status(&self) -> CardStatus {
+            self.0.status()
+        }
+        fn pin(&self, region: Arc<PinnedRegion>) -> Result<Handle> {
+            self.0.pin(region)
+        }
+        fn unpin(&self, h: Handle) -> Result<()> {
+            self.0.unpin(h)
+        }
+        fn transfer(&self, _: &TransferRequest) -> Result<Transfer> {
+            unreachable!("a frame read asks for the check")
+        }
+        fn transfer_frame(&self, req: &TransferRequest, frame: FrameRef) -> Result<FrameTransfer> {
+            self.1.lock().unwrap().push((*req, frame));
+            Ok(FrameTransfer {
+                transfer: self.0.transfer(req)?,
+                check: FrameCheck::Torn,
+            })
+        }
+        fn host_read(&self, c: u32, a: u64, d: &mut [u8], t: Duration) -> Result<Transfer> {
+            self.0.host_read(c, a, d, t)
+        }
+        fn host_write(&self, c: u32, a: u64, s: &[u8], t: Duration) -> Result<Transfer> {
+            self.0.host_write(c, a, s, t)
+        }
+    }
+    let backend = Arc::new(Checks::default());
+    let card = Card::from_backend(backend.clone());
+    let buf = card.pin(DmaMemory::host(8192, 4096).unwrap()).unwrap();
+    let r = card
+        .read_frame(0, &buf, &slot, 8192, Duration::from_millis(10))
+        .unwrap();
+    assert_eq!((r.transfer.bytes, r.check), (8192, FrameCheck::Torn));
+    let asked = backend.1.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    let (req, frame) = asked[0];
+    assert_eq!(
+        (req.dir, req.card_addr, req.len, req.offset),
+        (Direction::C2H, 0x4000, 8192, 0)
+    );
+    assert_eq!(
+        frame,
+        FrameRef {
+            seq: 0x1_0000_0007,
+            epoch: 3
+        }
+    );
+    // The card's own rules first: nothing reaches the back-end.
+    let e = card
+        .read_frame(0, &buf, &slot, 16384, Duration::from_millis(10))
+        .unwrap_err();
+    assert_eq!(e.rule(), "buffer-bounds", "{e}");
+    assert_eq!(backend.1.lock().unwrap().len(), 1);
 }

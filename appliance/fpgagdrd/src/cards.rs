@@ -84,6 +84,9 @@ const DEVICE: &CardBackend = &BACKENDS[1];
 pub struct CardChoice {
     backend: &'static str,
     node: Option<PathBuf>,
+    /// The simulated card's torn-frame fault: every this many C2Hs one is torn
+    /// (`fpgagdr_sim::SimCard::simulate_torn_frames`); 0 = none.
+    sim_torn_every: u64,
 }
 
 impl CardChoice {
@@ -92,6 +95,7 @@ impl CardChoice {
         CardChoice {
             backend: SIM.kind,
             node: None,
+            sim_torn_every: 0,
         }
     }
 
@@ -100,6 +104,7 @@ impl CardChoice {
         CardChoice {
             backend: DEVICE.kind,
             node: Some(node.into()),
+            sim_torn_every: 0,
         }
     }
 
@@ -126,6 +131,23 @@ impl CardChoice {
             ),
             path => (CardChoice::device(path), format!("--card {path}")),
         }
+    }
+
+    /// This choice with the simulated card's torn-frame fault: every `every`-th C2H is
+    /// torn (`fpgagdr_sim::SimCard::simulate_torn_frames`; 0 = none), for tests of how
+    /// torn frames are counted. Errors (in words): a device was chosen, which has no such
+    /// knob.
+    pub fn with_sim_torn_frames(self, every: u64) -> Result<CardChoice, String> {
+        if every > 0 && self.backend != SIM.kind {
+            return Err(format!(
+                "--sim-card-torn-every is a fault of the simulated card, and the card is {}",
+                self.name()
+            ));
+        }
+        Ok(CardChoice {
+            sim_torn_every: every,
+            ..self
+        })
     }
 
     /// Its back-end's entry in [`BACKENDS`].
@@ -161,7 +183,7 @@ impl CardChoice {
 }
 
 fn open_sim(
-    _: &CardChoice,
+    choice: &CardChoice,
     config: &Config,
     frames: Frames,
     memory: MemoryRule,
@@ -170,6 +192,7 @@ fn open_sim(
         preset: config.card.sim_link,
         ..SimConfig::default()
     }));
+    sim.simulate_torn_frames(choice.sim_torn_every);
     let align = sim.status().alignment as usize;
     let (source, decoded): (Box<dyn FrameSource>, u64) = match (config.source.kind, frames) {
         (SourceKind::Replay, Some((named, files))) => {

@@ -36,6 +36,11 @@ struct Cli {
     /// and why).
     #[arg(long, default_value = "sim")]
     card: String,
+    /// Test fault of the simulated card (`--card sim` only): every N-th card-to-host DMA
+    /// is torn, as on a card that rewrote the frame's slot while it was read; such frames
+    /// count as overrun. 0 (the default): none.
+    #[arg(long, default_value_t = 0)]
+    sim_card_torn_every: u64,
     /// Config file (JSON). Default: $XDG_STATE_HOME/fpgagdr/config.json, else
     /// ~/.local/state/fpgagdr/config.json.
     #[arg(long)]
@@ -362,6 +367,13 @@ fn run() -> Result<(), String> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let (card, card_why) = CardChoice::resolve(&cli.card, std::path::Path::new(cards::AUTO_CARD));
+    let card = card.with_sim_torn_frames(cli.sim_card_torn_every)?;
+    if cli.sim_card_torn_every > 0 {
+        tracing::warn!(
+            "simulated card: every {} C2H is torn (--sim-card-torn-every, a test fault)",
+            cli.sim_card_torn_every
+        );
+    }
     tracing::info!("card: {} ({card_why})", card.name());
     let config_path = cli.config.clone().unwrap_or_else(default_config_path);
     if cli.mark_good_after_health {

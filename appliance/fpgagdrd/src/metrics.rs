@@ -41,8 +41,10 @@ pub struct Counters {
     /// of missed frame).
     pub event_queue_overflows: AtomicU64,
     /// Captured frames the card had overwritten in their slot before (or while) the C2H
-    /// read it: the header carries a later sequence number than the frame-done event
-    /// announced (docs/card-protocol.md, "overrun"). Dropped, never inferred.
+    /// read it: the torn-frame check after the C2H says the slot may have been rewritten
+    /// during the copy, or the header carries a later sequence number than the
+    /// frame-done event announced (docs/card-protocol.md, "overrun"). Dropped, never
+    /// inferred, never a checksum error.
     pub frames_overrun: AtomicU64,
     /// Captured frames whose header carries an earlier sequence number than the event
     /// announced (the slot did not hold the frame the card said it did). Dropped.

@@ -2,16 +2,18 @@
 //! memory. The simulated card's trigger is its sensor; the kernel module's is the
 //! library's `KernelTrigger` (the module's `WAIT_FRAME`), taken at open. A card without
 //! one (`FPGAGDR_CAP_FRAME_TRIGGER` clear) answers the error the library gave at open:
-//! rule `card-protocol` when its bitstream does not speak `docs/card-protocol.md`.
+//! rule `card-protocol` when its bitstream does not speak `docs/card-protocol.md`. The
+//! frame read: the C2H of a frame's slot with the torn-frame check after it.
 
-use crate::api::{check_out, check_ptr, no_flags, timeout, write_out};
+use crate::api::{check_out, check_ptr, no_flags, read_in, timeout, transfer_result, write_out};
 use crate::handles;
 use crate::rules::call;
 use crate::types::*;
 
 /// Waits at most `timeout_ns` for the next frame the card captures and writes where it
-/// is into `*frame_out` (card address, length, sequence number). Read it with
-/// `fpgagdr_read_c2h` (or the legacy read) into a pinned ring entry.
+/// is into `*frame_out` (card address, length, sequence number, epoch). Read it with
+/// `fpgagdr_read_frame` (with the torn-frame check), or `fpgagdr_read_c2h` or the legacy
+/// read (without), into a pinned ring entry.
 ///
 /// Returns 0; `-ETIMEDOUT` (rule `timeout`: no frame in time); `-EINVAL` (rules
 /// `timeout-nonzero`, `timeout-range` (over 60 s on the kernel module), `flags`);
@@ -44,7 +46,7 @@ pub unsafe extern "C" fn fpgagdr_wait_frame(
         let slot = entry.trigger()?.wait_frame(timeout(timeout_ns))?;
         let f = fpgagdr_frame {
             struct_size_bytes: size_of::<fpgagdr_frame>() as u32,
-            reserved: 0,
+            epoch: slot.epoch,
             card_addr: slot.card_addr,
             length_bytes: slot.len,
             sequence: slot.seq,
@@ -76,6 +78,76 @@ pub unsafe extern "C" fn fpgagdr_get_max_frame_bytes(
         let n = entry.trigger()?.max_frame_len() as u64;
         // SAFETY: checked non-NULL; writable by the function's contract.
         unsafe { max_frame_bytes_out.write_unaligned(n) };
+        Ok(())
+    })
+}
+
+/// C2H of the frame `*frame` (as `fpgagdr_wait_frame` wrote it): `length_bytes` (at
+/// least the frame's `length_bytes`, at most its slot) from the frame's card address
+/// into the pinned `buffer` at offset 0, on C2H channel `channel`, then card protocol
+/// 1.1's torn-frame check (docs/card-protocol.md): on the kernel module the card's
+/// LIVE_SEQ_LO read after the DMA says whether the slot may have been rewritten during
+/// the copy. Writes the verdict into `*frame_check_out`: `FPGAGDR_FRAME_CHECK_WHOLE`,
+/// `_TORN` (the bytes are not the frame: count an overrun, drop it, also when checksums
+/// are not verified) or `_UNCHECKED` (a protocol 1.0 card: the header is the only
+/// check); bytes and time into `*result_out` (may be NULL).
+///
+/// Returns 0; the errors of `fpgagdr_read_c2h`; `-EINVAL` (rule `argument-valid`) when
+/// the module finds the range outside the frame's slot; `-EFAULT` (rule
+/// `null-pointer`) for a NULL `frame` or `frame_check_out`; `-EMSGSIZE` (rule
+/// `struct-size`).
+/// Thread safety: as `fpgagdr_read_c2h`.
+///
+/// # Safety
+/// `frame` points to a readable `struct fpgagdr_frame`; `frame_check_out` is NULL or
+/// writable; `result_out` is NULL or points to a writable `struct
+/// fpgagdr_transfer_result`.
+#[allow(unsafe_code, clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fpgagdr_read_frame(
+    card: *const fpgagdr_card,
+    channel: u32,
+    buffer: fpgagdr_buffer,
+    frame: *const fpgagdr_frame,
+    length_bytes: u64,
+    timeout_ns: u64,
+    flags: u64,
+    frame_check_out: *mut u32,
+    result_out: *mut fpgagdr_transfer_result,
+) -> i32 {
+    call(|| {
+        let entry = handles::card(card)?;
+        // SAFETY: the function's contract.
+        let f = unsafe { read_in(frame, "fpgagdr_frame") }?;
+        check_ptr(frame_check_out, "frame_check_out")?;
+        // SAFETY: the function's contract.
+        unsafe { check_out(result_out, "fpgagdr_transfer_result", true) }?;
+        no_flags("fpgagdr_read_frame", flags)?;
+        let buf = entry.buffer(buffer)?;
+        let slot = fpgagdr::FrameSlot {
+            card_addr: f.card_addr,
+            len: f.length_bytes,
+            seq: f.sequence,
+            epoch: f.epoch,
+            // What the frame read uses is the address, the sequence and the epoch; the
+            // rest is the trigger's bookkeeping, not the frame's.
+            slot: 0,
+            missed: 0,
+            queue_overflow: 0,
+            arrived: std::time::Instant::now(),
+        };
+        let r = entry
+            .card
+            .read_frame(channel, &buf, &slot, length_bytes, timeout(timeout_ns))?;
+        let check = match r.check {
+            fpgagdr::FrameCheck::Whole => FPGAGDR_FRAME_CHECK_WHOLE,
+            fpgagdr::FrameCheck::Torn => FPGAGDR_FRAME_CHECK_TORN,
+            fpgagdr::FrameCheck::Unchecked => FPGAGDR_FRAME_CHECK_UNCHECKED,
+        };
+        // SAFETY: checked non-NULL; writable by the function's contract.
+        unsafe { frame_check_out.write_unaligned(check) };
+        // SAFETY: checked above.
+        unsafe { write_out(result_out, transfer_result(r.transfer)) };
         Ok(())
     })
 }

@@ -658,6 +658,46 @@ static void kernel_frames(void)
 		good_frame("kernel frames");
 }
 
+/* The frame read: a frame the trigger reported, read from its slot with the
+ * torn-frame check.  The simulated card's copies are whole (its sensor writes a slot
+ * only while no C2H reads it; its torn-frame fault is tested in Rust); the module's
+ * software card may tear one (then it is an overrun), but not four in a row at 50 fps.
+ * The frame's epoch: 0 on the simulated card, the card's EPOCH on the module's. */
+static void frame_reads(void)
+{
+	struct fpgagdr_transfer_result t = { .struct_size_bytes = sizeof(t) };
+	struct fpgagdr_frame f = { .struct_size_bytes = sizeof(f) };
+	uint32_t verdict = 0;
+	int i, whole = 0;
+
+	for (i = 0; i < 4; i++) {
+		if (must(fpgagdr_wait_frame(card, 2000 * MS, 0, &f), "frame wait"))
+			return;
+		check(sim ? f.epoch == 0 : f.epoch != 0, "frame %" PRIu64 ": epoch %u", f.sequence,
+		      f.epoch);
+		memset(buf_mem, 0xee, f.length_bytes);
+		verdict = 0;
+		if (must(fpgagdr_read_frame(card, 0, buf, &f, f.length_bytes, TMO, 0, &verdict, &t),
+			 "frame read"))
+			return;
+		check(t.bytes == f.length_bytes && (verdict == FPGAGDR_FRAME_CHECK_WHOLE ||
+						   (!sim && verdict == FPGAGDR_FRAME_CHECK_TORN)),
+		      "frame %" PRIu64 ": %" PRIu64 " bytes, verdict %u", f.sequence, t.bytes,
+		      verdict);
+		if (verdict == FPGAGDR_FRAME_CHECK_WHOLE) {
+			whole++;
+			check(!memcmp(buf_mem, "FGDRFRM1", 8) && le(buf_mem + 32, 8) == f.sequence,
+			      "frame %" PRIu64 " read whole: header of sequence %" PRIu64, f.sequence,
+			      le(buf_mem + 32, 8));
+		}
+	}
+	check(whole > 0, "%d of 4 frame reads whole", whole);
+	expect(fpgagdr_read_frame(card, 0, buf, &f, f.length_bytes, TMO, 0, NULL, NULL),
+	       errno_of("null-pointer"), "null-pointer", "frame read without a verdict");
+	expect(fpgagdr_read_frame(card, 0, buf, NULL, f.length_bytes, TMO, 0, &verdict, NULL),
+	       errno_of("null-pointer"), "null-pointer", "frame read of no frame");
+}
+
 /* The explicit calls move the right bytes: H2C a pattern, C2H it back elsewhere. */
 static void explicit_roundtrip(void)
 {
@@ -933,6 +973,7 @@ int main(int argc, char **argv)
 		all_rules(sim ? SIM : KERNEL);
 		if (!sim)
 			kernel_frames();
+		frame_reads();
 		explicit_roundtrip();
 		legacy_routing();
 		threads();

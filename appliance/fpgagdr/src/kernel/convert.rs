@@ -9,14 +9,15 @@ use std::time::Duration;
 
 use fpgagdr_uapi::{
     Errno, FPGAGDR_ABI_VERSION, FPGAGDR_CAP_IRQ, FPGAGDR_CAP_POLL, FPGAGDR_CAP_STREAM,
-    FPGAGDR_CAP_TEST_ENGINE, FPGAGDR_DIR_C2H, FPGAGDR_DIR_H2C, FPGAGDR_LINK_PATH_DEV_UNKNOWN,
+    FPGAGDR_CAP_TEST_ENGINE, FPGAGDR_DIR_C2H, FPGAGDR_DIR_H2C, FPGAGDR_FRAME_CHECK_TORN,
+    FPGAGDR_FRAME_CHECK_UNCHECKED, FPGAGDR_FRAME_CHECK_WHOLE, FPGAGDR_LINK_PATH_DEV_UNKNOWN,
     FPGAGDR_MAX_PINS_PER_FILE, FPGAGDR_MEM_DMABUF, FPGAGDR_MEM_HOST, FPGAGDR_MEM_NV_P2P,
     FPGAGDR_PIN_MAX_BYTES, FPGAGDR_PLATFORM_NONE, FPGAGDR_PLATFORM_ORIN, FPGAGDR_PLATFORM_THOR,
-    FPGAGDR_PLATFORM_X86_DGPU, FPGAGDR_TIMEOUT_MAX_MS, fpgagdr_pin, fpgagdr_status,
-    fpgagdr_transfer,
+    FPGAGDR_PLATFORM_X86_DGPU, FPGAGDR_TIMEOUT_MAX_MS, FPGAGDR_XFER_FRAME, fpgagdr_pin,
+    fpgagdr_status, fpgagdr_transfer,
 };
 
-use crate::dma::{Direction, TransferRequest};
+use crate::dma::{Direction, FrameCheck, FrameRef, TransferRequest};
 use crate::error::{Error, Result};
 use crate::memory::{DmaRegion, MemoryKind};
 use crate::status::{Capabilities, CardStatus, Platform};
@@ -290,10 +291,16 @@ fn check_aligned(
 /// The TRANSFER request for `req` on the module's handle `handle`. Errors: `alignment`
 /// (offset or card address not a multiple of `xfer_align`, length not a multiple of
 /// `len_granularity`) and the errors of [`timeout_ms`].
+/// The TRANSFER request for `req` on pin `handle`; with `frame`, a C2H of that frame's
+/// slot that asks for the torn-frame check (`FPGAGDR_XFER_FRAME`, `frame_seq`,
+/// `frame_epoch`). Errors: rule `alignment` (the module's `xfer_align`,
+/// `len_granularity`), `timeout-range`, and `argument-valid` (the module's EINVAL) for a
+/// frame check on an H2C.
 pub(crate) fn transfer_request(
     req: &TransferRequest,
     handle: u32,
     limits: &Limits,
+    frame: Option<FrameRef>,
 ) -> Result<fpgagdr_transfer> {
     const OP: &str = "TRANSFER";
     check_aligned(
@@ -317,7 +324,7 @@ pub(crate) fn transfer_request(
         limits.len_granularity,
         "len_granularity",
     )?;
-    Ok(fpgagdr_transfer {
+    let t = fpgagdr_transfer {
         direction: direction(req.dir),
         channel: req.channel,
         handle,
@@ -326,7 +333,42 @@ pub(crate) fn transfer_request(
         length: req.len,
         timeout_ms: timeout_ms(OP, req.timeout)?,
         ..fpgagdr_transfer::new()
-    })
+    };
+    match frame {
+        None => Ok(t),
+        Some(f) if req.dir == Direction::C2H => Ok(fpgagdr_transfer {
+            flags: FPGAGDR_XFER_FRAME,
+            frame_seq: f.seq,
+            frame_epoch: f.epoch,
+            ..t
+        }),
+        Some(_) => Err(Error::Kernel {
+            rule: "argument-valid",
+            op: OP,
+            errno: Errno::EINVAL as i32,
+            detail: "the torn-frame check is made on a C2H of a frame slot, not on an H2C".into(),
+        }),
+    }
+}
+
+/// The module's `frame_check` answer to a TRANSFER with `FPGAGDR_XFER_FRAME`. Errors:
+/// rule `abi` for a value the ABI does not define (`FPGAGDR_FRAME_CHECK_NONE` included:
+/// the module was asked).
+pub(crate) fn frame_check(value: u32) -> Result<FrameCheck> {
+    match value {
+        FPGAGDR_FRAME_CHECK_WHOLE => Ok(FrameCheck::Whole),
+        FPGAGDR_FRAME_CHECK_TORN => Ok(FrameCheck::Torn),
+        FPGAGDR_FRAME_CHECK_UNCHECKED => Ok(FrameCheck::Unchecked),
+        other => Err(Error::Kernel {
+            rule: "abi",
+            op: "TRANSFER",
+            errno: 0,
+            detail: format!(
+                "the module answered the torn-frame check with {other}, which ABI \
+                 {FPGAGDR_ABI_VERSION} does not define"
+            ),
+        }),
+    }
 }
 
 /// The rules a `read`/`write` on a channel node checks before it moves a byte: card
@@ -1182,7 +1224,7 @@ mod tests {
 
     #[test]
     fn transfer_request_fields() {
-        let t = transfer_request(&request(), 7, &limits()).unwrap();
+        let t = transfer_request(&request(), 7, &limits(), None).unwrap();
         assert_eq!(
             t,
             fpgagdr_transfer {
@@ -1207,9 +1249,56 @@ mod tests {
             ..request()
         };
         assert_eq!(
-            transfer_request(&h2c, 7, &limits()).unwrap().direction,
+            transfer_request(&h2c, 7, &limits(), None)
+                .unwrap()
+                .direction,
             FPGAGDR_DIR_H2C
         );
+    }
+
+    #[test]
+    fn a_frame_read_asks_the_module_for_the_torn_frame_check() {
+        let frame = FrameRef {
+            seq: 0x1_0000_0005,
+            epoch: 9,
+        };
+        let t = transfer_request(&request(), 7, &limits(), Some(frame)).unwrap();
+        assert_eq!(
+            (t.flags, t.frame_seq, t.frame_epoch, t.frame_check),
+            (FPGAGDR_XFER_FRAME, 0x1_0000_0005, 9, 0)
+        );
+        assert_eq!(
+            t,
+            fpgagdr_transfer {
+                flags: FPGAGDR_XFER_FRAME,
+                frame_seq: 0x1_0000_0005,
+                frame_epoch: 9,
+                ..transfer_request(&request(), 7, &limits(), None).unwrap()
+            }
+        );
+        let h2c = TransferRequest {
+            dir: Direction::H2C,
+            ..request()
+        };
+        let e = transfer_request(&h2c, 7, &limits(), Some(frame)).unwrap_err();
+        assert_eq!(e.rule(), "argument-valid", "{e}");
+        assert_eq!(
+            frame_check(FPGAGDR_FRAME_CHECK_WHOLE).unwrap(),
+            FrameCheck::Whole
+        );
+        assert_eq!(
+            frame_check(FPGAGDR_FRAME_CHECK_TORN).unwrap(),
+            FrameCheck::Torn
+        );
+        assert_eq!(
+            frame_check(FPGAGDR_FRAME_CHECK_UNCHECKED).unwrap(),
+            FrameCheck::Unchecked
+        );
+        for bad in [0, 4, u32::MAX] {
+            let e = frame_check(bad).unwrap_err();
+            assert_eq!(e.rule(), "abi", "{e}");
+            assert!(e.to_string().contains(&format!(" {bad},")), "{e}");
+        }
     }
 
     #[test]
@@ -1237,7 +1326,7 @@ mod tests {
                 "length 0x64",
             ),
         ] {
-            let e = transfer_request(&req, 7, &limits()).unwrap_err();
+            let e = transfer_request(&req, 7, &limits(), None).unwrap_err();
             assert_eq!(e.rule(), "alignment", "{e}");
             let msg = e.to_string();
             assert!(msg.contains(what) && msg.contains("EINVAL"), "{msg}");

@@ -258,6 +258,7 @@ impl FrameTrigger for KernelTrigger {
             card_addr: self.info.slot_base + u64::from(ev.slot) * u64::from(self.info.slot_size),
             len: u64::from(ev.length),
             seq: ev.sequence,
+            epoch: ev.epoch,
             slot: ev.slot,
             missed: ev.missed,
             queue_overflow: ev.overflows.min(ev.missed),

@@ -71,7 +71,9 @@ use fpgagdr_uapi::{self as uapi, Errno};
 use nix::sys::uio;
 
 use crate::backend::{Backend, PinnedRegion};
-use crate::dma::{ChainCache, Direction, Handle, Transfer, TransferRequest};
+use crate::dma::{
+    ChainCache, Direction, FrameRef, FrameTransfer, Handle, Transfer, TransferRequest,
+};
 use crate::error::{Error, Result};
 use crate::memory::{DmaRegion, check_inside};
 use crate::status::CardStatus;
@@ -352,6 +354,66 @@ impl KernelCard {
         })
     }
 
+    /// One TRANSFER; with `frame`, a C2H of that frame's slot with the module's
+    /// torn-frame check. Returns the transfer and the module's `frame_check` (0 without
+    /// `frame`).
+    fn run_transfer(
+        &self,
+        req: &TransferRequest,
+        frame: Option<FrameRef>,
+    ) -> Result<(Transfer, u32)> {
+        let unknown = Error::UnknownHandle {
+            handle: req.handle.0,
+        };
+        let raw = u32::try_from(req.handle.0).map_err(|_| unknown)?;
+        let region = self
+            .pins
+            .lock()
+            .expect("pin table poisoned")
+            .get(&raw)
+            .copied()
+            .ok_or(Error::UnknownHandle {
+                handle: req.handle.0,
+            })?;
+        check_inside(&region, req.offset, req.len)?;
+        let mut t = convert::transfer_request(req, raw, &self.limits, frame)?;
+        let start = Instant::now();
+        #[allow(unsafe_code)]
+        // SAFETY: `ctl` is this card's control node; `t` is a live, exclusively borrowed
+        // request. The DMA touches only the pinned region of `raw`, which `Backend::pin`'s
+        // contract keeps allocated and free of Rust references while transfers may write it.
+        let r = unsafe { uapi::ioctl::transfer(self.ctl.as_fd(), &mut t) };
+        let wall = start.elapsed();
+        r.map_err(|errno| {
+            let call = Call::Transfer {
+                req,
+                buffer_len: region.len,
+            };
+            self.error(&call, errno)
+        })?;
+        if t.bytes != req.len {
+            return Err(Error::Kernel {
+                rule: "engine",
+                op: "TRANSFER",
+                errno: Errno::EIO as i32,
+                detail: format!(
+                    "the {} transfer on channel {} reported success but moved {} of {} bytes",
+                    req.dir, req.channel, t.bytes, req.len
+                ),
+            });
+        }
+        let transfer = Transfer {
+            bytes: t.bytes,
+            // The engine's own time when the module measured it, else the ioctl's.
+            elapsed: if t.duration_ns > 0 {
+                Duration::from_nanos(t.duration_ns)
+            } else {
+                wall
+            },
+        };
+        Ok((transfer, t.frame_check))
+    }
+
     fn aligned(&self, addr: *const u8) -> bool {
         (addr as u64).is_multiple_of(self.limits.xfer_align)
     }
@@ -482,54 +544,19 @@ impl Backend for KernelCard {
     }
 
     fn transfer(&self, req: &TransferRequest) -> Result<Transfer> {
-        let unknown = Error::UnknownHandle {
-            handle: req.handle.0,
-        };
-        let raw = u32::try_from(req.handle.0).map_err(|_| unknown)?;
-        let region = self
-            .pins
-            .lock()
-            .expect("pin table poisoned")
-            .get(&raw)
-            .copied()
-            .ok_or(Error::UnknownHandle {
-                handle: req.handle.0,
-            })?;
-        check_inside(&region, req.offset, req.len)?;
-        let mut t = convert::transfer_request(req, raw, &self.limits)?;
-        let start = Instant::now();
-        #[allow(unsafe_code)]
-        // SAFETY: `ctl` is this card's control node; `t` is a live, exclusively borrowed
-        // request. The DMA touches only the pinned region of `raw`, which `Backend::pin`'s
-        // contract keeps allocated and free of Rust references while transfers may write it.
-        let r = unsafe { uapi::ioctl::transfer(self.ctl.as_fd(), &mut t) };
-        let wall = start.elapsed();
-        r.map_err(|errno| {
-            let call = Call::Transfer {
-                req,
-                buffer_len: region.len,
-            };
-            self.error(&call, errno)
-        })?;
-        if t.bytes != req.len {
-            return Err(Error::Kernel {
-                rule: "engine",
-                op: "TRANSFER",
-                errno: Errno::EIO as i32,
-                detail: format!(
-                    "the {} transfer on channel {} reported success but moved {} of {} bytes",
-                    req.dir, req.channel, t.bytes, req.len
-                ),
-            });
-        }
-        Ok(Transfer {
-            bytes: t.bytes,
-            // The engine's own time when the module measured it, else the ioctl's.
-            elapsed: if t.duration_ns > 0 {
-                Duration::from_nanos(t.duration_ns)
-            } else {
-                wall
-            },
+        self.run_transfer(req, None).map(|(t, _)| t)
+    }
+
+    /// TRANSFER with `FPGAGDR_XFER_FRAME`: the module reads the card's `LIVE_SEQ_LO`
+    /// after the run and answers whether the slot may have been rewritten meanwhile.
+    /// This library speaks ABI 4 only (a module of ABI 3 refuses every request with
+    /// EPROTO, rule `abi-version`), so the check is always asked for; a protocol 1.0
+    /// card answers [`crate::FrameCheck::Unchecked`].
+    fn transfer_frame(&self, req: &TransferRequest, frame: FrameRef) -> Result<FrameTransfer> {
+        let (transfer, check) = self.run_transfer(req, Some(frame))?;
+        Ok(FrameTransfer {
+            transfer,
+            check: convert::frame_check(check)?,
         })
     }
 

@@ -15,8 +15,13 @@
 //! sizes) still replay the chain after the longest has passed once, instead of building
 //! one per frame.
 //! Frames the trigger reports missed (the gap in sequence numbers) are counted here, as
-//! missed or as event-queue overflow; so is overrun (the header, read right after the
-//! C2H, carries a later sequence than the event announced). So frames produced =
+//! missed or as event-queue overflow; so is overrun: the C2H is a frame read
+//! (`fpgagdr::Card::read_frame`) whose torn-frame check says the card may have rewritten
+//! the slot during the copy (docs/card-protocol.md, "Torn frames"; on the kernel module,
+//! TRANSFER with `FPGAGDR_XFER_FRAME`), or the header, read right after the C2H, carries
+//! a later sequence than the event announced. A torn frame is an overrun whatever its
+//! bytes: never a checksum error, and counted also when checksums are not verified
+//! (a protocol 1.0 card has no check: its header is the only one). So frames produced =
 //! captured + missed + event-queue overflow, exactly, on any number of channels.
 //! Next hop: the frame ring (`fpgagdr::FrameRing`, in the library), which hands the
 //! entry to `pipeline/infer.rs`.
@@ -27,7 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use fpgagdr::{FrameMeta, FrameRing, FrameSlot, FrameTrigger};
+use fpgagdr::{FrameCheck, FrameMeta, FrameRing, FrameSlot, FrameTransfer, FrameTrigger};
 
 use super::shared::{Shared, Thread, now_ns};
 use crate::metrics::Counters;
@@ -177,13 +182,19 @@ impl Capture<'_> {
             key[0].store(slot.card_addr, Ordering::Relaxed);
             key[1].store(len, Ordering::Relaxed);
             let t_submit = now_ns();
-            let filled = match claim.read_c2h(channel, slot.card_addr, len, self.params.timeout) {
-                Ok(t) => {
+            let filled = match claim.read_frame(channel, &slot, len, self.params.timeout) {
+                Ok(FrameTransfer { transfer: t, check }) => {
                     let t_done = now_ns();
                     Counters::bump(&c.frames_captured);
                     c.bytes_captured.fetch_add(t.bytes, Ordering::Relaxed);
                     chains.update(ring.card(), c, false);
                     match claim.header(len).map(|h| h.seq) {
+                        // The card may have rewritten the slot while the C2H read it (the
+                        // torn-frame check after the copy): overrun, whatever the bytes.
+                        _ if check == FrameCheck::Torn => {
+                            Counters::bump(&c.frames_overrun);
+                            None
+                        }
                         Some(seq) if seq > slot.seq => {
                             // The card wrote a later frame into the slot before (or while)
                             // the C2H read it: overrun.
