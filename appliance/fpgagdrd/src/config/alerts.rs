@@ -419,11 +419,11 @@ pub fn unknown_sensors(
             )),
             AlertRule::Power { rail: Some(r), .. } if !rails.contains(r) => out.push((
                 format!("{at}/rail"),
-                format!("{r:?} is not an INA3221 rail of this board (rails: {rails:?})"),
+                format!("{r:?} is not a power-monitor rail (INA3221, INA238) of this board (rails: {rails:?})"),
             )),
             AlertRule::Power { rail: None, .. } if !power => out.push((
                 at,
-                "this board reports no total power (no INA3221, RAPL or NVML source)".to_string(),
+                "this board reports no total power (no INA3221, INA238, RAPL or NVML source)".to_string(),
             )),
             _ => {}
         }
