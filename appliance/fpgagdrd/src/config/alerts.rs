@@ -216,10 +216,12 @@ pub struct KeepFramesConfig {
     /// The most frames kept (the oldest go first).
     #[schemars(title = "Most frames")]
     #[schemars(range(min = KEEP_MAX_FRAMES.min, max = KEEP_MAX_FRAMES.max))]
+    #[schemars(extend("x-allowed" = KEEP_MAX_FRAMES.allowed))]
     pub max_frames: usize,
     /// The most bytes the kept frames take on disk, in bytes (1 MiB to 16 GiB).
     #[schemars(title = "Most bytes")]
     #[schemars(range(min = KEEP_MAX_BYTES.min, max = KEEP_MAX_BYTES.max))]
+    #[schemars(extend("x-allowed" = KEEP_MAX_BYTES.allowed))]
     pub max_bytes: u64,
 }
 
