@@ -357,6 +357,14 @@ describe('power, config and system pages', { timeout: 240_000, skip: !BIN && 'FP
       ).catch(async () => assert.fail(`${pointer}: the page says "${await text(page, `[data-error-for="${pointer}"]`)}"`));
       await input.fill(was);
     }
+    // no field's help, group heading or choice says a range in code (`..=`), quotes code,
+    // names a rule or a Rust type
+    const words = await page.evaluate(() => [
+      ...[...document.querySelectorAll('.cfg-help, .cfg-group > legend')].map((e) => e.textContent ?? ''),
+      ...[...document.querySelectorAll('.cfg-field option')].map((o) => /** @type {HTMLElement} */ (o).title),
+    ]);
+    const jargon = words.filter((w) => /\.\.=|`|expected (f64|u\d+|i\d+)|\brule [a-z]+-[a-z-]+/.test(w));
+    assert.deepEqual(jargon, [], 'jargon in the config form');
     // at phone width the stated range wraps inside the screen
     await page.setViewportSize({ width: 390, height: 844 });
     try {
