@@ -393,6 +393,9 @@ describe('power, config and system pages', { timeout: 240_000, skip: !BIN && 'FP
       assert.ok(box && box.x + box.width <= width, `at ${width} px the ring line is at ${JSON.stringify(box)}`);
     }
     await page.setViewportSize({ width: 1280, height: 900 });
+    // back where the next tests expect the page: the config form
+    await page.goto(new URL('#config', url).href);
+    await page.getByTestId('config-form').waitFor({ state: 'visible', timeout: UI_MS });
   });
 
   it('orders the config form as the document is: the frame source first, its kind first', async () => {
@@ -637,8 +640,9 @@ describe('a host with no power source', { timeout: 120_000, skip: !BIN && 'FPGAG
       await msg.waitFor({ state: 'visible', timeout: UI_MS });
       assert.match((await msg.textContent()) ?? '', /No power source on this machine/);
       assert.ok(await page.locator('[data-chart="power"]').isHidden(), 'an empty power chart is drawn');
-      assert.match(await text(page, '[data-field="rails_empty"]'), /No INA3221 rails/);
+      assert.match(await text(page, '[data-field="rails_empty"]'), /No INA3221 or INA238 rails/);
       assert.match(await text(page, '[data-testid="sources"]'), /ina3221: absent/);
+      assert.match(await text(page, '[data-testid="sources"]'), /ina238: absent/);
       // no thermal zone: no empty temperature chart, a sentence instead
       assert.ok(await page.locator('[data-chart="temp"]').isHidden(), 'an empty temperature chart is drawn');
       assert.match(await text(page, '[data-field="temp_empty"]'), /No (readable )?thermal zone/);
