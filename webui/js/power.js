@@ -1,7 +1,7 @@
 // @ts-check
 // power.js: the telemetry history behind the power panel's charts. Owns its column
 // layout (t, total power, energy per frame, CPU, GPU, hottest zone, then one column
-// per INA3221 rail in watts, by name in first-seen order), appending each snapshot's
+// per power-monitor rail in watts, by name in first-seen order), appending each snapshot's
 // telemetry point (a point already held, by its time stamp, is skipped: snapshots
 // repeat a sample the telemetry thread has not renewed yet), and the chart specs of
 // those columns. Must not fetch or touch the DOM: pages/live.js feeds it, charts.js

@@ -29,7 +29,7 @@ import { apiUrl } from './api.js';
  * @typedef {object} TelemetryPoint the energy-relevant telemetry of one snapshot
  * @property {number} t Unix seconds of the telemetry sample
  * @property {number | null} power_w
- * @property {Record<string, number>} rails_mw power per INA3221 rail, by name
+ * @property {Record<string, number>} rails_mw power per power-monitor rail (INA3221, INA238), by name
  * @property {number | null} cpu_pct
  * @property {number | null} gpu_pct
  * @property {number | null} temp_max_c

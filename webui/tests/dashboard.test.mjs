@@ -215,6 +215,36 @@ describe('dashboard', { timeout: 240_000, skip: !BIN && 'FPGAGDRD_BIN is not set
     assert.ok(seen.size >= 2, `the frame view did not move in 14 s: ${[...seen].join(', ')}`);
   });
 
+  it('shows the Outputs panel and the frame view with its own result inside a 390 px phone screen', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      await page.waitForTimeout(300); // ResizeObserver → layout
+      /** The element's box lies within the 390 px screen (scrolled to it first). */
+      const inside = async (/** @type {string} */ sel) => {
+        const el = page.locator(sel).first();
+        await el.scrollIntoViewIfNeeded();
+        const box = await el.boundingBox();
+        assert.ok(box && box.width > 0 && box.x >= 0 && box.x + box.width <= 390, `${sel} at ${JSON.stringify(box)}`);
+      };
+      const outputs = (await page.getByTestId('outputs').textContent()) ?? '';
+      assert.match(outputs, /MQTT\s*off/, outputs);
+      assert.match(outputs, /\d+ written/, outputs);
+      await inside('[data-testid="outputs"]');
+      await inside('[data-testid="outputs"] [data-field="log"]');
+      const v = await page.evaluate(() => {
+        const el = /** @type {HTMLImageElement} */ (document.querySelector('[data-testid="frame-view"]'));
+        return { run: el.dataset.run ?? '', seq: el.dataset.seq ?? '', caption: document.querySelector('[data-testid="frame-view-caption"]')?.textContent ?? '' };
+      });
+      const r = await (await fetch(new URL(`api/v1/results/${v.run}/${v.seq}`, page.url()))).json();
+      assert.match(v.caption, new RegExp(`#${r.seq}\\b`), `caption ${v.caption} is not frame ${r.seq}'s`);
+      assert.ok(v.caption.includes(r.top[0].label), `caption "${v.caption}" lacks the frame's best class ${r.top[0].label}`);
+      await inside('[data-testid="frame-view"]');
+      await inside('[data-testid="frame-view-caption"]');
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 800 });
+    }
+  });
+
   it('lists every frame\'s result live, newest first, beside the top-5', async () => {
     const list = '[data-testid="results-list"] > li';
     await page.waitForFunction((sel) => document.querySelectorAll(sel).length === 10, list, { timeout: UI_MS });

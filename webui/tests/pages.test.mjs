@@ -312,6 +312,92 @@ describe('power, config and system pages', { timeout: 240_000, skip: !BIN && 'FP
     assert.deepEqual(snake, [], `raw keys as labels: ${labels.join(', ')}`);
   });
 
+  it('states each range as the schema gives it, in the words the service refuses a value with', async () => {
+    const schema = (await api('/api/v1/config/schema')).body;
+    /** The property schema at a JSON pointer, through the sections' $refs. */
+    const at = (/** @type {string} */ pointer) => pointer.split('/').slice(1).reduce((/** @type {any} */ n, k) => {
+      const s = n.properties[k];
+      return s.$ref ? schema.$defs[s.$ref.split('/').pop()] : s;
+    }, schema);
+    await page.goto(new URL('#config', url).href);
+    await page.getByTestId('config-form').waitFor({ state: 'visible', timeout: UI_MS });
+    // just past the top of each range (65536 does not even fit the port's 16 bits)
+    for (const [pointer, over] of /** @type {[string, number][]} */ ([
+      ['/ring/entries', 1025], ['/source/fps', 10001], ['/outputs/mqtt/port', 65536], ['/outputs/mqtt/keep_alive_s', 3601],
+    ])) {
+      const s = at(pointer);
+      const stated = await text(page, `.cfg-field[data-field="${pointer}"] .cfg-range`);
+      assert.equal(stated, `Must be ${s['x-allowed']}.`, pointer);
+      const numbers = (stated.match(/\d+(\.\d+)?/g) ?? []).map(Number);
+      assert.deepEqual([numbers[0], numbers[numbers.length - 1]], [s.minimum, s.maximum],
+        `${pointer}: the page says "${stated}", the schema ${s.minimum} to ${s.maximum}`);
+      const help = await text(page, `.cfg-field[data-field="${pointer}"] .cfg-help`);
+      assert.doesNotMatch(help, /\.\.=|`|expected (f64|u\d+)|rule [a-z-]+/, `${pointer}: "${help}"`);
+      // the service's refusal over the API ...
+      const path = pointer.split('/').slice(1);
+      /** @type {any} */
+      const patch = {};
+      path.reduce((/** @type {any} */ o, k, i) => (o[k] = i === path.length - 1 ? over : {}), patch);
+      const r = await fetch(new URL('/api/v1/config', url), {
+        method: 'PATCH',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/merge-patch+json' },
+        body: JSON.stringify(patch),
+      });
+      assert.equal(r.status, 422, pointer);
+      const refusal = (await r.json()).errors.find((/** @type {any} */ e) => e.field === pointer);
+      assert.equal(refusal?.message, `${over} is out of range: must be ${s['x-allowed']}`, pointer);
+      // ... and on the page, beside the field, in the same words as the range stated
+      const input = page.locator(`[name="${pointer}"]`);
+      const was = await input.inputValue();
+      await input.fill(String(over));
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.waitForFunction(
+        ([p, m]) => document.querySelector(`[data-error-for="${p}"]`)?.textContent === m,
+        [pointer, refusal.message], { timeout: UI_MS },
+      ).catch(async () => assert.fail(`${pointer}: the page says "${await text(page, `[data-error-for="${pointer}"]`)}"`));
+      await input.fill(was);
+    }
+    // no field's help, group heading or choice says a range in code (`..=`), quotes code,
+    // names a rule or a Rust type
+    const words = await page.evaluate(() => [
+      ...[...document.querySelectorAll('.cfg-help, .cfg-group > legend')].map((e) => e.textContent ?? ''),
+      ...[...document.querySelectorAll('.cfg-field option')].map((o) => /** @type {HTMLElement} */ (o).title),
+    ]);
+    const jargon = words.filter((w) => /\.\.=|`|expected (f64|u\d+|i\d+)|\brule [a-z]+-[a-z-]+/.test(w));
+    assert.deepEqual(jargon, [], 'jargon in the config form');
+    // at phone width the stated range wraps inside the screen
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      const range = page.locator('.cfg-field[data-field="/ring/entries"] .cfg-range');
+      await range.scrollIntoViewIfNeeded();
+      const box = await range.boundingBox();
+      assert.ok(box && box.x >= 0 && box.x + box.width <= 390, `the range at ${JSON.stringify(box)}`);
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 900 });
+    }
+  });
+
+  it('says on the Live page why the ring holds more entries than the config asks for', async () => {
+    const asked = (await api('/api/v1/config')).body.ring.entries;
+    const m = (await api('/api/v1/status')).body.memory;
+    assert.notEqual(m.ring_entries, asked, 'the fixture should show a ring larger than asked for');
+    await page.goto(new URL('#live', url).href);
+    for (const width of [1280, 390]) {
+      await page.setViewportSize({ width, height: width > 400 ? 900 : 844 });
+      await page.waitForFunction(() => /\d entries/.test(document.querySelector('[data-field="ring"]')?.textContent ?? ''), null, { timeout: UI_MS });
+      const ring = await text(page, '[data-field="ring"]');
+      assert.ok(ring.startsWith(`${m.ring_entries} entries of `), ring);
+      assert.ok(ring.includes(`: ${m.ring_entries / m.card_slots} for each of the card's ${m.card_slots} frame slots`), ring);
+      assert.match(ring, /Config page's entries are a minimum, rounded up to whole rounds/, ring);
+      const box = await page.locator('[data-field="ring"]').boundingBox();
+      assert.ok(box && box.x + box.width <= width, `at ${width} px the ring line is at ${JSON.stringify(box)}`);
+    }
+    await page.setViewportSize({ width: 1280, height: 900 });
+    // back where the next tests expect the page: the config form
+    await page.goto(new URL('#config', url).href);
+    await page.getByTestId('config-form').waitFor({ state: 'visible', timeout: UI_MS });
+  });
+
   it('orders the config form as the document is: the frame source first, its kind first', async () => {
     const groups = (await page.locator('.cfg-group > legend').allTextContents()).map((l) => l.trim());
     assert.match(groups[0] ?? '', /^Frame source/, `groups in this order: ${groups.join(' | ')}`);
@@ -530,9 +616,10 @@ describe('power, config and system pages', { timeout: 240_000, skip: !BIN && 'FP
     assert.ok(sent < 78_000, `dashboard is ${sent} bytes on the wire`);
   });
 
-  it('reported no console error and no failed request but the bad value\'s 422', () => {
+  it('reported no console error and no failed request but the bad values\' 422s', () => {
     const expected = /^(HTTP 422: PATCH \S+\/api\/v1\/config|console error: .*status of 422 .*)$/;
-    assert.equal(watch.problems.filter((p) => /^HTTP 422/.test(p)).length, 1, watch.problems.join('\n'));
+    // the bad entries value, then one just past each of the four ranges stated
+    assert.equal(watch.problems.filter((p) => /^HTTP 422/.test(p)).length, 5, watch.problems.join('\n'));
     assert.deepEqual(watch.problems.filter((p) => !expected.test(p)), []);
   });
 });
@@ -553,8 +640,9 @@ describe('a host with no power source', { timeout: 120_000, skip: !BIN && 'FPGAG
       await msg.waitFor({ state: 'visible', timeout: UI_MS });
       assert.match((await msg.textContent()) ?? '', /No power source on this machine/);
       assert.ok(await page.locator('[data-chart="power"]').isHidden(), 'an empty power chart is drawn');
-      assert.match(await text(page, '[data-field="rails_empty"]'), /No INA3221 rails/);
+      assert.match(await text(page, '[data-field="rails_empty"]'), /No INA3221 or INA238 rails/);
       assert.match(await text(page, '[data-testid="sources"]'), /ina3221: absent/);
+      assert.match(await text(page, '[data-testid="sources"]'), /ina238: absent/);
       // no thermal zone: no empty temperature chart, a sentence instead
       assert.ok(await page.locator('[data-chart="temp"]').isHidden(), 'an empty temperature chart is drawn');
       assert.match(await text(page, '[data-field="temp_empty"]'), /No (readable )?thermal zone/);

@@ -29,17 +29,23 @@ pub enum Driver {
     Hwmon,
     /// NVIDIA's IIO driver `ina3221x` (L4T R32 and older).
     Iio,
+    /// The mainline hwmon driver `ina238` (TI INA238, one channel: a board's input, VIN,
+    /// on Jetson AGX Thor's carrier board; see the `ina238` module).
+    Ina238,
 }
 
-/// One INA3221 channel with a rail behind it.
+/// One power-monitor channel with a rail behind it: an INA3221 channel, or an INA238
+/// (one channel, always 1).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Rail {
-    /// The rail's label (e.g. `VDD_IN`, `VDD_GPU_SOC`).
+    /// The rail's label (e.g. `VDD_IN`, `VDD_GPU_SOC`, `VIN`).
     pub name: String,
-    /// The chip's I²C device name, `<bus>-<address>` (e.g. `1-0040`).
+    /// The chip's I²C device name, `<bus>-<address>` (e.g. `1-0040`); for an INA238
+    /// without a `device` link, its hwmon node (`hwmon5`).
     pub chip: String,
-    /// Channel on the chip, 1..3 (the IIO driver's 0..2 are shifted up by one).
+    /// Channel on the chip, 1..3 (the IIO driver's 0..2 are shifted up by one; 1 on an
+    /// INA238).
     pub channel: u8,
     /// Driver it was read through.
     pub driver: Driver,
@@ -47,13 +53,14 @@ pub struct Rail {
     pub voltage_mv: f64,
     /// Current, mA.
     pub current_ma: f64,
-    /// Power, mW: the IIO driver's reading, or voltage × current for hwmon.
+    /// Power, mW: the IIO driver's or the INA238's reading (`power1_input`, µW / 1000),
+    /// or voltage × current for the INA3221 on hwmon.
     pub power_mw: f64,
-    /// Shunt resistor, µΩ (hwmon only).
+    /// Shunt resistor, µΩ (hwmon drivers only).
     pub shunt_uohm: Option<i64>,
-    /// Warning current limit, mA (hwmon only).
+    /// Warning current limit, mA (INA3221 on hwmon only).
     pub warn_ma: Option<i64>,
-    /// Critical current limit, mA (hwmon only).
+    /// Critical current limit, mA (INA3221 on hwmon only).
     pub crit_ma: Option<i64>,
 }
 

@@ -1,4 +1,5 @@
 //! Telemetry for the appliance: the INA3221 power rails of a Jetson (both kernel drivers),
+//! the INA238 that measures a Jetson AGX Thor developer kit's input (VIN),
 //! the board total that follows the board's power tree, RAPL package power on x86 hosts,
 //! thermal zones, the Jetson GPU's devfreq load and clock, and what jetson-stats users
 //! look at first (power mode, `jetson_clocks`, fans, per-core CPU, EMC clock, GPU
@@ -20,6 +21,7 @@ mod cpu;
 mod devfreq;
 mod fan;
 mod host;
+mod ina238;
 mod ina3221;
 mod jetson;
 mod power_tree;

@@ -1,7 +1,10 @@
-//! The board's total power from its INA3221 rails, following the board's power tree
-//! instead of summing every rail (which counts an input rail and its parts twice).
+//! The board's total power from its power-monitor rails, following the board's power
+//! tree instead of summing every rail (which counts an input rail and its parts twice).
 //!
 //! Rules, first match wins (rail names from NVIDIA's Jetson power-monitoring docs):
+//! 0. An INA238 reads the board's input, `VIN` (Jetson AGX Thor developer kit: on the
+//!    carrier board, before module and carrier; written, not run on a Thor): it is the
+//!    total, module and carrier board included; the INA3221 rails are its parts.
 //! 1. An input rail exists — `VDD_IN` (Orin NX / Orin Nano, Xavier NX) or `POM_5V_IN`
 //!    (Nano, TX1/TX2): it is the module's total; the other rails are its parts.
 //! 2. Jetson AGX Orin (`VDD_GPU_SOC`, `VDD_CPU_CV`, `VIN_SYS_5V0`, `VDDQ_VDD2_1V8AO`):
@@ -11,13 +14,16 @@
 //! 4. Anything else: the sum of all rails, marked as an unknown board (it may count a
 //!    rail and its parts twice).
 
-use crate::ina3221::Rail;
+use crate::ina238::VIN;
+use crate::ina3221::{Driver, Rail};
 
 /// How a total was formed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum TotalRule {
+    /// The board's input measured by an INA238 (`VIN`) is the total (rule 0).
+    BoardInput,
     /// An input rail is the total (rule 1).
     InputRail,
     /// A known board without an input rail: the sum of its module rails (rules 2, 3).
@@ -53,6 +59,20 @@ const AGX_XAVIER: [&str; 6] = ["GPU", "CPU", "SOC", "CV", "VDDRQ", "SYS5V"];
 pub fn board_total(rails: &[Rail]) -> Option<BoardTotal> {
     if rails.is_empty() {
         return None;
+    }
+    if let Some(vin) = rails
+        .iter()
+        .find(|r| r.driver == Driver::Ina238 && r.name == VIN)
+    {
+        return Some(BoardTotal {
+            power_mw: vin.power_mw,
+            rule: TotalRule::BoardInput,
+            rails: vec![vin.name.clone()],
+            covers: format!(
+                "board input ({}, INA238 {}): module and carrier board included; the other rails are parts of it",
+                vin.name, vin.chip
+            ),
+        });
     }
     if let Some(input) = rails
         .iter()

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::{
     BoardTotal, ClockMode, CpuCore, Emc, Fan, GpuLoad, Host, NvmlGpu, PowerMode, Rail, RaplPackage,
-    Source, Sysfs, Zone,
+    Source, Sysfs, TotalRule, Zone,
 };
 use serde::Serialize;
 
@@ -30,7 +30,8 @@ pub const HZ_RANGE: std::ops::RangeInclusive<f64> = 0.5..=50.0;
 pub struct Power {
     /// Total power, W.
     pub watts: f64,
-    /// `ina3221` (the board's rails) or `rapl+nvml` (x86 CPU packages and GPUs).
+    /// `ina238` (a board's input, VIN: Jetson AGX Thor's carrier board), `ina3221` (the
+    /// board's rails) or `rapl+nvml` (x86 CPU packages and GPUs).
     pub source: &'static str,
     /// What the total includes and leaves out.
     pub covers: String,
@@ -45,7 +46,7 @@ pub struct Sample {
     pub t: f64,
     /// Power total, when any power source is present.
     pub power: Option<Power>,
-    /// INA3221 rails.
+    /// Power-monitor rails: INA238 inputs, then INA3221 rails.
     pub rails: Vec<Rail>,
     /// The board total by its power tree (Jetson).
     pub board_total: Option<BoardTotal>,
@@ -125,13 +126,16 @@ fn unix_now() -> f64 {
         .unwrap_or(0.0)
 }
 
-/// The power total: the board's INA3221 total on a Jetson, else RAPL packages plus
+/// The power total: the board's INA238 input or INA3221 total on a Jetson, else RAPL packages plus
 /// NVML GPUs on an x86 host; `None` when the machine has no power source.
 fn power_of(s: &Sample) -> Option<Power> {
     if let Some(t) = &s.board_total {
         return Some(Power {
             watts: t.power_mw / 1000.0,
-            source: "ina3221",
+            source: match t.rule {
+                TotalRule::BoardInput => "ina238",
+                _ => "ina3221",
+            },
             covers: t.covers.clone(),
         });
     }

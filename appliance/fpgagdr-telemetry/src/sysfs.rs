@@ -14,12 +14,13 @@ use crate::power_tree::{BoardTotal, board_total};
 use crate::rapl::{RaplMeter, RaplPackage};
 use crate::source::Source;
 use crate::thermal::Zone;
-use crate::{devfreq, fan, ina3221, jetson, thermal};
+use crate::{devfreq, fan, ina238, ina3221, jetson, thermal};
 
 /// Everything one pass over sysfs found.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct SysfsSample {
-    /// INA3221 rails (channels labelled `NC` are not rails and are left out).
+    /// Power-monitor rails: INA238 inputs first, then INA3221 rails (channels labelled
+    /// `NC` are not rails and are left out).
     pub rails: Vec<Rail>,
     /// The board's total, by its power tree (`None` without rails).
     pub board_total: Option<BoardTotal>,
@@ -73,7 +74,9 @@ impl Sysfs {
     /// (sysfs attribute reads of a present device return at once).
     pub fn sample(&mut self) -> SysfsSample {
         let mut s = SysfsSample::default();
-        let (rails, state) = ina3221::read(&self.root);
+        let (mut rails, ina238_state) = ina238::read(&self.root);
+        let (ina3221_rails, state) = ina3221::read(&self.root);
+        rails.extend(ina3221_rails);
         s.board_total = board_total(&rails);
         s.rails = rails;
         s.sources.push(Source {
@@ -121,6 +124,11 @@ impl Sysfs {
         s.sources.push(Source {
             name: "nvmap",
             state,
+        });
+        // Last, so the earlier sources keep their places in `sources`.
+        s.sources.push(Source {
+            name: "ina238",
+            state: ina238_state,
         });
         s.clocks = jetson::clock_mode(&s.cpu_cores, s.gpu_load.as_ref(), s.emc.as_ref());
         s

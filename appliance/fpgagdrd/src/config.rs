@@ -27,7 +27,8 @@ pub mod alerts;
 pub use alerts::{AlertRule, AlertsConfig, KeepFramesConfig};
 
 /// An inclusive range a numeric field must lie in: the one place each bound is written.
-/// The JSON Schema's `minimum`/`maximum` and [`RawConfig::check`] both read it.
+/// The JSON Schema's `minimum`/`maximum` and `x-allowed` (these words, which the
+/// dashboard's form shows under the field) and [`RawConfig::check`] all read it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Range<T> {
     /// JSON pointer of the field.
@@ -55,6 +56,34 @@ pub const FPS: Range<f64> = Range {
     max: 10_000.0,
     allowed: "0 (as fast as capture asks) or between 0.01 and 10000 frames/s",
 };
+/// The words of the range of the field at JSON pointer `field`, if it has one.
+fn range_words(field: &str) -> Option<&'static str> {
+    [
+        (FPS.field, FPS.allowed),
+        (WIDTH.field, WIDTH.allowed),
+        (HEIGHT.field, HEIGHT.allowed),
+        (CHANNEL.field, CHANNEL.allowed),
+        (CHANNELS.field, CHANNELS.allowed),
+        (TIMEOUT_MS.field, TIMEOUT_MS.allowed),
+        (ENTRIES.field, ENTRIES.allowed),
+        (THREADS.field, THREADS.allowed),
+        (MAX_BATCH.field, MAX_BATCH.allowed),
+        (BATCH_WAIT_US.field, BATCH_WAIT_US.allowed),
+        (DLA_CORE.field, DLA_CORE.allowed),
+        (MQTT_PORT.field, MQTT_PORT.allowed),
+        (MQTT_QOS.field, MQTT_QOS.allowed),
+        (MQTT_QUEUE.field, MQTT_QUEUE.allowed),
+        (MQTT_KEEP_ALIVE_S.field, MQTT_KEEP_ALIVE_S.allowed),
+        (
+            alerts::KEEP_MAX_FRAMES.field,
+            alerts::KEEP_MAX_FRAMES.allowed,
+        ),
+        (alerts::KEEP_MAX_BYTES.field, alerts::KEEP_MAX_BYTES.allowed),
+    ]
+    .into_iter()
+    .find_map(|(f, a)| (f == field).then_some(a))
+}
+
 /// Slowest sensor rate accepted above 0, frames/s (one frame per 100 s).
 pub const MIN_FPS: f64 = 0.01;
 /// `source.width`, pixels.
@@ -200,17 +229,20 @@ pub struct SourceConfig {
     /// as capture takes them.
     #[schemars(title = "Frame rate (frames/s)")]
     #[schemars(range(min = FPS.min, max = FPS.max))]
+    #[schemars(extend("x-allowed" = FPS.allowed))]
     #[schemars(extend("not" = {"exclusiveMinimum": 0.0, "exclusiveMaximum": MIN_FPS}))]
     pub fps: f64,
     /// Width of the test pattern, pixels.
     #[schemars(title = "Width (pixels)")]
     #[schemars(extend("x-applies-when" = {"/source/kind": ["test_pattern"]}))]
     #[schemars(range(min = WIDTH.min, max = WIDTH.max))]
+    #[schemars(extend("x-allowed" = WIDTH.allowed))]
     pub width: u32,
     /// Height of the test pattern, pixels.
     #[schemars(title = "Height (pixels)")]
     #[schemars(extend("x-applies-when" = {"/source/kind": ["test_pattern"]}))]
     #[schemars(range(min = HEIGHT.min, max = HEIGHT.max))]
+    #[schemars(extend("x-allowed" = HEIGHT.allowed))]
     pub height: u32,
     /// Pixel format of the test pattern: grey (mono8) or colour (rgb8).
     #[schemars(title = "Pixel format")]
@@ -241,6 +273,7 @@ pub struct CardConfig {
     /// fewer: status shows how many.
     #[schemars(title = "Card-to-host DMA channel")]
     #[schemars(range(min = CHANNEL.min, max = CHANNEL.max))]
+    #[schemars(extend("x-allowed" = CHANNEL.allowed))]
     pub channel: u32,
     /// How many card-to-host channels capture uses together, from `channel` up: one
     /// capture thread per channel takes the next frame in turn, so one frame's DMA
@@ -248,11 +281,13 @@ pub struct CardConfig {
     /// `channel` plus `channels` may not pass 4, nor the card's own channel count.
     #[schemars(title = "Card-to-host DMA channels used")]
     #[schemars(range(min = CHANNELS.min, max = CHANNELS.max))]
+    #[schemars(extend("x-allowed" = CHANNELS.allowed))]
     pub channels: u32,
     /// The longest wait for a frame or for one transfer, in milliseconds; a wait that
     /// lasts it is counted as a frame-wait timeout.
     #[schemars(title = "Timeout (ms)")]
     #[schemars(range(min = TIMEOUT_MS.min, max = TIMEOUT_MS.max))]
+    #[schemars(extend("x-allowed" = TIMEOUT_MS.allowed))]
     pub timeout_ms: u64,
     /// Simulated card only: which measured machine its transfer times follow (a Jetson
     /// Orin on PCIe Gen3 x4, an x86 host on Gen3 x8), or off for as fast as memory
@@ -294,6 +329,7 @@ pub struct RingConfig {
     /// (status shows the size in use). Entries × the largest frame must fit in 1 GiB.
     #[schemars(title = "Entries (at least)")]
     #[schemars(range(min = ENTRIES.min, max = ENTRIES.max))]
+    #[schemars(extend("x-allowed" = ENTRIES.allowed))]
     pub entries: usize,
     /// What happens when inference falls behind and every entry holds a frame:
     /// drop_oldest drops the oldest frame waiting (counted as dropped), wait makes the
@@ -382,6 +418,7 @@ pub struct InferenceConfig {
     /// CPU threads ONNX Runtime may use for one model run; 0 leaves the choice to it.
     #[schemars(title = "Threads")]
     #[schemars(range(min = THREADS.min, max = THREADS.max))]
+    #[schemars(extend("x-allowed" = THREADS.allowed))]
     pub threads: usize,
     /// What runs the model (ONNX Runtime's execution provider): auto (TensorRT, else
     /// CUDA, else the CPU: the first that loads; status says which ran and why the
@@ -394,6 +431,7 @@ pub struct InferenceConfig {
     /// (the ring holds twice the batch).
     #[schemars(title = "Frames per model run (0 = chosen)")]
     #[schemars(range(min = MAX_BATCH.min, max = MAX_BATCH.max))]
+    #[schemars(extend("x-allowed" = MAX_BATCH.allowed))]
     pub max_batch: usize,
     /// The longest wait for a batch to fill once its first frame is taken, in
     /// microseconds. Empty (the default): chosen as frames arrive, from the model's time
@@ -401,6 +439,7 @@ pub struct InferenceConfig {
     /// ready.
     #[schemars(title = "Batch wait (µs, empty = chosen)")]
     #[schemars(range(min = BATCH_WAIT_US.min, max = BATCH_WAIT_US.max))]
+    #[schemars(extend("x-allowed" = BATCH_WAIT_US.allowed))]
     pub batch_wait_us: Option<u64>,
     /// The latency a chosen batch wait aims within, in microseconds: the batch's fill
     /// plus the model's measured time for it. The smallest batch that keeps up with the
@@ -455,6 +494,7 @@ pub struct TensorRtConfig {
     /// 0 or 1); empty runs it on the GPU.
     #[schemars(title = "DLA core (empty = the GPU)")]
     #[schemars(range(min = DLA_CORE.min, max = DLA_CORE.max))]
+    #[schemars(extend("x-allowed" = DLA_CORE.allowed))]
     pub dla_core: Option<u32>,
 }
 
@@ -538,6 +578,7 @@ pub struct MqttConfig {
     /// The broker's TCP port (1883 without TLS, 8883 with it, by convention).
     #[schemars(title = "Broker port")]
     #[schemars(range(min = MQTT_PORT.min, max = MQTT_PORT.max))]
+    #[schemars(extend("x-allowed" = MQTT_PORT.allowed))]
     pub port: u16,
     /// Connect over TLS (encrypted), checking the broker's certificate against the CA
     /// file, else against the system's certificate authorities.
@@ -582,16 +623,19 @@ pub struct MqttConfig {
     /// the reconnect (a result may arrive twice).
     #[schemars(title = "QoS")]
     #[schemars(range(min = MQTT_QOS.min, max = MQTT_QOS.max))]
+    #[schemars(extend("x-allowed" = MQTT_QOS.allowed))]
     pub qos: u8,
     /// How many results may wait for the broker before more are dropped (counted). The
     /// queue is kept through a change of these settings.
     #[schemars(title = "Queue (results)")]
     #[schemars(range(min = MQTT_QUEUE.min, max = MQTT_QUEUE.max))]
+    #[schemars(extend("x-allowed" = MQTT_QUEUE.allowed))]
     pub queue: usize,
     /// How often the connection is checked while nothing is sent, in seconds (MQTT's
     /// keep-alive).
     #[schemars(title = "Keep-alive (s)")]
     #[schemars(range(min = MQTT_KEEP_ALIVE_S.min, max = MQTT_KEEP_ALIVE_S.max))]
+    #[schemars(extend("x-allowed" = MQTT_KEEP_ALIVE_S.allowed))]
     pub keep_alive_s: u64,
 }
 
@@ -1108,9 +1152,22 @@ impl Config {
                 rule: "type",
             }));
         }
-        let raw: RawConfig = serde_path_to_error::deserialize(value).map_err(|e| {
+        let raw: RawConfig = serde_path_to_error::deserialize(value.clone()).map_err(|e| {
             let field = pointer(&e.path().to_string());
             let message = e.inner().to_string();
+            // A whole number too large (or negative) for the field's type is outside its
+            // range too: told in the range's words, as the form states them.
+            if let (true, Some(allowed), Some(v)) = (
+                message.starts_with("invalid value: integer"),
+                range_words(&field),
+                value.pointer(&field).filter(|v| v.is_number()),
+            ) {
+                return ConfigError::Invalid(vec![FieldError {
+                    message: format!("{v} is out of range: must be {allowed}"),
+                    field,
+                    rule: "range",
+                }]);
+            }
             let rule = if message.starts_with("unknown field") {
                 "unknown-field"
             } else if message.starts_with("invalid type") {
@@ -1542,6 +1599,55 @@ mod tests {
     }
 
     #[test]
+    fn a_whole_number_too_large_for_its_field_is_refused_in_the_range_s_words() {
+        // 70000 does not fit a u16 port: the words are the range check's, as the form
+        // states them (`x-allowed`), not the integer type's 0 to 65535.
+        for (doc, field, want) in [
+            (
+                json!({"outputs": {"mqtt": {"port": 70000}}}),
+                MQTT_PORT.field,
+                format!("70000 is out of range: must be {}", MQTT_PORT.allowed),
+            ),
+            (
+                json!({"outputs": {"mqtt": {"qos": 300}}}),
+                MQTT_QOS.field,
+                format!("300 is out of range: must be {}", MQTT_QOS.allowed),
+            ),
+            (
+                json!({"inference": {"tensorrt": {"dla_core": -1}}}),
+                DLA_CORE.field,
+                format!("-1 is out of range: must be {}", DLA_CORE.allowed),
+            ),
+        ] {
+            let Err(ConfigError::Invalid(e)) = Config::from_value(doc.clone()) else {
+                panic!("{doc} not refused as out of range");
+            };
+            assert_eq!(
+                (e[0].field.as_str(), e[0].rule, e[0].message.as_str()),
+                (field, "range", want.as_str()),
+                "{doc}"
+            );
+        }
+    }
+
+    #[test]
+    fn schema_states_each_range_in_the_check_s_words() {
+        let schema = Config::schema();
+        let mut ranged = 0;
+        for def in schema["$defs"].as_object().unwrap().values() {
+            for (name, p) in def["properties"].as_object().into_iter().flatten() {
+                if p.get("maximum").is_some() {
+                    ranged += 1;
+                    assert!(p["x-allowed"].is_string(), "{name}: no x-allowed in {p}");
+                }
+            }
+        }
+        assert!(ranged >= 15, "{ranged} ranged fields");
+        let entries = &schema["$defs"]["RingConfig"]["properties"]["entries"];
+        assert_eq!(entries["x-allowed"], ENTRIES.allowed);
+    }
+
+    #[test]
     fn a_parser_error_is_told_in_plain_words() {
         for (doc, want) in [
             (
@@ -1555,10 +1661,6 @@ mod tests {
             (
                 json!({"ring": {"when_full": "block"}}),
                 "block is not a value this field takes (drop_oldest or wait)",
-            ),
-            (
-                json!({"outputs": {"mqtt": {"port": 70000}}}),
-                "must be a whole number from 0 to 65535, not 70000",
             ),
         ] {
             let Err(ConfigError::Parse(e)) = Config::from_value(doc.clone()) else {

@@ -126,6 +126,11 @@ const INTENDED: &[(&str, &str, &str)] = &[
         "/body/shape/object/$defs/object/*/object/properties/object/*/object/x-offer",
         FORM,
     ),
+    (
+        "config-schema",
+        "/body/shape/object/$defs/object/*/object/properties/object/*/object/x-allowed",
+        "each range in the words the service refuses a value with, for the form to state",
+    ),
     ("telemetry", "/body/shape/object/clocks", JETSON),
     ("telemetry", "/body/shape/object/cpu_cores", JETSON),
     ("telemetry", "/body/shape/object/emc", JETSON),

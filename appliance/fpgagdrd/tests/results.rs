@@ -1150,6 +1150,7 @@ fn the_openapi_document_declares_each_stream_event_and_its_data() {
     resolve(&events["dropped"]["data"]);
     let live = &doc["paths"]["/api/v1/stream"]["get"]["responses"]["200"]["x-sse-events"];
     resolve(&live["snapshot"]["data"]["properties"]["batch"]["items"]);
+    resolve(&live["ota"]["data"]);
     // The first result event's data is what the schema says: every required field
     // there, no field it does not name.
     svc.wait_frames_above(2);

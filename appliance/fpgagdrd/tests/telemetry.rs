@@ -178,3 +178,67 @@ fn rails_total_energy_per_frame_history_and_metrics() {
     assert_eq!(gauge("fpgagdr_gpu_power_watts", None), None);
     promtool_clean(&svc.get("/metrics").body);
 }
+
+/// Jetson AGX Thor developer kit (the telemetry crate's fixture tree, written, not run
+/// on a Thor): the carrier board's INA238 `VIN` is the total in the telemetry and in
+/// `/metrics`, in base units, beside the module's INA3221 rails; promtool finds the
+/// families clean.
+#[test]
+fn thor_vin_from_the_ina238_in_telemetry_and_metrics() {
+    let thor = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fpgagdr-telemetry/tests/fixtures/jetson-agx-thor");
+    let config = serde_json::to_string(&replay("chelsea.png")).unwrap();
+    let svc = Service::start_with_args(
+        Some(&config),
+        &[
+            "--sysfs-root",
+            thor.to_str().unwrap(),
+            "--telemetry-hz",
+            "20",
+        ],
+    );
+    let t = wait_for("a telemetry sample", || {
+        let r = svc.get("/api/v1/telemetry");
+        if r.status == 200 {
+            Ok(r.json())
+        } else {
+            Err(r.body)
+        }
+    });
+    let rails: Vec<&str> = t["rails"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        rails,
+        ["VIN", "VDD_GPU", "VDD_CPU_SOC_MSS", "VIN_SYS_5V0"],
+        "{t}"
+    );
+    assert_eq!(t["rails"][0]["driver"], "ina238", "{t}");
+    assert_eq!(t["power"]["source"], "ina238", "{t}");
+    assert_eq!(
+        t["power"]["watts"], 23.0,
+        "VIN alone, not VIN + its parts: {t}"
+    );
+    assert_eq!(t["board_total"]["rule"], "board_input", "{t}");
+    let metrics = parse_prometheus(&svc.get("/metrics").body);
+    let value = |name: &str, k: &str, v: &str| {
+        metrics
+            .iter()
+            .find(|s| s.name == name && s.labels.get(k).map(String::as_str) == Some(v))
+            .map(|s| s.value)
+    };
+    assert_eq!(value("fpgagdr_rail_power_watts", "rail", "VIN"), Some(23.0));
+    assert_eq!(
+        value("fpgagdr_rail_voltage_volts", "chip", "2-0044"),
+        Some(20.0)
+    );
+    assert_eq!(
+        value("fpgagdr_rail_current_amperes", "rail", "VIN"),
+        Some(1.15)
+    );
+    assert_eq!(value("fpgagdr_power_watts", "source", "ina238"), Some(23.0));
+    promtool_clean(&svc.get("/metrics").body);
+}

@@ -219,6 +219,13 @@ export class ConfigView {
     help.id = `${id}-help`;
     help.className = 'cfg-help';
     help.textContent = hint(s.description);
+    // the range in the words the service refuses a value with (the schema's x-allowed)
+    if (typeof s['x-allowed'] === 'string') {
+      const range = document.createElement('span');
+      range.className = 'cfg-range';
+      range.textContent = ` Must be ${s['x-allowed']}.`;
+      help.append(range);
+    }
     const error = document.createElement('p');
     error.id = `${id}-error`;
     error.className = 'cfg-error';

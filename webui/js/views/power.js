@@ -109,11 +109,14 @@ export class PowerView {
     const rails = Array.isArray(s.rails) ? s.rails : [];
     this.el('[data-testid="rails"] tbody').replaceChildren(...rails.map((/** @type {any} */ r) => row([
       breakable(String(r.name)),
-      `${r.chip} ch${r.channel}`,
+      // an INA238 has one channel: name the chip instead (Thor's board input, VIN)
+      r.driver === 'ina238' ? `${r.chip} INA238` : `${r.chip} ch${r.channel}`,
       `${(r.voltage_mv / 1000).toFixed(3)}`,
       `${Math.round(r.current_ma)}`,
       fmt.watts(r.power_mw / 1000),
     ])));
+    this.el('[data-field="rail_chips"]').textContent = rails.some((/** @type {any} */ r) => r.driver === 'ina238')
+      ? 'INA238 (board input) · INA3221' : 'INA3221';
     this.el('[data-testid="rails"]').hidden = rails.length === 0;
     this.el('[data-field="rails_empty"]').hidden = rails.length > 0;
 

@@ -67,6 +67,19 @@ function batching(b) {
 }
 
 /**
+ * The frame ring in use, and why it may hold more entries than the Config page asks
+ * for: the service builds whole rounds over the card's frame slots (at least two).
+ * @param {any} m status's `memory`
+ */
+function ringSize(m) {
+  if (!fmt.isNum(m.ring_entries) || m.ring_entries === 0) return fmt.NONE;
+  const size = `${m.ring_entries} entries of ${fmt.bytes(m.entry_bytes)}`;
+  if (!fmt.isNum(m.card_slots) || m.card_slots === 0) return size;
+  return `${size}: ${m.ring_entries / m.card_slots} for each of the card's ${m.card_slots} frame slots `
+    + '(the Config page\'s entries are a minimum, rounded up to whole rounds over the slots)';
+}
+
+/**
  * The GPU memory the ring and the model take, or why there is none.
  * @param {import('../api.js').GpuMemory | null | undefined} g
  */
@@ -197,6 +210,7 @@ export class StatusView {
     kind.textContent = memory.kind ? MEMORY_KINDS[memory.kind] ?? memory.kind : 'none yet';
     kind.dataset.kind = memory.kind ?? '';
     this.setField('memory_detail', memory.detail ? `· ${memory.detail}` : '');
+    this.setField('ring', ringSize(memory));
 
     this.setField('model', text(pipeline.model));
     this.setField('source', text(pipeline.source));

@@ -27,10 +27,10 @@ pub enum Provider {
     Auto,
     /// The CPU provider.
     Cpu,
-    /// The CUDA provider, or the model is refused (`rule execution-provider`).
+    /// The CUDA provider; where CUDA cannot run, the model is refused, saying why.
     Cuda,
-    /// The TensorRT provider (CUDA for the nodes it does not take), or the model is
-    /// refused (`rule execution-provider`).
+    /// The TensorRT provider (CUDA for the nodes it does not take); where TensorRT
+    /// cannot run, the model is refused, saying why.
     Tensorrt,
 }
 

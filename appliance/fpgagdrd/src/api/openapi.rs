@@ -132,6 +132,7 @@ fn add_sse_events(doc: &mut Value) {
                 "snapshot": {"id": "a whole number, the event's place in the stream",
                     "data": {"type": "object", "required": ["batch"],
                         "properties": {"batch": {"type": "array", "items": r("Snapshot")}}}},
+                "ota": {"data": r("OtaStatus")},
             }),
         ),
     ];

@@ -216,10 +216,12 @@ pub struct KeepFramesConfig {
     /// The most frames kept (the oldest go first).
     #[schemars(title = "Most frames")]
     #[schemars(range(min = KEEP_MAX_FRAMES.min, max = KEEP_MAX_FRAMES.max))]
+    #[schemars(extend("x-allowed" = KEEP_MAX_FRAMES.allowed))]
     pub max_frames: usize,
     /// The most bytes the kept frames take on disk, in bytes (1 MiB to 16 GiB).
     #[schemars(title = "Most bytes")]
     #[schemars(range(min = KEEP_MAX_BYTES.min, max = KEEP_MAX_BYTES.max))]
+    #[schemars(extend("x-allowed" = KEEP_MAX_BYTES.allowed))]
     pub max_bytes: u64,
 }
 
@@ -419,11 +421,11 @@ pub fn unknown_sensors(
             )),
             AlertRule::Power { rail: Some(r), .. } if !rails.contains(r) => out.push((
                 format!("{at}/rail"),
-                format!("{r:?} is not an INA3221 rail of this board (rails: {rails:?})"),
+                format!("{r:?} is not a power-monitor rail (INA3221, INA238) of this board (rails: {rails:?})"),
             )),
             AlertRule::Power { rail: None, .. } if !power => out.push((
                 at,
-                "this board reports no total power (no INA3221, RAPL or NVML source)".to_string(),
+                "this board reports no total power (no INA3221, INA238, RAPL or NVML source)".to_string(),
             )),
             _ => {}
         }
