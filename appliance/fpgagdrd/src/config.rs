@@ -69,6 +69,7 @@ fn range_words(field: &str) -> Option<&'static str> {
         (THREADS.field, THREADS.allowed),
         (MAX_BATCH.field, MAX_BATCH.allowed),
         (BATCH_WAIT_US.field, BATCH_WAIT_US.allowed),
+        (LATENCY_TARGET_US.field, LATENCY_TARGET_US.allowed),
         (DLA_CORE.field, DLA_CORE.allowed),
         (MQTT_PORT.field, MQTT_PORT.allowed),
         (MQTT_QOS.field, MQTT_QOS.allowed),
@@ -449,6 +450,7 @@ pub struct InferenceConfig {
     /// with a fixed batch wait.
     #[schemars(title = "Latency target (µs)")]
     #[schemars(range(min = LATENCY_TARGET_US.min, max = LATENCY_TARGET_US.max))]
+    #[schemars(extend("x-allowed" = LATENCY_TARGET_US.allowed))]
     pub latency_target_us: u64,
     /// fp32 (32-bit floats), or fp16 (16-bit) on the GPU: TensorRT builds a 16-bit
     /// engine, CUDA loads the model's 16-bit copy (the model's name with .fp16.onnx,
