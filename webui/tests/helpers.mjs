@@ -4,6 +4,8 @@
 // Must not assert anything itself; each *.test.mjs does.
 
 import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -136,4 +138,52 @@ export function watchProblems(page, browser) {
     else if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.request().method()} ${r.url()}`);
   });
   return { problems, unauthorized };
+}
+
+/**
+ * A real fpgagdrd with the dashboard open in headless Chromium, for one `describe`:
+ * a temporary folder `tmp` (made here; `prepare(tmp)` writes the config file
+ * `tmp/config.json` and any fixture sysfs tree), the service started on it with
+ * `--sysfs-root tmp/sysfs`, the page loaded at desktop width and its problems watched.
+ * `close(name)` takes a full-page screenshot into ARTIFACTS/`name`-end.png, closes
+ * the browser and the service, and removes `tmp`.
+ * @param {{ prefix: string, prepare: (tmp: string) => void }} how
+ */
+export async function openDashboard({ prefix, prepare }) {
+  const tmp = mkdtempSync(path.join(tmpdir(), prefix));
+  /** @type {ReturnType<typeof startService> | undefined} */
+  let service;
+  /** @type {import('playwright-core').Browser | undefined} */
+  let browser;
+  /** @type {import('playwright-core').Page | undefined} */
+  let page;
+  const close = async (/** @type {string} */ name) => {
+    try {
+      if (page && !page.isClosed()) {
+        mkdirSync(ARTIFACTS, { recursive: true });
+        await page.screenshot({ path: path.join(ARTIFACTS, `${name}-end.png`), fullPage: true });
+      }
+    } finally {
+      await browser?.close();
+      if (service) await stopService(service.child);
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  };
+  try {
+    prepare(tmp);
+    service = startService(binPath(/** @type {string} */ (BIN)), [
+      '--listen', '127.0.0.1:0', '--config', path.join(tmp, 'config.json'),
+      '--sysfs-root', path.join(tmp, 'sysfs'), ...extraArgs(),
+    ], { FPGAGDR_TOKEN: TOKEN });
+    const url = await service.url;
+    browser = await launch();
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    page = await context.newPage();
+    const watch = watchProblems(page, browser);
+    await page.goto(url, { waitUntil: 'load' });
+    return { tmp, url, page, watch, close };
+  } catch (e) {
+    await close(prefix.replace(/-$/, ''));
+    throw e;
+  }
 }

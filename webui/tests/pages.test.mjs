@@ -17,7 +17,8 @@ import { gunzipSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  ARTIFACTS, BIN, REPO, TOKEN, UI_MS, binPath, extraArgs, launch, startService, stopService, watchProblems,
+  ARTIFACTS, BIN, REPO, TOKEN, UI_MS, binPath, extraArgs, launch, openDashboard, startService, stopService,
+  watchProblems,
 } from './helpers.mjs';
 
 const HWMON = 'sys/bus/i2c/drivers/ina3221/1-0040/hwmon/hwmon3';
@@ -80,10 +81,6 @@ async function text(page, sel) {
 }
 
 describe('power, config and system pages', { timeout: 240_000, skip: !BIN && 'FPGAGDRD_BIN is not set' }, () => {
-  /** @type {ReturnType<typeof startService> | undefined} */
-  let service;
-  /** @type {import('playwright-core').Browser | undefined} */
-  let browser;
   /** @type {import('playwright-core').Page} */
   let page;
   /** @type {string} */
@@ -91,34 +88,21 @@ describe('power, config and system pages', { timeout: 240_000, skip: !BIN && 'FP
   /** @type {string} */
   let url;
   let watch = { problems: /** @type {string[]} */ ([]), unauthorized: /** @type {string[]} */ ([]) };
+  /** @type {((name: string) => Promise<void>) | undefined} */
+  let close;
 
   before(async () => {
-    tmp = mkdtempSync(path.join(tmpdir(), 'fpgagdr-pages-'));
-    const root = path.join(tmp, 'sysfs');
-    orinNx(root);
-    writeFileSync(path.join(tmp, 'config.json'), replayConfig());
-    service = startService(binPath(/** @type {string} */ (BIN)), [
-      '--listen', '127.0.0.1:0', '--config', path.join(tmp, 'config.json'), '--sysfs-root', root, ...extraArgs(),
-    ], { FPGAGDR_TOKEN: TOKEN });
-    url = await service.url;
-    browser = await launch();
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    page = await context.newPage();
-    watch = watchProblems(page, browser);
-    await page.goto(url, { waitUntil: 'load' });
+    ({ tmp, url, page, watch, close } = await openDashboard({
+      prefix: 'fpgagdr-pages-',
+      prepare: (dir) => {
+        orinNx(path.join(dir, 'sysfs'));
+        writeFileSync(path.join(dir, 'config.json'), replayConfig());
+      },
+    }));
   });
 
   after(async () => {
-    try {
-      if (page && !page.isClosed()) {
-        mkdirSync(ARTIFACTS, { recursive: true });
-        await page.screenshot({ path: path.join(ARTIFACTS, 'pages-end.png'), fullPage: true });
-      }
-    } finally {
-      await browser?.close();
-      if (service) await stopService(service.child);
-      if (tmp) rmSync(tmp, { recursive: true, force: true });
-    }
+    await close?.('pages');
   });
 
   /** GET below the service, parsed JSON, with the ETag. */

@@ -8,14 +8,11 @@
 // Run:  FPGAGDRD_BIN=target/debug/fpgagdrd node --test webui/tests/
 // (env as in dashboard.test.mjs).
 
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  ARTIFACTS, BIN, REPO, TOKEN, UI_MS, binPath, extraArgs, launch, startService, stopService, watchProblems,
-} from './helpers.mjs';
+import { BIN, REPO, UI_MS, openDashboard } from './helpers.mjs';
 
 const THOR = path.join(REPO, 'appliance/fpgagdr-telemetry/tests/fixtures/jetson-agx-thor');
 const INA238 = 'sys/class/hwmon/hwmon5';
@@ -26,10 +23,6 @@ async function text(page, sel) {
 }
 
 describe('Jetson AGX Thor: VIN from the INA238', { timeout: 180_000, skip: !BIN && 'FPGAGDRD_BIN is not set' }, () => {
-  /** @type {ReturnType<typeof startService> | undefined} */
-  let service;
-  /** @type {import('playwright-core').Browser | undefined} */
-  let browser;
   /** @type {import('playwright-core').Page} */
   let page;
   /** @type {string} */
@@ -37,39 +30,26 @@ describe('Jetson AGX Thor: VIN from the INA238', { timeout: 180_000, skip: !BIN 
   /** @type {string} */
   let url;
   let watch = { problems: /** @type {string[]} */ ([]), unauthorized: /** @type {string[]} */ ([]) };
+  /** @type {((name: string) => Promise<void>) | undefined} */
+  let close;
 
   before(async () => {
-    tmp = mkdtempSync(path.join(tmpdir(), 'fpgagdr-thor-'));
-    const root = path.join(tmp, 'sysfs');
-    // a copy: the test changes a reading; the links stay links, as in sysfs
-    cpSync(THOR, root, { recursive: true, verbatimSymlinks: true });
-    writeFileSync(path.join(tmp, 'config.json'), JSON.stringify({
-      source: { kind: 'replay', path: 'frames/chelsea.png', fps: 20 },
-      card: { sim_link: 'off' },
-      inference: { threads: 1 },
+    ({ tmp, url, page, watch, close } = await openDashboard({
+      prefix: 'fpgagdr-thor-',
+      prepare: (dir) => {
+        // a copy: the test changes a reading; the links stay links, as in sysfs
+        cpSync(THOR, path.join(dir, 'sysfs'), { recursive: true, verbatimSymlinks: true });
+        writeFileSync(path.join(dir, 'config.json'), JSON.stringify({
+          source: { kind: 'replay', path: 'frames/chelsea.png', fps: 20 },
+          card: { sim_link: 'off' },
+          inference: { threads: 1 },
+        }));
+      },
     }));
-    service = startService(binPath(/** @type {string} */ (BIN)), [
-      '--listen', '127.0.0.1:0', '--config', path.join(tmp, 'config.json'), '--sysfs-root', root, ...extraArgs(),
-    ], { FPGAGDR_TOKEN: TOKEN });
-    url = await service.url;
-    browser = await launch();
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    page = await context.newPage();
-    watch = watchProblems(page, browser);
-    await page.goto(url, { waitUntil: 'load' });
   });
 
   after(async () => {
-    try {
-      if (page && !page.isClosed()) {
-        mkdirSync(ARTIFACTS, { recursive: true });
-        await page.screenshot({ path: path.join(ARTIFACTS, 'thor-end.png'), fullPage: true });
-      }
-    } finally {
-      await browser?.close();
-      if (service) await stopService(service.child);
-      if (tmp) rmSync(tmp, { recursive: true, force: true });
-    }
+    await close?.('thor');
   });
 
   /** The power panel at the page's width: VIN is the total, first among the rails. */
