@@ -77,8 +77,19 @@ qemu_pid=""
 MC=""
 extra_drive=()
 
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+# free_ports: two distinct free TCP ports on the loopback (both held open while the
+# kernel picks them, so they differ; another process may still take one before QEMU
+# binds it: vm_start retries).
+free_ports() {
+	python3 -c 'import socket
+ss = [socket.socket() for _ in range(2)]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(*(s.getsockname()[1] for s in ss))'
+}
+
+# listening PORT: whether a socket listens on 127.0.0.1:PORT (/proc/net/tcp, state 0A).
+listening() {
+	grep -qi " 0100007F:$(printf '%04X' "$1") 00000000:0000 0A " /proc/net/tcp
 }
 
 # vm_new NAME DISK: a fresh overlay of DISK and a fresh UEFI variable store.
@@ -104,8 +115,29 @@ with_bundles_drive() {
 # has no option ROM (no iPXE for the firmware to load and try) and the disk boots first:
 # 26 -> 14 s from power-on to GRUB under emulation on the loaded development machine.
 vm_start() {
-	api_port=$(free_port)
-	mc_port=$(free_port)
+	local try log_at waited
+	for try in 1 2 3 4 5; do
+		read -r api_port mc_port < <(free_ports)
+		log_at=$(stat -c %s "$run/qemu.log" 2>/dev/null || echo 0)
+		vm_launch
+		# Both ports bound (the API's forward and the monitor), or QEMU gone: a port
+		# another scenario took between free_ports and QEMU's bind is tried again.
+		waited=0
+		while [ "$waited" -lt 300 ] && kill -0 "$qemu_pid" 2>/dev/null &&
+			! { listening "$api_port" && listening "$mc_port"; }; do
+			sleep 0.1
+			waited=$((waited + 1))
+		done
+		kill -0 "$qemu_pid" 2>/dev/null && return 0
+		wait "$qemu_pid" 2>/dev/null || true
+		tail -c +"$((log_at + 1))" "$run/qemu.log" | grep -q 'Could not set up host forwarding\|Address already in use' ||
+			return 0
+		echo "   $(date +%T) ${run##*/}: port $api_port or $mc_port was taken before QEMU bound it (try $try): again" >&2
+	done
+}
+
+# vm_launch: QEMU on api_port and mc_port, in the background (qemu_pid).
+vm_launch() {
 	qemu-system-x86_64 -name fpgagdr-vm -machine q35 -accel tcg -cpu max -smp 2 -m 1536 \
 		-nodefaults -no-user-config -display none \
 		-drive "if=pflash,format=raw,unit=0,readonly=on,file=$ovmf_code" \
