@@ -187,6 +187,9 @@ async function call(method, path) {
  * @property {number} mean
  * @property {number} [wait_us] the longest wait for a batch to fill in use now
  * @property {number | null} [aim] the batch the chosen wait aims at; null for a fixed wait
+ * @property {number | null} [latency_target_us] the latency the chosen wait aims within, µs
+ * @property {string | null} [reason] why this choice: `within_target`, `target_unmet`, ...
+ * @property {string | null} [reason_detail] the reason in words, with its figures
  * @property {boolean} [ahead] two batches in flight (GPU), else one at a time
  * @property {number} [c2h_channels]
  *

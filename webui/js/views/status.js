@@ -52,9 +52,15 @@ function text(v) {
   return v ? String(v) : fmt.NONE;
 }
 
+/** The latency target's verdict, by `pipeline.batch.reason`. */
+const TARGET = /** @type {Record<string, string>} */ ({
+  within_target: 'within', within_target_thin_margin: 'within (thin margin)',
+  target_unmet: 'not met', no_batch_keeps_up: 'not met',
+});
+
 /**
- * How batches run and how long one waits to fill: "one batch at a time; wait chosen:
- * up to 1.05 ms for batches of 8".
+ * How batches run and wait, and the latency target's verdict: "one batch at a time;
+ * wait chosen: up to 1.05 ms for batches of 8; 5 ms target: within".
  * @param {import('../api.js').Batch | null | undefined} b
  */
 function batching(b) {
@@ -63,7 +69,10 @@ function batching(b) {
   const wait = fmt.isNum(b.aim)
     ? `wait chosen: up to ${b.wait_us > 0 ? fmt.latency(b.wait_us) : '0 µs'} for batches of ${b.aim}`
     : `wait fixed: ${b.wait_us > 0 ? fmt.latency(b.wait_us) : '0 µs'}`;
-  return `${how}; ${wait}`;
+  const verdict = b.reason ? TARGET[b.reason] : undefined;
+  const target = verdict && fmt.isNum(b.latency_target_us)
+    ? `; ${fmt.latencyTick(b.latency_target_us)} target: ${verdict}` : '';
+  return `${how}; ${wait}${target}`;
 }
 
 /**
@@ -218,6 +227,7 @@ export class StatusView {
     this.setField('inference', text(pipeline.inference));
     this.setField('batch_max', pipeline.batch ? `of ${pipeline.batch.max}` : '');
     this.setField('batching', batching(pipeline.batch));
+    this.el('[data-field="batching"]').title = pipeline.batch?.reason_detail ?? '';
     this.setField('gpu_memory', memory.kind ? gpuMemory(memory.gpu) : fmt.NONE);
     if (!this.haveSnapshot) this.setMetric('batch', pipeline.batch ? fmt.num3(pipeline.batch.mean) : fmt.NONE);
     const err = this.el('[data-field="pipeline_error"]');
