@@ -5,13 +5,14 @@
 //!
 //! Reports the frame rate, the latency from the frame's arrival (the interrupt's
 //! `ktime_get_ns()`, or the simulated sensor's write) to its DMA done, the frames the
-//! card produced that the host never took (missed, of them event-queue overflow), and
-//! the descriptor-chain cache's hits over the run. Interrupt-to-result (through the
+//! card produced that the host never took (missed, of them event-queue overflow), the
+//! frames the card rewrote during their C2H (torn: card protocol 1.1's check after the
+//! DMA, docs/card-protocol.md), and the descriptor-chain cache's hits over the run. Interrupt-to-result (through the
 //! model) is the service's `end_to_end` stage (`/metrics`); this tool has no model.
 
 use std::time::{Duration, Instant};
 
-use fpgagdr::{ChainCache, FrameTrigger};
+use fpgagdr::{ChainCache, FrameCheck, FrameTrigger};
 use fpgagdr_sim::{SimSensor, TestPattern};
 
 use crate::bench::{Bench, PinnedMemory};
@@ -42,6 +43,10 @@ pub(crate) struct CaptureArgs {
     /// Frame waits in a row that may time out before the run is given up.
     #[arg(long, default_value_t = 20)]
     pub(crate) max_timeouts: u32,
+    /// Simulated card only, a test fault: every this many C2Hs one is torn (the card
+    /// rewrites the slot during the copy), to see the torn count work; 0 = never.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) sim_torn_every: u64,
 }
 
 /// The result of `capture`.
@@ -71,6 +76,12 @@ pub(crate) struct CaptureOutcome {
     pub(crate) queue_overflow: u64,
     /// Frame waits that timed out.
     pub(crate) timeouts: u64,
+    /// Frames whose C2H the card's torn-frame check found overwritten during the copy
+    /// (an overrun: the bytes are not the frame).
+    pub(crate) torn: u64,
+    /// Frames the check could not judge (a protocol 1.0 card: the header's sequence is
+    /// the only check).
+    pub(crate) unchecked: u64,
     /// The chain cache over the run (card-wide counters on a real card).
     pub(crate) chain_cache: Option<ChainCache>,
 }
@@ -93,6 +104,15 @@ fn trigger(b: &Bench, a: &CaptureArgs) -> Result<Box<dyn FrameTrigger>> {
 
 /// Runs `capture`.
 pub(crate) fn run(b: &Bench, a: &CaptureArgs) -> Result<CaptureOutcome> {
+    if a.sim_torn_every > 0 {
+        let sim = b.sim.as_ref().ok_or_else(|| {
+            BenchError::Usage(format!(
+                "--sim-torn-every is a fault of the simulated card (`--card sim`), not of {}",
+                b.target.card
+            ))
+        })?;
+        sim.simulate_torn_frames(a.sim_torn_every);
+    }
     let mut trig = trigger(b, a)?;
     let slots = trig.slots().max(1);
     let entries = slots * a.laps;
@@ -105,6 +125,7 @@ pub(crate) fn run(b: &Bench, a: &CaptureArgs) -> Result<CaptureOutcome> {
     let mut lap = vec![0u32; slots as usize];
     let (mut irq_dma, mut dma) = (Vec::new(), Vec::new());
     let (mut frames, mut bytes, mut missed, mut overflow, mut timeouts) = (0u64, 0, 0, 0, 0);
+    let (mut torn, mut unchecked) = (0u64, 0u64);
     let mut in_a_row = 0;
     let mut first: Option<Instant> = None;
     let mut last_done = Instant::now();
@@ -136,9 +157,15 @@ pub(crate) fn run(b: &Bench, a: &CaptureArgs) -> Result<CaptureOutcome> {
         let entry = (s + slots * (lap[s as usize] % a.laps)) as usize;
         lap[s as usize] += 1;
         let t0 = Instant::now();
-        b.card
-            .read_c2h(b.channel, &ring[entry], slot.card_addr, slot.len, b.timeout)
+        let read = b
+            .card
+            .read_frame(b.channel, &ring[entry], &slot, slot.len, b.timeout)
             .ctx(|| format!("C2H of frame {} from slot {}", slot.seq, slot.slot))?;
+        match read.check {
+            FrameCheck::Whole => {}
+            FrameCheck::Torn => torn += 1,
+            FrameCheck::Unchecked => unchecked += 1,
+        }
         last_done = Instant::now();
         dma.push((last_done - t0).as_secs_f64() * 1e6);
         irq_dma.push((last_done - slot.arrived).as_secs_f64() * 1e6);
@@ -164,6 +191,8 @@ pub(crate) fn run(b: &Bench, a: &CaptureArgs) -> Result<CaptureOutcome> {
         missed,
         queue_overflow: overflow,
         timeouts,
+        torn,
+        unchecked,
         chain_cache: cache0.zip(b.card.chain_cache()).map(|(a, z)| z.since(a)),
     })
 }
@@ -199,6 +228,10 @@ impl Outcome for CaptureOutcome {
         t.row(vec![
             "frame-wait timeouts".into(),
             self.timeouts.to_string(),
+        ]);
+        t.row(vec![
+            "torn: rewritten during the C2H (not checked)".into(),
+            format!("{} ({})", self.torn, self.unchecked),
         ]);
         t.row(vec![
             "chain cache hits / misses".into(),

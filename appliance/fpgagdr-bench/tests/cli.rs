@@ -794,6 +794,7 @@ fn capture_fills_a_k_by_n_ring_and_builds_each_chain_once() {
         "{r}"
     );
     assert_eq!(r["missed"], 0, "{r}");
+    assert_eq!((&r["torn"], &r["unchecked"]), (&json!(0), &json!(0)), "{r}");
     // The simulated sensor's 4 slots x k = 2: each of the 8 entries builds its chain on
     // the first lap, every later frame replays it.
     assert_eq!(
@@ -804,6 +805,28 @@ fn capture_fills_a_k_by_n_ring_and_builds_each_chain_once() {
     let lat = &r["irq_to_dma_done"];
     assert!(f(&lat["p50_us"]) >= f(&r["dma"]["p50_us"]), "{r}");
     assert!(f(&r["fps"]) > 0.0, "{r}");
+}
+
+#[test]
+fn capture_counts_the_frames_the_card_tore_during_their_c2h() {
+    // The simulated card's test fault: every fifth C2H is torn (the slot rewritten
+    // during the copy); the frame read's check says so and capture counts each.
+    let doc = json(&[
+        "--link",
+        "off",
+        "capture",
+        "--frames",
+        "40",
+        "--width",
+        "64",
+        "--height",
+        "48",
+        "--sim-torn-every",
+        "5",
+    ]);
+    let r = &doc["result"];
+    assert_eq!(r["frames"], 40, "{r}");
+    assert_eq!((&r["torn"], &r["unchecked"]), (&json!(8), &json!(0)), "{r}");
 }
 
 #[test]

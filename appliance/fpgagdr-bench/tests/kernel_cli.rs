@@ -207,6 +207,10 @@ fn every_subcommand_runs_through_the_module() {
     let cr = &c["result"];
     assert_eq!(cr["frames"], 40, "{cr}");
     assert!(cr["fps"].as_f64().unwrap() > 0.0, "{cr}");
+    // The test card speaks protocol 1.1: the module judged every frame read (whole or
+    // torn, none unchecked).
+    assert_eq!(cr["unchecked"], 0, "{cr}");
+    assert!(cr["torn"].as_u64().is_some(), "{cr}");
 }
 
 #[test]
