@@ -180,20 +180,35 @@ impl Card {
         len: u64,
         timeout: Duration,
     ) -> Result<FrameTransfer> {
+        let frame = FrameRef {
+            seq: slot.seq,
+            epoch: slot.epoch,
+        };
+        self.read_frame_ref(channel, buf, slot.card_addr, frame, len, timeout)
+    }
+
+    /// [`Card::read_frame`] for a caller that keeps the frame's card address, sequence
+    /// and epoch itself rather than the trigger's [`FrameSlot`] (the C API): the same
+    /// C2H, check, verdict and errors.
+    pub fn read_frame_ref(
+        &self,
+        channel: u32,
+        buf: &PinnedBuffer,
+        card_addr: u64,
+        frame: FrameRef,
+        len: u64,
+        timeout: Duration,
+    ) -> Result<FrameTransfer> {
         self.check_buffer(buf, 0, len)?;
-        self.check_common(Direction::C2H, channel, slot.card_addr, len, timeout)?;
+        self.check_common(Direction::C2H, channel, card_addr, len, timeout)?;
         let req = TransferRequest {
             dir: Direction::C2H,
             channel,
             handle: buf.handle(),
             offset: 0,
-            card_addr: slot.card_addr,
+            card_addr,
             len,
             timeout,
-        };
-        let frame = FrameRef {
-            seq: slot.seq,
-            epoch: slot.epoch,
         };
         self.backend.transfer_frame(&req, frame)
     }

@@ -124,21 +124,18 @@ pub unsafe extern "C" fn fpgagdr_read_frame(
         unsafe { check_out(result_out, "fpgagdr_transfer_result", true) }?;
         no_flags("fpgagdr_read_frame", flags)?;
         let buf = entry.buffer(buffer)?;
-        let slot = fpgagdr::FrameSlot {
-            card_addr: f.card_addr,
-            len: f.length_bytes,
+        let frame = fpgagdr::FrameRef {
             seq: f.sequence,
             epoch: f.epoch,
-            // What the frame read uses is the address, the sequence and the epoch; the
-            // rest is the trigger's bookkeeping, not the frame's.
-            slot: 0,
-            missed: 0,
-            queue_overflow: 0,
-            arrived: std::time::Instant::now(),
         };
-        let r = entry
-            .card
-            .read_frame(channel, &buf, &slot, length_bytes, timeout(timeout_ns))?;
+        let r = entry.card.read_frame_ref(
+            channel,
+            &buf,
+            f.card_addr,
+            frame,
+            length_bytes,
+            timeout(timeout_ns),
+        )?;
         let check = match r.check {
             fpgagdr::FrameCheck::Whole => FPGAGDR_FRAME_CHECK_WHOLE,
             fpgagdr::FrameCheck::Torn => FPGAGDR_FRAME_CHECK_TORN,
