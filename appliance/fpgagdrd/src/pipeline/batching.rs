@@ -214,6 +214,55 @@ pub(crate) fn aim(
     }
 }
 
+/// The choice in words (written here, beside the margins it names).
+impl BatchChoice {
+    /// One sentence for status pages: the choice, its figures and why.
+    pub fn describe(&self) -> String {
+        let ms = |d: Duration| format!("{:.2} ms", d.as_secs_f64() * 1e3);
+        let (aim, limit) = (self.aim, self.limit);
+        let frames = |n: usize| format!("{n} frame{}", if n == 1 { "" } else { "s" });
+        let batches = format!(
+            "batches of {} (up to {limit} from frames already waiting): {} to fill + {} of \
+             model = {} predicted",
+            frames(aim),
+            ms(self.wait),
+            ms(self.model),
+            ms(self.predicted)
+        );
+        let target = ms(self.target);
+        let keep = self.gap.map_or(String::new(), |g| {
+            let margin = aim as f64 * g.as_secs_f64() / self.model.as_secs_f64().max(1e-9);
+            format!(
+                "{} arrive in {} ({:.0} µs apart), {margin:.2}× their model time",
+                frames(aim),
+                ms(g * aim as u32),
+                g.as_secs_f64() * 1e6
+            )
+        });
+        match self.reason {
+            BatchReason::NoArrivals => {
+                format!("no arrival rate yet: frames run as they are ready, up to {limit} a batch")
+            }
+            BatchReason::WithinTarget => {
+                format!("{batches}, within the {target} target; {keep}")
+            }
+            BatchReason::WithinTargetThinMargin => format!(
+                "{batches}, within the {target} target with a thin margin: {keep} (the \
+                 smallest batch keeping up by {HEADROOM} would miss the target)"
+            ),
+            BatchReason::TargetUnmet => format!(
+                "the {target} latency target cannot be met: keeping up at this rate needs \
+                 {batches}; {keep}; a backlog runs in batches up to {limit}"
+            ),
+            BatchReason::NoBatchKeepsUp => format!(
+                "no batch up to {} keeps up with the arrivals (frames will be dropped or \
+                 missed), so the {target} latency target cannot be met: {batches}",
+                frames(limit)
+            ),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -188,38 +188,40 @@ impl Capture<'_> {
                     Counters::bump(&c.frames_captured);
                     c.bytes_captured.fetch_add(t.bytes, Ordering::Relaxed);
                     chains.update(ring.card(), c, false);
-                    match claim.header(len).map(|h| h.seq) {
+                    if check == FrameCheck::Torn {
                         // The card may have rewritten the slot while the C2H read it (the
-                        // torn-frame check after the copy): overrun, whatever the bytes.
-                        _ if check == FrameCheck::Torn => {
-                            Counters::bump(&c.frames_overrun);
-                            None
+                        // torn-frame check after the copy): overrun, whatever the bytes,
+                        // so the header is not read.
+                        Counters::bump(&c.frames_overrun);
+                        None
+                    } else {
+                        match claim.header(len).map(|h| h.seq) {
+                            Some(seq) if seq > slot.seq => {
+                                // The card wrote a later frame into the slot before (or while)
+                                // the C2H read it: overrun.
+                                Counters::bump(&c.frames_overrun);
+                                None
+                            }
+                            Some(seq) if seq < slot.seq => {
+                                Counters::bump(&c.sequence_errors);
+                                self.log_error(
+                                    "frame check",
+                                    &format!(
+                                        "slot {} announced frame {} but holds frame {seq}",
+                                        slot.slot, slot.seq
+                                    ),
+                                );
+                                None
+                            }
+                            // The frame, or a header the inference thread rejects and counts.
+                            _ => Some(FrameMeta {
+                                seq: slot.seq,
+                                bytes: t.bytes,
+                                t_arrived,
+                                t_submit,
+                                t_done,
+                            }),
                         }
-                        Some(seq) if seq > slot.seq => {
-                            // The card wrote a later frame into the slot before (or while)
-                            // the C2H read it: overrun.
-                            Counters::bump(&c.frames_overrun);
-                            None
-                        }
-                        Some(seq) if seq < slot.seq => {
-                            Counters::bump(&c.sequence_errors);
-                            self.log_error(
-                                "frame check",
-                                &format!(
-                                    "slot {} announced frame {} but holds frame {seq}",
-                                    slot.slot, slot.seq
-                                ),
-                            );
-                            None
-                        }
-                        // The frame, or a header the inference thread rejects and counts.
-                        _ => Some(FrameMeta {
-                            seq: slot.seq,
-                            bytes: t.bytes,
-                            t_arrived,
-                            t_submit,
-                            t_done,
-                        }),
                     }
                 }
                 Err(e) => {
