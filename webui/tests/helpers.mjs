@@ -141,6 +141,26 @@ export function watchProblems(page, browser) {
 }
 
 /**
+ * The service's config for the fixture-board suites: the replayed photograph at 20
+ * frames/s on the simulated card, link model off, one ONNX Runtime thread.
+ */
+export function replayConfig() {
+  return JSON.stringify({
+    source: { kind: 'replay', path: 'frames/chelsea.png', fps: 20 },
+    card: { sim_link: 'off' },
+    inference: { threads: 1 },
+  });
+}
+
+/**
+ * The trimmed text of the first element `sel` matches.
+ * @param {import('playwright-core').Page} page @param {string} sel
+ */
+export async function text(page, sel) {
+  return (await page.locator(sel).first().textContent())?.trim() ?? '';
+}
+
+/**
  * A real fpgagdrd with the dashboard open in headless Chromium, for one `describe`:
  * a temporary folder `tmp` (made here; `prepare(tmp)` writes the config file
  * `tmp/config.json` and any fixture sysfs tree), the service started on it with

@@ -17,8 +17,8 @@ import { gunzipSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  ARTIFACTS, BIN, REPO, TOKEN, UI_MS, binPath, extraArgs, launch, openDashboard, startService, stopService,
-  watchProblems,
+  ARTIFACTS, BIN, REPO, TOKEN, UI_MS, binPath, extraArgs, launch, openDashboard, replayConfig, startService,
+  stopService, text, watchProblems,
 } from './helpers.mjs';
 
 const HWMON = 'sys/bus/i2c/drivers/ina3221/1-0040/hwmon/hwmon3';
@@ -64,20 +64,6 @@ function orinNx(/** @type {string} */ root) {
   put(root, 'sys/class/hwmon/hwmon2/name', 'pwm_tach');
   put(root, 'sys/class/hwmon/hwmon2/rpm', 1534);
   put(root, 'proc/meminfo', 'MemTotal:        7802332 kB\nNvMapMemUsed:     186368 kB');
-}
-
-/** A config that replays one image at 20 frames/s, light on small machines. */
-function replayConfig() {
-  return JSON.stringify({
-    source: { kind: 'replay', path: 'frames/chelsea.png', fps: 20 },
-    card: { sim_link: 'off' },
-    inference: { threads: 1 },
-  });
-}
-
-/** @param {import('playwright-core').Page} page @param {string} sel */
-async function text(page, sel) {
-  return (await page.locator(sel).first().textContent())?.trim() ?? '';
 }
 
 describe('power, config and system pages', { timeout: 240_000, skip: !BIN && 'FPGAGDRD_BIN is not set' }, () => {

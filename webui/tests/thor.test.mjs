@@ -12,15 +12,10 @@ import { cpSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { BIN, REPO, UI_MS, openDashboard } from './helpers.mjs';
+import { BIN, REPO, UI_MS, openDashboard, replayConfig, text } from './helpers.mjs';
 
 const THOR = path.join(REPO, 'appliance/fpgagdr-telemetry/tests/fixtures/jetson-agx-thor');
 const INA238 = 'sys/class/hwmon/hwmon5';
-
-/** @param {import('playwright-core').Page} page @param {string} sel */
-async function text(page, sel) {
-  return (await page.locator(sel).first().textContent())?.trim() ?? '';
-}
 
 describe('Jetson AGX Thor: VIN from the INA238', { timeout: 180_000, skip: !BIN && 'FPGAGDRD_BIN is not set' }, () => {
   /** @type {import('playwright-core').Page} */
@@ -39,11 +34,7 @@ describe('Jetson AGX Thor: VIN from the INA238', { timeout: 180_000, skip: !BIN 
       prepare: (dir) => {
         // a copy: the test changes a reading; the links stay links, as in sysfs
         cpSync(THOR, path.join(dir, 'sysfs'), { recursive: true, verbatimSymlinks: true });
-        writeFileSync(path.join(dir, 'config.json'), JSON.stringify({
-          source: { kind: 'replay', path: 'frames/chelsea.png', fps: 20 },
-          card: { sim_link: 'off' },
-          inference: { threads: 1 },
-        }));
+        writeFileSync(path.join(dir, 'config.json'), replayConfig());
       },
     }));
   });

@@ -38,6 +38,16 @@ fn orin_nx(root: &Path) {
     put(root, "sys/class/thermal/thermal_zone1/type", "tj-thermal");
 }
 
+/// The rails' names in a telemetry sample, in its order.
+fn rail_names(t: &Value) -> Vec<&str> {
+    t["rails"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect()
+}
+
 #[test]
 fn rails_total_energy_per_frame_history_and_metrics() {
     let dir = tempfile::tempdir().unwrap();
@@ -62,12 +72,7 @@ fn rails_total_energy_per_frame_history_and_metrics() {
             Err(r.body)
         }
     });
-    let rails: Vec<&str> = t["rails"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["name"].as_str().unwrap())
-        .collect();
+    let rails = rail_names(&t);
     assert_eq!(rails, ["VDD_IN", "VDD_CPU_GPU_CV", "VDD_SOC"], "{t}");
     let watts = 4992.0 * 1480.0 / 1e6; // VDD_IN is the total, not the sum
     assert_eq!(t["power"]["source"], "ina3221", "{t}");
@@ -205,12 +210,7 @@ fn thor_vin_from_the_ina238_in_telemetry_and_metrics() {
             Err(r.body)
         }
     });
-    let rails: Vec<&str> = t["rails"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["name"].as_str().unwrap())
-        .collect();
+    let rails = rail_names(&t);
     assert_eq!(
         rails,
         ["VIN", "VDD_GPU", "VDD_CPU_SOC_MSS", "VIN_SYS_5V0"],
