@@ -88,7 +88,18 @@ shellcheck run.sh test.sh .ci/run appliance/scripts/*.sh appliance/fpgagdr-capi/
 say "Rust tests"
 cargo test --locked --workspace
 # The GPU tests pass by skipping where no CUDA driver loads; show why they skipped.
-cargo test --locked -q -p fpgagdrd --test gpu -- --nocapture 2>&1 | grep -E '^skipped|test result'
+# --workspace keeps the features of the run above, so nothing is rebuilt; the whole
+# output is shown when the run fails or reports no result.
+gpu_log=$(mktemp)
+if ! cargo test --locked -q --workspace --test gpu -- --nocapture >"$gpu_log" 2>&1 ||
+    ! grep -q 'test result: ok' "$gpu_log"; then
+    cat "$gpu_log"
+    echo "the GPU tests failed or printed no result (their output is above)" >&2
+    exit 1
+fi
+grep -oE 'skipped: .*|test result: .*' "$gpu_log" | sort | uniq -c
+rm -f "$gpu_log"
+echo "disk after the Rust tests: $(df -h . | awk 'NR == 2 { print $4 " free of " $2 }')"
 
 say "arm64 user space: the workspace's tests cross-built for aarch64 and run under qemu-user (library, uapi, service start, one inference)"
 # docs/testing.md, *arm64 user space*: Debian's Rust and arm64 std, QEMU 10 from
