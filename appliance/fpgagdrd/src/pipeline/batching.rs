@@ -156,6 +156,7 @@ impl Choice {
                 predicted: self.costs.cost(1),
                 target: self.target,
                 reason: BatchReason::NoArrivals,
+                padded_to: padded_to(&self.costs),
             },
         }
     }
@@ -182,6 +183,7 @@ pub(crate) fn aim(
         predicted: wait + costs.cost(n),
         target,
         reason,
+        padded_to: padded_to(costs),
     };
     let first = (1..=max_batch).find(|&n| keeps_up(n, HEADROOM));
     // The largest batch from n up whose predicted latency is within the target (the
@@ -211,6 +213,14 @@ pub(crate) fn aim(
             let wait = (gap * (max_batch as u32 - 1)).min(costs.cost(max_batch));
             choice(max_batch, max_batch, wait, BatchReason::NoBatchKeepsUp)
         }
+    }
+}
+
+/// The one size every batch runs as, when the costs hold one padded size.
+fn padded_to(costs: &BatchCosts) -> Option<usize> {
+    match costs.points() {
+        [(n, _)] if costs.padded() => Some(*n),
+        _ => None,
     }
 }
 
@@ -252,7 +262,12 @@ impl BatchChoice {
             ),
             BatchReason::TargetUnmet => format!(
                 "the {target} latency target cannot be met: keeping up at this rate needs \
-                 {batches}; {keep}; a backlog runs in batches up to {limit}"
+                 {batches}; {keep}; a backlog runs in batches up to {limit}{}",
+                self.padded_to.map_or(String::new(), |n| format!(
+                    "; every batch runs as {} (one CUDA graph of that size), so a smaller \
+                     largest batch (inference.max_batch) makes each run shorter",
+                    frames(n)
+                ))
             ),
             BatchReason::NoBatchKeepsUp => format!(
                 "no batch up to {} keeps up with the arrivals (frames will be dropped or \
@@ -358,8 +373,17 @@ mod tests {
             (36, 64, BatchReason::TargetUnmet)
         );
         assert_eq!(c.predicted, us(35 * 150 + 4_300));
+        assert_eq!(c.padded_to, Some(64));
         let text = c.describe();
         assert!(text.contains("36") && text.contains("5.00 ms"), "{text}");
+        assert!(
+            text.contains("every batch runs as 64 frames") && text.contains("max_batch"),
+            "the way out is named: {text}"
+        );
+        // Per-size costs say nothing of padding.
+        let c = aim(&h100_fp32(), 64, us(125), TARGET);
+        assert_eq!((c.reason, c.padded_to), (BatchReason::TargetUnmet, None));
+        assert!(!c.describe().contains("one CUDA graph"), "{}", c.describe());
     }
 
     #[test]

@@ -248,6 +248,9 @@ pub struct BatchChoice {
     pub target: Duration,
     /// Why.
     pub reason: BatchReason,
+    /// `Some(n)` when every batch runs padded to `n` frames (one CUDA graph, as the fp16
+    /// model on the CUDA provider does), so its model time does not shrink with the batch.
+    pub padded_to: Option<usize>,
 }
 
 /// A pipeline thread, as [`Heartbeats`] names it.
