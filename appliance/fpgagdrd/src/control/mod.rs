@@ -38,6 +38,10 @@ pub use error::ControlError;
 /// How long [`Control::boot`] waits for the telemetry's sensors when an alert rule
 /// names one.
 pub const SENSOR_WAIT: Duration = Duration::from_secs(2);
+/// How long a stop waits for the results room to hand the run's last results to the
+/// outputs: the channel holds at most `results::outlet::CHANNEL_CAPACITY` (4,096)
+/// results, which the room hands out in well under a second unless a disk stalls.
+pub const DRAIN_WITHIN: Duration = Duration::from_secs(5);
 
 struct Inner {
     store: ConfigStore,
@@ -365,14 +369,21 @@ impl Control {
         Ok(())
     }
 
-    /// Stops the pipeline threads and waits for them (blocking: at the end of the
-    /// service, or off the async workers).
+    /// Stops the pipeline threads and waits for them, then for the results room to
+    /// have handed every result of the run to every output (at most [`DRAIN_WITHIN`];
+    /// blocking: at the end of the service, or off the async workers).
     pub fn shutdown(&self) {
         self.inner
             .supervisor
             .lock()
             .expect("supervisor poisoned")
             .stop();
+        if !self.inner.results.drain(DRAIN_WITHIN) {
+            tracing::warn!(
+                "results still on their way to the outputs {} s after the pipeline stopped",
+                DRAIN_WITHIN.as_secs()
+            );
+        }
     }
 }
 

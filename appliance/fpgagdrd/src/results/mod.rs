@@ -60,6 +60,7 @@ pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
 /// Counters of the room (monotonic over the service's life).
 #[derive(Debug, Default)]
 struct RoomCounters {
+    /// Results every output has been handed (counted once the last sink returned).
     received: AtomicU64,
 }
 
@@ -150,6 +151,25 @@ impl Results {
             .name("fpgagdr-results".into())
             .spawn(move || room.run(rx))?;
         Ok(results)
+    }
+
+    /// Waits until every result the pipeline handed over has been given to every
+    /// output, at most `within`; true when it has. A stopped pipeline hands over
+    /// nothing more, so after its threads are joined this makes a stop final for the
+    /// outputs too: a settings change right after (MQTT turned off, say) meets every
+    /// result of the run already queued or counted, none still on the channel.
+    pub fn drain(&self, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        loop {
+            let sent = self.inner.outlet.sent.load(Ordering::Acquire);
+            if self.inner.counters.received.load(Ordering::Acquire) >= sent {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     /// Applies `outputs`: every sink takes its part (a changed MQTT setting replaces
@@ -267,7 +287,6 @@ impl Results {
             let mut idle = false;
             match rx.recv_timeout(FLUSH_EVERY / 4) {
                 Ok((run, raw)) => {
-                    c.received.fetch_add(1, Ordering::Relaxed);
                     let record = ResultRecord::new(&run, &raw);
                     let json: Arc<str> = serde_json::to_string(&record)
                         .expect("record serialises")
@@ -279,6 +298,8 @@ impl Results {
                         self.alert(&run, raw.alerts, &record);
                     }
                     self.inner.recent.record(record, json);
+                    // Last: `drain` reads this as "every output has it".
+                    c.received.fetch_add(1, Ordering::Release);
                 }
                 Err(RecvTimeoutError::Timeout) => idle = true,
                 Err(RecvTimeoutError::Disconnected) => break,
@@ -423,6 +444,68 @@ mod tests {
         }
     }
 
+    /// An output slower than the pipeline: 2 ms a result.
+    #[derive(Debug, Default)]
+    struct Slow {
+        results: AtomicU64,
+    }
+
+    impl Sink for Slow {
+        fn name(&self) -> &'static str {
+            "slow"
+        }
+        fn result(&self, _: &ResultRecord, _: &Arc<str>) {
+            std::thread::sleep(Duration::from_millis(2));
+            self.results.fetch_add(1, Ordering::Relaxed);
+        }
+        fn alert(&self, _: &Arc<str>) {}
+        fn reconfigure(&self, _: &OutputsConfig) {}
+        fn status(&self, _: &mut OutputsStatus) {}
+    }
+
+    fn room(dir: &std::path::Path, outlet: &Arc<Outlet>, more: Vec<Arc<dyn Sink>>) -> Results {
+        Results::start_with(
+            outlet.clone(),
+            LogSettings {
+                dir: dir.join("results"),
+                max_bytes: sinks::log::MIN_MAX_BYTES,
+                frames_dir: dir.join("frames"),
+            },
+            Arc::new(Policy::new(crate::files::Roots::new(dir, &[], &[]))),
+            more,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn drained_means_every_output_was_handed_every_result_sent() {
+        let dir = tempfile::tempdir().unwrap();
+        let outlet = Arc::new(Outlet::default());
+        let slow = Arc::new(Slow::default());
+        let results = room(dir.path(), &outlet, vec![slow.clone()]);
+        let tap = outlet.tap(Vec::new(), "test".into(), 0).expect("connected");
+        // 100 results in well under a millisecond; the room needs 200 ms for them.
+        for seq in 0..100 {
+            tap.send(raw(seq));
+        }
+        assert_eq!(outlet.sent.load(Ordering::Relaxed), 100);
+        assert!(results.drain(Duration::from_secs(30)), "drained in time");
+        assert_eq!(
+            slow.results.load(Ordering::Relaxed),
+            100,
+            "every result handed"
+        );
+        assert_eq!(results.status().results, 100);
+        // A drain that runs out of time says so.
+        tap.send(raw(100));
+        tap.send(raw(101));
+        assert!(
+            !results.drain(Duration::ZERO),
+            "two results still on their way"
+        );
+        assert!(results.drain(Duration::from_secs(30)));
+    }
+
     fn raw(seq: u64) -> RawResult {
         RawResult {
             seq,
@@ -445,17 +528,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let outlet = Arc::new(Outlet::default());
         let counting = Arc::new(Counting::default());
-        let results = Results::start_with(
-            outlet.clone(),
-            LogSettings {
-                dir: dir.path().join("results"),
-                max_bytes: sinks::log::MIN_MAX_BYTES,
-                frames_dir: dir.path().join("frames"),
-            },
-            Arc::new(Policy::new(crate::files::Roots::new(dir.path(), &[], &[]))),
-            vec![counting.clone()],
-        )
-        .unwrap();
+        let results = room(dir.path(), &outlet, vec![counting.clone()]);
         let outputs: OutputsConfig = serde_json::from_value(serde_json::json!({
             "alerts": {"rules": {"cats": {"kind": "class", "classes": ["cat"], "min_score": 0.5}}}
         }))
