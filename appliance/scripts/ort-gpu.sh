@@ -15,7 +15,7 @@
 #       # each one's SHA-256
 # Why xz over the wheel as it is: the wheel deflates its 314 MB of libraries to 255 MB;
 # xz -9 takes them to about 194 MB (the CUDA provider 284 -> 186 MB) in about 3 minutes
-# on the 2-core build machine, one part fewer of 30 MiB for every four.
+# on the 2-core build machine: 7 parts of 30 MiB instead of 9.
 # The CUDA provider finds cuBLAS 13 / cuDNN 9 through LD_LIBRARY_PATH (on the H200
 # machine, PyTorch's nvidia-* wheels; see appliance/scripts/gpu-check.sh). The TensorRT
 # provider library is there so that its failure to load libnvinfer is what is tested.

@@ -375,7 +375,8 @@ pub(super) async fn start(State(s): State<AppState>) -> Result<Json<StatusBody>,
 /// Stops the pipeline (a failed one becomes stopped: stopping acknowledges the failure).
 /// It answers once the pipeline's threads have ended and every result of the run has
 /// been handed to the outputs (the log, the live stream, the MQTT queue), so a change
-/// made right after (MQTT turned off, say) finds no result of the run still on its way.
+/// made right after (MQTT turned off, say) finds no result of the run still on its way
+/// (it waits at most 5 s for that; past it, it answers anyway and logs a warning).
 #[utoipa::path(post, path = "/api/v1/pipeline/stop", tag = "pipeline",
     security(("token" = [])),
     responses(

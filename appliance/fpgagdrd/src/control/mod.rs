@@ -279,6 +279,9 @@ impl Control {
             let mut sup = c.inner.supervisor.lock().expect("supervisor poisoned");
             if restart {
                 sup.start(prepared);
+                drop(sup);
+                // The replaced run's last results reach the outputs it ran with.
+                c.drain_results();
             } else {
                 sup.adopt(prepared);
                 fpgagdr::heap::release_freed();
@@ -378,6 +381,12 @@ impl Control {
             .lock()
             .expect("supervisor poisoned")
             .stop();
+        self.drain_results();
+    }
+
+    /// Waits for the results room to hand every result sent so far to every output (at
+    /// most [`DRAIN_WITHIN`]; a warning past it). Blocking.
+    fn drain_results(&self) {
         if !self.inner.results.drain(DRAIN_WITHIN) {
             tracing::warn!(
                 "results still on their way to the outputs {} s after the pipeline stopped",

@@ -265,7 +265,7 @@ impl BatchChoice {
                  {batches}; {keep}; a backlog runs in batches up to {limit}{}",
                 self.padded_to.map_or(String::new(), |n| format!(
                     "; every batch runs as {} (one CUDA graph of that size), so a smaller \
-                     largest batch (inference.max_batch) makes each run shorter",
+                     inference.max_batch makes each run shorter",
                     frames(n)
                 ))
             ),

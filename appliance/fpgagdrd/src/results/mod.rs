@@ -153,15 +153,16 @@ impl Results {
         Ok(results)
     }
 
-    /// Waits until every result the pipeline handed over has been given to every
-    /// output, at most `within`; true when it has. A stopped pipeline hands over
-    /// nothing more, so after its threads are joined this makes a stop final for the
-    /// outputs too: a settings change right after (MQTT turned off, say) meets every
-    /// result of the run already queued or counted, none still on the channel.
+    /// Waits until every result handed over before the call has been given to every
+    /// output, at most `within`; true when it has. Called once a run's threads are
+    /// joined, this makes its stop final for the outputs too: a settings change right
+    /// after (MQTT turned off, say) meets every result of that run already queued or
+    /// counted, none still on the channel. Results of a run started meanwhile are not
+    /// waited for (the count is taken once, at the call).
     pub fn drain(&self, within: Duration) -> bool {
         let deadline = Instant::now() + within;
+        let sent = self.inner.outlet.sent.load(Ordering::Acquire);
         loop {
-            let sent = self.inner.outlet.sent.load(Ordering::Acquire);
             if self.inner.counters.received.load(Ordering::Acquire) >= sent {
                 return true;
             }
