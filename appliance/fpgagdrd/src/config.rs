@@ -24,29 +24,9 @@ use fpgagdr_infer::{Precision, Provider};
 use crate::files::data_dir;
 
 pub mod alerts;
+mod range;
 pub use alerts::{AlertRule, AlertsConfig, KeepFramesConfig};
-
-/// An inclusive range a numeric field must lie in: the one place each bound is written.
-/// The JSON Schema's `minimum`/`maximum` and `x-allowed` (these words, which the
-/// dashboard's form shows under the field) and [`RawConfig::check`] all read it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Range<T> {
-    /// JSON pointer of the field.
-    pub field: &'static str,
-    /// Smallest value allowed.
-    pub min: T,
-    /// Largest value allowed.
-    pub max: T,
-    /// The rule in words, with the unit, for the error message.
-    pub allowed: &'static str,
-}
-
-impl<T: PartialOrd + Copy + std::fmt::Display> Range<T> {
-    /// Whether `v` lies in the range.
-    pub fn contains(&self, v: T) -> bool {
-        self.min <= v && v <= self.max
-    }
-}
+pub use range::Range;
 
 /// `source.fps`, frames/s: 0 (as fast as capture asks) or between [`MIN_FPS`] and 10 000
 /// (above the reference report's card, docs/bench.md: 6661 frames/s of 1 MiB on PCIe Gen3 x8).

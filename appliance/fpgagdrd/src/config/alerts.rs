@@ -14,26 +14,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// An inclusive bound of a field (as `config::Range`, kept here so this module needs
-/// nothing from its parent).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Bound<T> {
-    /// JSON pointer of the field (`*` for a rule's name).
-    pub field: &'static str,
-    /// Smallest value allowed.
-    pub min: T,
-    /// Largest value allowed.
-    pub max: T,
-    /// The rule in words, with the unit.
-    pub allowed: &'static str,
-}
-
-impl<T: PartialOrd + Copy> Bound<T> {
-    /// Whether `v` lies in the bound.
-    pub fn contains(&self, v: T) -> bool {
-        self.min <= v && v <= self.max
-    }
-}
+use super::range::Range;
 
 /// A broken rule: the field's JSON pointer, the rule's name, what was wrong (the
 /// config turns it into its `FieldError`).
@@ -56,28 +37,28 @@ pub const MAX_RULE_NAME: usize = 64;
 pub const MAX_CLASSES: usize = 1000;
 
 /// `outputs.alerts.rules.*.min_score` (a probability).
-pub const MIN_SCORE: Bound<f32> = Bound {
+pub const MIN_SCORE: Range<f32> = Range {
     field: "/outputs/alerts/rules/*/min_score",
     min: 0.0,
     max: 1.0,
     allowed: "between 0 and 1 (a probability)",
 };
 /// `outputs.alerts.rules.*.window_s` of a `drop_rate` or `e2e_p99` rule, seconds.
-pub const WINDOW_S: Bound<u32> = Bound {
+pub const WINDOW_S: Range<u32> = Range {
     field: "/outputs/alerts/rules/*/window_s",
     min: 1,
     max: 600,
     allowed: "between 1 and 600 seconds",
 };
 /// `outputs.alerts.rules.*.max_ratio` of a `drop_rate` rule (frames dropped ÷ produced).
-pub const MAX_RATIO: Bound<f64> = Bound {
+pub const MAX_RATIO: Range<f64> = Range {
     field: "/outputs/alerts/rules/*/max_ratio",
     min: 0.0,
     max: 1.0,
     allowed: "between 0 and 1 (frames dropped per frame produced)",
 };
 /// `outputs.alerts.rules.*.max_ms` of an `e2e_p99` rule, milliseconds.
-pub const MAX_MS: Bound<f64> = Bound {
+pub const MAX_MS: Range<f64> = Range {
     field: "/outputs/alerts/rules/*/max_ms",
     min: 0.001,
     max: 60_000.0,
@@ -85,14 +66,14 @@ pub const MAX_MS: Bound<f64> = Bound {
 };
 /// `outputs.alerts.rules.*.max_c` of a `temperature` rule, °C (the kernel's thermal
 /// zones report -273..; a board's trip points lie well inside this).
-pub const MAX_C: Bound<f64> = Bound {
+pub const MAX_C: Range<f64> = Range {
     field: "/outputs/alerts/rules/*/max_c",
     min: -40.0,
     max: 200.0,
     allowed: "between -40 and 200 °C",
 };
 /// `outputs.alerts.rules.*.max_w` of a `power` rule, watts.
-pub const MAX_W: Bound<f64> = Bound {
+pub const MAX_W: Range<f64> = Range {
     field: "/outputs/alerts/rules/*/max_w",
     min: 0.001,
     max: 10_000.0,
@@ -102,14 +83,14 @@ pub const MAX_W: Bound<f64> = Bound {
 pub const MAX_SENSOR_NAME: usize = 64;
 
 /// `outputs.alerts.keep_frames.max_frames`.
-pub const KEEP_MAX_FRAMES: Bound<usize> = Bound {
+pub const KEEP_MAX_FRAMES: Range<usize> = Range {
     field: "/outputs/alerts/keep_frames/max_frames",
     min: 1,
     max: 10_000,
     allowed: "between 1 and 10000 frames",
 };
 /// `outputs.alerts.keep_frames.max_bytes`, bytes (1 MiB to 16 GiB).
-pub const KEEP_MAX_BYTES: Bound<u64> = Bound {
+pub const KEEP_MAX_BYTES: Range<u64> = Range {
     field: "/outputs/alerts/keep_frames/max_bytes",
     min: 1 << 20,
     max: 16 << 30,
@@ -367,7 +348,7 @@ fn threshold(
     at: &str,
     name: &str,
     v: f64,
-    bound: &Bound<f64>,
+    bound: &Range<f64>,
 ) {
     if !(v.is_finite() && bound.contains(v)) {
         bad(
