@@ -18,6 +18,8 @@
 #         fpgagdrd with the simulated card and a CUDA frame ring (status, a PATCH of the
 #         config with the API token, the result on a real photograph, /metrics)
 #   sanitizer  the GPU tests under compute-sanitizer (memcheck)
+#   service  the service check alone with ONNX Runtime's CUDA provider (status with the
+#         GPU memory of the ring and the model, a PATCH, the result, /metrics)
 #   gputests  the GPU tests alone with ONNX Runtime's CUDA provider (GPU_TESTS_FILTER:
 #         names, as libtest filters them; default all)
 #   offer the simulated card's offer: 1 MiB frames into a CUDA ring, 1 to 4 C2H channels,
@@ -105,10 +107,11 @@ print("PATCH", u.urlopen(req).status)
 time.sleep(6)
 r = get("/api/v1/results/latest"); print(json.dumps(r, indent=1))
 m = u.urlopen(B + "/metrics").read().decode()
-print("\n".join(l for l in m.splitlines() if "batch" in l))
+print("\n".join(l for l in m.splitlines() if "batch" in l or "gpu_memory" in l))
 s2 = get("/api/v1/status")
 print("CHECK memory.kind =", s["memory"]["kind"], "; preprocess =", s["pipeline"]["preprocess"])
 print("CHECK inference =", s2["pipeline"]["inference"])
+print("CHECK gpu memory =", s2["memory"].get("gpu"))
 print("CHECK batch =", s2["pipeline"]["batch"], "; top1 on chelsea =", r["top5"][0]["label"],
       "; stages:", sorted(r["latency_us"]))
 assert r["top5"][0]["label"] == "tiger cat", r
@@ -186,7 +189,7 @@ if has offer; then
   run offer 120 "$dev/offer"
 fi
 if has cuda || has tests || has stage || has pipeline || has engine || has fp16opts ||
-  has overlap || has gputests || has live; then
+  has overlap || has gputests || has live || has service; then
   [ -n "${ORT_GPU_DIR:-}" ] || { echo "ORT_GPU_DIR is not set (appliance/scripts/ort-gpu.sh)" >&2; exit 1; }
   # The CUDA provider's cuBLAS 13 / cuDNN 9: PyTorch's nvidia-* wheels on that machine.
   nv=$(python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)/nvidia
@@ -195,6 +198,9 @@ if has cuda || has tests || has stage || has pipeline || has engine || has fp16o
 fi
 if has cuda || has tests; then
   run gpu_tests_ort_cuda 400 "$dev/gpu_tests" --nocapture --test-threads 1
+  run status_ort_cuda 60 service "$ORT_DYLIB_PATH"
+fi
+if has service; then
   run status_ort_cuda 60 service "$ORT_DYLIB_PATH"
 fi
 if has gputests; then

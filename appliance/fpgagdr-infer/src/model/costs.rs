@@ -6,11 +6,12 @@
 
 use std::time::Duration;
 
-/// Model time per batch size, from a few measured sizes: one run of each, after the
-/// runs that warmed it up, from queueing the batch to its results in host memory.
+/// Model time per batch size, from a few measured sizes: the median of a few runs of
+/// each ([`median`]), after the runs that warmed it up, from queueing the batch to its
+/// results in host memory.
 ///
 /// Where the model runs every batch padded to a measured size (CUDA graphs: the next
-/// power of two, or the largest batch), a batch costs what its padded size costs;
+/// size of the graph ladder, or the largest batch), a batch costs what its padded size costs;
 /// otherwise the cost is interpolated linearly between the measured sizes (and
 /// extrapolated past the last two).
 #[derive(Debug, Clone, PartialEq)]
@@ -86,6 +87,18 @@ impl BatchCosts {
     }
 }
 
+/// The median of `runs` (sorted in place; the upper middle one of an even count):
+/// a size's cost from several timed runs, so that one run slowed by something else
+/// on the GPU or the host does not set it.
+///
+/// # Panics
+/// With no runs.
+pub(crate) fn median(runs: &mut [Duration]) -> Duration {
+    assert!(!runs.is_empty(), "at least one timed run");
+    runs.sort_unstable();
+    runs[runs.len() / 2]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,5 +126,17 @@ mod tests {
         let one = BatchCosts::new(vec![(2, us(1_000))], false);
         assert_eq!(one.cost(6), us(3_000));
         assert!(one.describe().contains("2: 1000 µs"));
+    }
+
+    #[test]
+    fn a_size_costs_the_median_of_its_timed_runs_not_its_slowest() {
+        let mut runs = [us(1_320), us(1_030), us(1_010), us(1_050), us(1_040)];
+        assert_eq!(median(&mut runs), us(1_040));
+        assert_eq!(median(&mut [us(7)]), us(7));
+        assert_eq!(
+            median(&mut [us(9), us(3)]),
+            us(9),
+            "upper middle of an even count"
+        );
     }
 }

@@ -11,10 +11,12 @@
 //! (`providers.rs`) or read labels (`mod.rs`).
 //!
 //! A captured graph replays fixed addresses, so each run size keeps its binding for the
-//! life of the runner. With graphs, a batch of n frames runs as the next power of two
-//! (or the largest batch), so at most log2(max batch) + 2 graphs are captured; the
-//! padding slots hold stale tensors whose results are not read. Without graphs a batch
-//! runs at its own size.
+//! life of the runner. With graphs, a batch of n frames runs as the next size of the
+//! graph ladder 1, 2, 3, 4, 6, 8, 12, 16, 24, … (the powers of two and 1.5 times them,
+//! [`graph_ladder`]) or as the largest batch, so at most 2 log2(max batch) + 1 graphs
+//! are captured (12 up to 64) and less than a third of a run is padding; the padding
+//! slots hold stale tensors whose results are not read. Without graphs a batch runs at
+//! its own size.
 
 use std::ffi::CString;
 use std::sync::Arc;
@@ -123,7 +125,7 @@ impl DeviceRunner {
         if self.graphs && self.max_only {
             max
         } else if self.graphs {
-            n.next_power_of_two().min(max)
+            graph_size(max, n)
         } else {
             n
         }
@@ -140,10 +142,7 @@ impl DeviceRunner {
         let mut sizes: Vec<usize> = if self.graphs && self.max_only {
             Vec::new()
         } else if self.graphs {
-            (0..usize::BITS)
-                .map(|k| 1usize << k)
-                .take_while(|&n| n < max_batch)
-                .collect()
+            graph_ladder(max_batch).collect()
         } else {
             vec![1]
         };
@@ -382,6 +381,28 @@ impl DeviceRunner {
     }
 }
 
+/// The batch sizes below `max_batch` that get a CUDA graph of their own (`max_batch`
+/// gets one too), smallest first: 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, … (each power
+/// of two from 2, and 1.5 times it). With powers of two alone up to half of a run is
+/// padding (9 frames run as 16); with this ladder less than a third (9 run as 12), for
+/// 2 log2(max batch) + 1 graphs instead of log2(max batch) + 2. It matters because the batch
+/// chooser aims at the smallest batch that keeps up within the latency target, and a
+/// padded batch costs what its padded size costs (docs/decisions.md, "CUDA graphs, one
+/// per batch size in use").
+pub(crate) fn graph_ladder(max_batch: usize) -> impl Iterator<Item = usize> {
+    std::iter::once(1)
+        .chain((1..usize::BITS - 1).flat_map(|k| [1usize << k, 3usize << (k - 1)]))
+        .take_while(move |&n| n < max_batch)
+}
+
+/// The size a batch of `n` frames runs as when each size of [`graph_ladder`] and
+/// `max_batch` has a graph: the smallest of them that holds `n`.
+fn graph_size(max_batch: usize, n: usize) -> usize {
+    graph_ladder(max_batch)
+        .find(|&r| r >= n)
+        .unwrap_or(max_batch)
+}
+
 /// The session input's H and W.
 fn session_hw(session: &Session) -> Option<(usize, usize)> {
     match session.inputs().first()?.dtype() {
@@ -409,4 +430,36 @@ unsafe fn check(status: ort::sys::OrtStatusPtr) -> Result<(), String> {
         m
     };
     Err(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn less_than_a_third_of_a_run_up_the_graph_ladder_is_padding() {
+        let ladder: Vec<usize> = graph_ladder(64).collect();
+        assert_eq!(ladder, [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48]);
+        assert_eq!(
+            graph_ladder(1).count(),
+            0,
+            "max batch 1: its own graph only"
+        );
+        assert_eq!(graph_ladder(5).collect::<Vec<_>>(), [1, 2, 3, 4]);
+        for max in [1, 5, 16, 64, 100, 256] {
+            for n in 1..=max {
+                let r = graph_size(max, n);
+                assert!(r >= n && r <= max, "{n} of {max} runs as {r}");
+                assert!(3 * (r - n) < r, "{n} of {max} runs as {r}");
+            }
+        }
+        assert_eq!(graph_size(64, 9), 12);
+        assert_eq!(graph_size(64, 13), 16);
+        assert_eq!(graph_size(64, 49), 64);
+        assert_eq!(
+            graph_size(100, 97),
+            100,
+            "past the ladder: the largest batch"
+        );
+    }
 }

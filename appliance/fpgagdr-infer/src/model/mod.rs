@@ -657,11 +657,13 @@ impl Model {
     /// Runs every batch size the device path will use three times (`WARM_UP_RUNS`) on the
     /// tensors at `tensor` (whatever they hold), so that convolution algorithms are
     /// chosen and CUDA graphs captured now, while no other thread of this process uses
-    /// the GPU (ONNX Runtime captures in CUDA's global capture mode). Does nothing without
-    /// device input.
+    /// the GPU (ONNX Runtime captures in CUDA's global capture mode), then
+    /// `TIMED_RUNS` more. Does nothing without device input.
     ///
-    /// Returns the model's time for each of those sizes: its last run, from queueing to
-    /// the results in host memory ([`BatchCosts`]); `None` without device input.
+    /// Returns the model's time for each of those sizes: the median of the timed runs,
+    /// from queueing to the results in host memory ([`BatchCosts`]); `None` without
+    /// device input. The warm-up runs are not timed: the last of them captures the graph
+    /// (the capture and its first replay in one run), which the frame path never pays.
     ///
     /// # Safety
     /// As [`Self::classify_batch_device`] with n = [`Self::max_batch`].
@@ -674,14 +676,18 @@ impl Model {
         let mut tops = vec![[(0u32, 0f32); TOP_K]; self.max_batch];
         let mut points = Vec::with_capacity(sizes.len());
         for n in sizes {
-            for run in 0..WARM_UP_RUNS {
-                let t0 = std::time::Instant::now();
+            for _ in 0..WARM_UP_RUNS {
                 // SAFETY: the caller's contract, for n ≤ max_batch tensors.
                 unsafe { self.classify_batch_device(tensor, n, &mut tops) }?;
-                if run + 1 == WARM_UP_RUNS {
-                    points.push((n, t0.elapsed()));
-                }
             }
+            let mut took = [std::time::Duration::ZERO; TIMED_RUNS];
+            for t in &mut took {
+                let t0 = std::time::Instant::now();
+                // SAFETY: as above.
+                unsafe { self.classify_batch_device(tensor, n, &mut tops) }?;
+                *t = t0.elapsed();
+            }
+            points.push((n, costs::median(&mut took)));
         }
         Ok(Some(BatchCosts::new(points, padded)))
     }
@@ -726,6 +732,13 @@ impl Model {
 /// 3–7 s in fp16 on the H200 (ONNX Runtime 1.31.1, cuDNN 9; docs/benchmarks.md §8), so
 /// every size must be captured here, not on its first partial batch in the frame path.
 const WARM_UP_RUNS: usize = 3;
+
+/// Runs of each batch size timed after the warm-up, of which the median is the size's
+/// cost. One timed run was not enough: on an H100 the run that captured the graph of 8
+/// frames was timed at 1.32 ms where the model alone ran 8 frames in 1.03 ms p50
+/// (docs/benchmarks.md §12.0), which moved the chosen batch from 8 to 15. Five runs of every size up to 64 frames add about 0.1 s
+/// to the warm-up in fp32 on that GPU.
+const TIMED_RUNS: usize = 5;
 
 /// `FPGAGDR_CUDA_NHWC=0|1`: overrides the CUDA provider's layout choice (NHWC with fp16,
 /// NCHW with fp32) for measurements (docs/benchmarks.md).
