@@ -904,3 +904,50 @@ fn batches_queued_ahead_give_the_outcomes_of_batches_run_one_at_a_time() {
     );
     assert!(one_at_a_time[2].starts_with(&format!("{} ", pattern_header.seq)));
 }
+
+/// Defect: after a config change restarted the pipeline, status gave the model 2 MiB of
+/// GPU memory where its first start had 472 MiB (H100, fp32, max batch 8): the new
+/// model's share was measured from the device's use before it loaded, which still held
+/// the replaced run's model and ring, and those were freed before the new warm-up
+/// ended. The share after a restart must be the new model's own.
+#[test]
+fn the_model_s_gpu_memory_after_a_restart_is_its_own() {
+    if gpu(8, 8).is_none() {
+        return;
+    }
+    let mut config = RawConfig::default();
+    config.source.kind = SourceKind::TestPattern;
+    config.source.fps = 60.0;
+    config.ring.memory = RingMemory::CudaDevice;
+    config.ring.entries = 16;
+    config.inference.max_batch = 8;
+    let config = config.check().expect("a valid config");
+    let policy = fpgagdrd::files::Policy::in_data_dir();
+    let shared = std::sync::Arc::new(Shared::default());
+    let mut sup = Supervisor::new(shared.clone());
+    let mut model_bytes = Vec::new();
+    for run in 0..2 {
+        // The second start replaces the first, as a config change does.
+        let prepared = prepare(&config, &CardChoice::sim(), &policy).expect("prepare");
+        sup.start(prepared);
+        let info = sup.info().expect("info");
+        if !info.inference.starts_with("ONNX Runtime CUDA") {
+            println!(
+                "skipped: the model runs on the CPU here ({})",
+                info.inference
+            );
+            return;
+        }
+        let gpu = info.gpu_memory.expect("GPU memory in status");
+        let bytes = gpu.model_bytes.expect("measured after the warm-up");
+        println!("run {run}: model {bytes} B, ring {} B", gpu.ring_bytes);
+        model_bytes.push(bytes);
+    }
+    sup.stop();
+    let (first, second) = (model_bytes[0], model_bytes[1]);
+    assert!(first > 16 << 20, "the first start's model: {first} B");
+    assert!(
+        second >= first / 2,
+        "after the restart the model has {second} B, at its first start {first} B"
+    );
+}

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 /// Model time per batch size, from a few measured sizes: the median of a few runs of
-/// each ([`median`]), after the runs that warmed it up, from queueing the batch to its
+/// each (`median`), after the runs that warmed it up, from queueing the batch to its
 /// results in host memory.
 ///
 /// Where the model runs every batch padded to a measured size (CUDA graphs: the next

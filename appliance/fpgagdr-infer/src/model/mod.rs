@@ -657,13 +657,15 @@ impl Model {
     /// Runs every batch size the device path will use three times (`WARM_UP_RUNS`) on the
     /// tensors at `tensor` (whatever they hold), so that convolution algorithms are
     /// chosen and CUDA graphs captured now, while no other thread of this process uses
-    /// the GPU (ONNX Runtime captures in CUDA's global capture mode), then
-    /// `TIMED_RUNS` more. Does nothing without device input.
+    /// the GPU (ONNX Runtime captures in CUDA's global capture mode), then times
+    /// `TIMED_ROUNDS` rounds of one run of every size. Does nothing without device input.
     ///
-    /// Returns the model's time for each of those sizes: the median of the timed runs,
+    /// Returns the model's time for each of those sizes: the median of its timed runs,
     /// from queueing to the results in host memory ([`BatchCosts`]); `None` without
-    /// device input. The warm-up runs are not timed: the last of them captures the graph
-    /// (the capture and its first replay in one run), which the frame path never pays.
+    /// device input. The warm-up runs are not timed (the last of them captures the
+    /// graph, which the frame path never pays), and the timed runs go round the sizes
+    /// rather than size after size, so that a slow spell of the GPU or the host spreads
+    /// over every size's runs instead of raising one size's median.
     ///
     /// # Safety
     /// As [`Self::classify_batch_device`] with n = [`Self::max_batch`].
@@ -674,21 +676,26 @@ impl Model {
             None => return Ok(None),
         };
         let mut tops = vec![[(0u32, 0f32); TOP_K]; self.max_batch];
-        let mut points = Vec::with_capacity(sizes.len());
-        for n in sizes {
+        for &n in &sizes {
             for _ in 0..WARM_UP_RUNS {
                 // SAFETY: the caller's contract, for n ≤ max_batch tensors.
                 unsafe { self.classify_batch_device(tensor, n, &mut tops) }?;
             }
-            let mut took = [std::time::Duration::ZERO; TIMED_RUNS];
-            for t in &mut took {
+        }
+        let mut took = vec![[std::time::Duration::ZERO; TIMED_ROUNDS]; sizes.len()];
+        for round in 0..TIMED_ROUNDS {
+            for (runs, &n) in took.iter_mut().zip(&sizes) {
                 let t0 = std::time::Instant::now();
                 // SAFETY: as above.
                 unsafe { self.classify_batch_device(tensor, n, &mut tops) }?;
-                *t = t0.elapsed();
+                runs[round] = t0.elapsed();
             }
-            points.push((n, costs::median(&mut took)));
         }
+        let points = sizes
+            .iter()
+            .zip(&mut took)
+            .map(|(&n, runs)| (n, costs::median(runs)))
+            .collect();
         Ok(Some(BatchCosts::new(points, padded)))
     }
 
@@ -733,12 +740,14 @@ impl Model {
 /// every size must be captured here, not on its first partial batch in the frame path.
 const WARM_UP_RUNS: usize = 3;
 
-/// Runs of each batch size timed after the warm-up, of which the median is the size's
-/// cost. One timed run was not enough: on an H100 the run that captured the graph of 8
-/// frames was timed at 1.32 ms where the model alone ran 8 frames in 1.03 ms p50
-/// (docs/benchmarks.md §12.0), which moved the chosen batch from 8 to 15. Five runs of every size up to 64 frames add about 0.1 s
-/// to the warm-up in fp32 on that GPU.
-const TIMED_RUNS: usize = 5;
+/// Rounds of timed runs after the warm-up (one run of every size a round); the median
+/// of a size's runs is its cost. One timed run per size was not enough: on an H100 the
+/// run that captured the graph of 8 frames was timed at 1.32 ms where the model alone
+/// ran 8 frames in 1.03 ms p50, which moved the chosen batch from 8 to 15; and five
+/// runs of one size after another still read 8 frames at 1.17 to 1.53 ms in three
+/// starts on one machine (docs/benchmarks.md §12.0). Nine rounds of the twelve sizes
+/// up to 64 frames add about 0.25 s to the fp32 warm-up there.
+const TIMED_ROUNDS: usize = 9;
 
 /// `FPGAGDR_CUDA_NHWC=0|1`: overrides the CUDA provider's layout choice (NHWC with fp16,
 /// NCHW with fp32) for measurements (docs/benchmarks.md).

@@ -640,7 +640,18 @@ impl Supervisor {
     }
 
     fn start_fed(&mut self, prepared: Prepared, feed: Feed) {
+        // `gpu_base` was measured while the run being replaced still held its model and
+        // ring; what stopping it gives back is taken off, so that the new model's share
+        // (measured after its warm-up) is its own and not its size less the old one's.
+        let before_stop = prepared.gpu_base.and_then(|_| device_memory());
         self.stop();
+        let freed = before_stop
+            .and_then(|(before, _)| device_memory().map(|(after, _)| before.saturating_sub(after)))
+            .unwrap_or(0);
+        let prepared = Prepared {
+            gpu_base: prepared.gpu_base.map(|b| b.saturating_sub(freed)),
+            ..prepared
+        };
         let Prepared {
             ring,
             trigger,
