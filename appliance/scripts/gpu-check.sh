@@ -63,6 +63,8 @@
 #   §12.0 inference stage, engine alone, PyTorch, batch 1/8/32/256: stage engine anchor
 #         (before/after in one lease: INFER_STAGE_BIN with STAGE_CASES)
 #   §12.0 where the stage loses to the engine: overlap; fp16 provider options: fp16opts
+#   §12.0 GPU memory in status (and after a restart): service; gputests with
+#         GPU_TESTS_FILTER=the_model_s_gpu_memory_after_a_restart_is_its_own
 #   §5, §8 the GPU tests, service check, pipeline at 1 MiB, 2,000 frames/s: cpu, cuda
 #   §5.4 compute-sanitizer: sanitizer
 set -u
