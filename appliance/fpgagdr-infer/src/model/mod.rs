@@ -744,9 +744,11 @@ const WARM_UP_RUNS: usize = 3;
 /// of a size's runs is its cost. One timed run per size was not enough: on an H100 the
 /// run that captured the graph of 8 frames was timed at 1.32 ms where the model alone
 /// ran 8 frames in 1.03 ms p50, which moved the chosen batch from 8 to 15; and five
-/// runs of one size after another still read 8 frames at 1.17 to 1.53 ms in three
-/// starts on one machine (docs/benchmarks.md §12.0). Nine rounds of the twelve sizes
-/// up to 64 frames add about 0.25 s to the fp32 warm-up there.
+/// runs of one size after another read 8 frames at 1.17 to 1.53 ms in three starts on
+/// one machine (docs/benchmarks.md §12.0). Rounds spread a slow spell over every size;
+/// they did not narrow the spread between starts (12 frames read at 1.57 to 1.83 ms in
+/// four). Nine rounds of the twelve sizes up to 64 frames add about 0.25 s to the fp32
+/// warm-up there.
 const TIMED_ROUNDS: usize = 9;
 
 /// `FPGAGDR_CUDA_NHWC=0|1`: overrides the CUDA provider's layout choice (NHWC with fp16,
