@@ -314,8 +314,9 @@ impl FramePrep {
     /// that convolution algorithms are chosen and CUDA graphs captured before frames flow
     /// (and while no other thread of the process uses the GPU), makes the buffers of
     /// batches queued ahead where they will be used ([`Self::prepare_ahead`]), and
-    /// returns the model's time per batch size ([`BatchCosts`]: the last warm-up run of
-    /// each size on the GPU; [`Model::measure_host`] for a model on host tensors).
+    /// returns the model's time per batch size ([`BatchCosts`]: on the GPU the median of
+    /// the timed rounds after the warm-up, [`Model::warm_up_device`];
+    /// [`Model::measure_host`] for a model on host tensors).
     ///
     /// Errors: [`PrepError::Model`], and [`PrepError::Path`] for a CUDA failure.
     pub fn warm_up(&mut self, model: &mut Model) -> Result<BatchCosts, PrepError> {
