@@ -202,7 +202,7 @@ if has cuda || has tests; then
   run gpu_tests_ort_cuda 400 "$dev/gpu_tests" --nocapture --test-threads 1
   run status_ort_cuda 60 service "$ORT_DYLIB_PATH"
 fi
-if has service; then
+if has service && ! has cuda && ! has tests; then
   run status_ort_cuda 60 service "$ORT_DYLIB_PATH"
 fi
 if has gputests; then

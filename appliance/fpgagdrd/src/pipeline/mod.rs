@@ -643,7 +643,14 @@ impl Supervisor {
         // `gpu_base` was measured while the run being replaced still held its model and
         // ring; what stopping it gives back is taken off, so that the new model's share
         // (measured after its warm-up) is its own and not its size less the old one's.
-        let before_stop = prepared.gpu_base.and_then(|_| device_memory());
+        // Measured only when a run is replaced: the device's use is every process's, so
+        // what another one frees meanwhile would count too (as would the replaced run's
+        // growth since the base was read; both are small beside a model).
+        let before_stop = self
+            .running
+            .as_ref()
+            .and(prepared.gpu_base)
+            .and_then(|_| device_memory());
         self.stop();
         let freed = before_stop
             .and_then(|(before, _)| device_memory().map(|(after, _)| before.saturating_sub(after)))
