@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use fpgagdr::frame::HEADER_LEN;
 use fpgagdr::{Card, DmaMemory, FrameHeader, FrameTrigger, PinnedBuffer, PixelFormat};
-use fpgagdr_sim::{LinkPreset, SENSOR_SLOTS, SimCard, SimConfig, SimSensor, TestPattern};
+use fpgagdr_sim::{LinkPreset, SimCard, SimConfig, SimSensor, TestPattern};
 
 const T: Duration = Duration::from_secs(5);
 
@@ -78,6 +78,9 @@ fn modelled(preset: LinkPreset, channels: u32, bytes: u64) -> Option<f64> {
 }
 
 fn run(case: &Case, secs: f64, ring_len: usize) -> String {
+    // The sensor's slots on this link; the ring holds a whole number of them.
+    let slots = case.preset.sensor_slots();
+    let ring_len = ring_len.div_ceil(slots as usize).max(1) * slots as usize;
     let sim = Arc::new(SimCard::new(SimConfig {
         preset: case.preset,
         ..SimConfig::default()
@@ -101,7 +104,7 @@ fn run(case: &Case, secs: f64, ring_len: usize) -> String {
     let sensor = Mutex::new(sensor);
     // done[s] = 1 + the last seq of slot s whose C2H finished (0: none yet); tickets
     // handed out; frames asked of the sensor.
-    let done: Vec<AtomicU64> = (0..SENSOR_SLOTS).map(|_| AtomicU64::new(0)).collect();
+    let done: Vec<AtomicU64> = (0..slots).map(|_| AtomicU64::new(0)).collect();
     let (tickets, asked) = (AtomicU64::new(0), AtomicU64::new(0));
     let (count, stop, failed) = (
         AtomicU64::new(0),
@@ -126,12 +129,10 @@ fn run(case: &Case, secs: f64, ring_len: usize) -> String {
                 };
                 while !stop.load(Ordering::Relaxed) {
                     let n = tickets.fetch_add(1, Ordering::Relaxed);
-                    // The slot's previous frame (n - 4) must be read before it is
+                    // The slot's previous frame (n - slots) must be read before it is
                     // rewritten, and frames are asked for in order.
                     let slot_free = || {
-                        n < SENSOR_SLOTS
-                            || done[(n % SENSOR_SLOTS) as usize].load(Ordering::Acquire)
-                                > n - SENSOR_SLOTS
+                        n < slots || done[(n % slots) as usize].load(Ordering::Acquire) > n - slots
                     };
                     if !wait(&slot_free) || !wait(&|| asked.load(Ordering::Acquire) == n) {
                         return;
@@ -222,17 +223,15 @@ fn main() {
         return;
     }
     let secs: f64 = env("FPGAGDR_OFFER_SECS", 3.0);
-    let ring_len: usize = env("FPGAGDR_OFFER_RING", 16usize)
-        .div_ceil(SENSOR_SLOTS as usize)
-        .max(1)
-        * SENSOR_SLOTS as usize;
+    // Rounded up per case to a whole number of the sensor's slots on its link.
+    let ring_len: usize = env("FPGAGDR_OFFER_RING", 16usize);
     let cases = std::env::var("FPGAGDR_OFFER_CASES").unwrap_or_else(|_| {
         "off:1:1,off:1:still,off:2:still,off:4:still,x86-gen3x8:1:still,x86-gen3x8:2:still,x86-gen3x8:4:still"
             .into()
     });
     let (kind, why) = fpgagdr::frame_ring_kind();
     println!(
-        "frame ring: {} ({why}); {} cores; 1 MiB frames (1024x1024 mono8 + 64-byte header), {ring_len} entries, {secs} s per case\n",
+        "frame ring: {} ({why}); {} cores; 1 MiB frames (1024x1024 mono8 + 64-byte header), ring of {ring_len} entries or more (a whole number of the sensor's slots), {secs} s per case\n",
         kind.as_str(),
         std::thread::available_parallelism().map_or(0, |n| n.get()),
     );

@@ -34,7 +34,7 @@ mod source;
 
 pub use card::{SimCard, SimConfig, open_sim};
 pub use link::{LinkModel, LinkPreset, PathCost};
-pub use sensor::{SENSOR_SLOTS, SimSensor};
+pub use sensor::SimSensor;
 pub use source::{
     FrameSource, IMAGE_EXTENSIONS, MAX_IDENTITY_LEN, MAX_IMAGE_SIDE, MAX_IMAGES, Replay,
     ReplayPlan, TestPattern, is_image_name,

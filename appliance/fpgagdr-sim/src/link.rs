@@ -116,6 +116,24 @@ impl LinkPreset {
         }
     }
 
+    /// Frame slots the simulated sensor cycles through in card memory on this link
+    /// (`SLOT_COUNT` of docs/card-protocol.md): 16 on [`LinkPreset::X86Gen3x8`], 4
+    /// otherwise. A free-running sensor keeps a frame only until the frame `slots`
+    /// later overwrites it, so the slots bound how late the host may pick a frame up.
+    /// At the Gen3 x8 card's 6,661 frames/s of 1 MiB (150 µs apart) 4 slots hold
+    /// 600 µs, less than the pickup's p99 measured on H100 hosts (0.53–0.88 ms,
+    /// docs/benchmarks.md §12.0); 16 hold 2.4 ms, as docs/card-protocol.md ("Sizing
+    /// `SLOT_COUNT`") sizes such a card. At the Orin link's rate (about 2,000 frames/s
+    /// of 1 MiB) 4 slots hold 2 ms. With the link model off there is no rate to
+    /// size slots for; 4 are kept, so the tests of the library's own overhead keep
+    /// small rings.
+    pub fn sensor_slots(self) -> u64 {
+        match self {
+            LinkPreset::X86Gen3x8 => 16,
+            LinkPreset::OrinGen3x4 | LinkPreset::Off => 4,
+        }
+    }
+
     /// The fitted costs, or `None` for [`LinkPreset::Off`].
     pub fn model(self) -> Option<LinkModel> {
         let c = |setup_us, gbps| PathCost { setup_us, gbps };

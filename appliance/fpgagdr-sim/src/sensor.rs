@@ -18,7 +18,7 @@
 //! `start + k / fps`, whether or not the host is ready. A host that asks late gets the
 //! oldest frame still in its slot (its arrival is the moment it was complete, so the
 //! wait shows as the pickup stage), then the next ones at once; a host more than
-//! [`SENSOR_SLOTS`] frames behind has missed the frames overwritten since
+//! [`crate::LinkPreset::sensor_slots`] frames behind has missed the frames overwritten since
 //! ([`FrameSlot::missed`]). So frames produced = frames the host took + frames missed,
 //! exactly, and the rate offered is the rate asked for. A frame is written into its slot
 //! when the host asks for it (the bytes, the timestamp included, are those it would have
@@ -34,8 +34,6 @@ use fpgagdr::{Error, FrameError, FrameHeader, FrameSlot, FrameTrigger, MemoryKin
 use crate::card::SimCard;
 use crate::source::{FrameSource, MAX_IDENTITY_LEN};
 
-/// Frame slots the sensor cycles through in card memory.
-pub const SENSOR_SLOTS: u64 = 4;
 const SLOT_ALIGN: u64 = 64 * 1024;
 
 /// What a frame slot holds, for rewriting only what changes.
@@ -57,6 +55,8 @@ pub struct SimSensor {
     fps: Option<f64>,
     base: u64,
     slot_stride: u64,
+    /// Frame slots in card memory: [`crate::LinkPreset::sensor_slots`] of the card's link.
+    slots: u64,
     seq: u64,
     /// When frame 0 was complete (the first ask), at a fixed frame rate.
     start: Option<Instant>,
@@ -87,7 +87,8 @@ impl std::fmt::Debug for SimSensor {
 
 impl SimSensor {
     /// A sensor writing `source`'s frames at `fps` frames per second, free-running (module
-    /// documentation; 0 = as fast as the capture loop asks) into [`SENSOR_SLOTS`] slots from card address `base`, each slot
+    /// documentation; 0 = as fast as the capture loop asks) into the card's link's
+    /// [`crate::LinkPreset::sensor_slots`] slots from card address `base`, each slot
     /// held in page-locked card memory where CUDA is present
     /// ([`SimCard::map_frame_memory`]).
     ///
@@ -108,7 +109,8 @@ impl SimSensor {
             .into());
         }
         let slot_stride = (source.max_frame_len() as u64).div_ceil(SLOT_ALIGN) * SLOT_ALIGN;
-        let len = slot_stride * SENSOR_SLOTS;
+        let slots = card.config().preset.sensor_slots();
+        let len = slot_stride * slots;
         let card_memory = card.config().card_memory_bytes;
         if base.checked_add(len).is_none_or(|end| end > card_memory) {
             return Err(Error::CardBounds {
@@ -126,7 +128,7 @@ impl SimSensor {
             .into());
         }
         let mut slot_memory = MemoryKind::Host;
-        for slot in 0..SENSOR_SLOTS {
+        for slot in 0..slots {
             slot_memory = card.map_frame_memory(base + slot * slot_stride, slot_stride)?;
         }
         Ok(SimSensor {
@@ -135,10 +137,11 @@ impl SimSensor {
             fps: (fps > 0.0).then_some(fps),
             base,
             slot_stride,
+            slots,
             seq: 0,
             start: None,
             scratch: Vec::new(),
-            held: vec![None; SENSOR_SLOTS as usize],
+            held: vec![None; slots as usize],
             identity_len,
             epoch: Instant::now(),
             slot_memory,
@@ -202,7 +205,7 @@ impl SimSensor {
         self.card.fpga_write(card_addr, &self.scratch)?;
         self.rendered += 1;
         // Keep what rewriting the slot's next frame needs, if it will show this picture.
-        let next = seq + SENSOR_SLOTS;
+        let next = seq + self.slots;
         self.held[slot] = match picture {
             Some(p) if self.source.picture(next) == Some(p) => {
                 let mut rest = crc32fast::Hasher::new();
@@ -222,11 +225,11 @@ impl SimSensor {
 /// The frame a free-running sensor hands a host that asks at `now` for frame `next`:
 /// `(frame, frames missed before it)`. Frame k is complete at `k / fps` s after the
 /// start (`since_start`, s, is now); a slot holds a frame until the frame
-/// [`SENSOR_SLOTS`] later overwrites it, so frames older than the last `SENSOR_SLOTS`
+/// `slots` later overwrites it, so frames older than the last `slots`
 /// complete ones are gone. A frame not yet complete is the one handed (after a wait).
-fn due_frame(next: u64, since_start: f64, fps: f64) -> (u64, u64) {
+fn due_frame(next: u64, since_start: f64, fps: f64, slots: u64) -> (u64, u64) {
     let latest = (since_start * fps).floor() as u64;
-    let oldest_kept = (latest + 1).saturating_sub(SENSOR_SLOTS);
+    let oldest_kept = (latest + 1).saturating_sub(slots);
     if next < oldest_kept {
         (oldest_kept, oldest_kept - next)
     } else {
@@ -240,8 +243,12 @@ impl FrameTrigger for SimSensor {
             Some(fps) => {
                 let now = Instant::now();
                 let start = *self.start.get_or_insert(now);
-                let (seq, missed) =
-                    due_frame(self.seq, now.duration_since(start).as_secs_f64(), fps);
+                let (seq, missed) = due_frame(
+                    self.seq,
+                    now.duration_since(start).as_secs_f64(),
+                    fps,
+                    self.slots,
+                );
                 let due = start + Duration::from_secs_f64(seq as f64 / fps);
                 if due > now + timeout {
                     std::thread::sleep(timeout);
@@ -255,7 +262,7 @@ impl FrameTrigger for SimSensor {
             None => (self.seq, 0, Instant::now()),
         };
         self.seq = seq + 1;
-        let slot = (seq % SENSOR_SLOTS) as usize;
+        let slot = (seq % self.slots) as usize;
         let card_addr = self.base + slot as u64 * self.slot_stride;
         let header = self.write_frame(seq, slot, card_addr, arrived)?;
         Ok(FrameSlot {
@@ -283,7 +290,7 @@ impl FrameTrigger for SimSensor {
     }
 
     fn slots(&self) -> u32 {
-        SENSOR_SLOTS as u32
+        self.slots as u32
     }
 
     fn describe(&self) -> String {
@@ -298,14 +305,18 @@ mod tests {
     #[test]
     fn a_late_host_gets_the_oldest_frame_still_in_its_slot_and_misses_the_rest() {
         // 1000 frames/s: frame k is complete at k ms.
-        assert_eq!(due_frame(0, 0.0, 1000.0), (0, 0));
+        assert_eq!(due_frame(0, 0.0, 1000.0, 4), (0, 0));
         // Early: the next frame is handed (after a wait).
-        assert_eq!(due_frame(5, 0.0032, 1000.0), (5, 0));
+        assert_eq!(due_frame(5, 0.0032, 1000.0, 4), (5, 0));
         // Frames 3..=6 complete, all four still in their slots: the oldest, none missed.
-        assert_eq!(due_frame(3, 0.0065, 1000.0), (3, 0));
+        assert_eq!(due_frame(3, 0.0065, 1000.0, 4), (3, 0));
         // Frames 0..=9 complete: 6..=9 are kept, 3, 4 and 5 were overwritten.
-        assert_eq!(due_frame(3, 0.0099, 1000.0), (6, 3));
+        assert_eq!(due_frame(3, 0.0099, 1000.0, 4), (6, 3));
         // Exactly on the due time of frame 7: 4..=7 kept.
-        assert_eq!(due_frame(4, 0.007, 1000.0), (4, 0));
+        assert_eq!(due_frame(4, 0.007, 1000.0, 4), (4, 0));
+        // 16 slots (the Gen3 x8 card): frames 0..=19 complete, 4..=19 kept; a host 17
+        // frames behind misses 1 where 4 slots would have lost 13.
+        assert_eq!(due_frame(3, 0.0199, 1000.0, 16), (4, 1));
+        assert_eq!(due_frame(3, 0.0199, 1000.0, 4), (16, 13));
     }
 }

@@ -13,9 +13,7 @@ use std::time::{Duration, Instant};
 use common::{GENEROUS, assert_same, bytes};
 use fpgagdr::frame::HEADER_LEN;
 use fpgagdr::{Card, DmaMemory, FrameHeader, FrameTrigger, PinnedBuffer, PixelFormat};
-use fpgagdr_sim::{
-    FrameSource, LinkPreset, Replay, SENSOR_SLOTS, SimCard, SimConfig, SimSensor, TestPattern,
-};
+use fpgagdr_sim::{FrameSource, LinkPreset, Replay, SimCard, SimConfig, SimSensor, TestPattern};
 
 fn card_and_sim(preset: LinkPreset) -> (Card, Arc<SimCard>) {
     let sim = Arc::new(SimCard::new(SimConfig {
@@ -42,11 +40,12 @@ fn compare_with_full_renders(
     frames: u64,
 ) -> (u64, u64) {
     let buf = frame_buffer(card, sensor.max_frame_len());
+    let slots = u64::from(sensor.slots());
     let mut want = Vec::new();
     let mut last_ts = None;
     for seq in 0..frames {
         let slot = sensor.wait_frame(GENEROUS).unwrap();
-        assert_eq!((slot.seq, slot.slot as u64), (seq, seq % SENSOR_SLOTS));
+        assert_eq!((slot.seq, slot.slot as u64), (seq, seq % slots));
         card.read_c2h(0, &buf, slot.card_addr, slot.len, GENEROUS)
             .unwrap();
         let got = &bytes(&buf)[..slot.len as usize];
@@ -85,7 +84,8 @@ fn a_still_pattern_is_rewritten_in_place_and_equals_full_renders() {
     let mut reference = pattern().with_step(u64::MAX);
     let (full, rewritten) = compare_with_full_renders(&mut sensor, &mut reference, &card, 24);
     // One full write per slot; every later frame only rewrote header and identity.
-    assert_eq!((full, rewritten), (SENSOR_SLOTS, 24 - SENSOR_SLOTS));
+    let slots = LinkPreset::Off.sensor_slots();
+    assert_eq!((full, rewritten), (slots, 24 - slots));
 }
 
 #[test]
@@ -138,7 +138,10 @@ fn replayed_images_are_rewritten_only_where_a_slot_shows_the_same_image() {
     let mut reference = Replay::load(two.path()).unwrap();
     assert_eq!(
         compare_with_full_renders(&mut sensor, &mut reference, &card, 12),
-        (SENSOR_SLOTS, 12 - SENSOR_SLOTS)
+        (
+            LinkPreset::Off.sensor_slots(),
+            12 - LinkPreset::Off.sensor_slots()
+        )
     );
     // Three images: each slot's image changes every time: always written in full.
     let mut sensor = SimSensor::new(
@@ -167,11 +170,12 @@ fn through_channels(
 ) -> (Vec<u64>, Duration) {
     let (card, sim) = card_and_sim(preset);
     let sensor = SimSensor::new(sim, Box::new(pattern), 0.0, 0).unwrap();
+    let slots = u64::from(sensor.slots());
     let ring: Vec<PinnedBuffer> = (0..4 * channels)
         .map(|_| frame_buffer(&card, sensor.max_frame_len()))
         .collect();
     let sensor = Mutex::new(sensor);
-    let done: Vec<AtomicU64> = (0..SENSOR_SLOTS).map(|_| AtomicU64::new(0)).collect();
+    let done: Vec<AtomicU64> = (0..slots).map(|_| AtomicU64::new(0)).collect();
     let (tickets, asked) = (AtomicU64::new(0), AtomicU64::new(0));
     let seen = Mutex::new(Vec::new());
     let t0 = Instant::now();
@@ -186,9 +190,8 @@ fn through_channels(
                     if n >= frames {
                         return;
                     }
-                    while n >= SENSOR_SLOTS
-                        && done[(n % SENSOR_SLOTS) as usize].load(Ordering::Acquire)
-                            <= n - SENSOR_SLOTS
+                    while n >= slots
+                        && done[(n % slots) as usize].load(Ordering::Acquire) <= n - slots
                     {
                         std::thread::yield_now();
                     }
@@ -286,7 +289,7 @@ fn frame_slots_are_held_together_and_nothing_else_is() {
     // Four slots of 1 MiB + 64 KiB (the header rounded up to the slot alignment).
     assert_eq!(
         sim.resident_bytes() - before,
-        SENSOR_SLOTS * (1024 * 1024 + 64 * 1024)
+        LinkPreset::Off.sensor_slots() * (1024 * 1024 + 64 * 1024)
     );
     assert!(matches!(
         sensor.slot_memory(),

@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::{GENEROUS, MIB, assert_same, bytes};
 use fpgagdr::frame::HEADER_LEN;
 use fpgagdr::{Card, DmaMemory, FrameCheck, FrameHeader, FrameTrigger, PinnedBuffer, PixelFormat};
-use fpgagdr_sim::{LinkPreset, Replay, SENSOR_SLOTS, SimCard, SimConfig, SimSensor, TestPattern};
+use fpgagdr_sim::{LinkPreset, Replay, SimCard, SimConfig, SimSensor, TestPattern};
 
 /// A simulated card shared by the sensor (the FPGA's side) and a [`Card`] (the host's).
 fn card_and_sim(preset: LinkPreset) -> (Card, Arc<SimCard>) {
@@ -59,7 +59,7 @@ fn test_pattern_frames_arrive_in_order_with_valid_checksums() {
     assert!(sensor.describe().contains("320x240 rgb8"));
     let buf = frame_buffer(&card, &sensor);
 
-    for seq in 0..2 * SENSOR_SLOTS + 1 {
+    for seq in 0..2 * u64::from(sensor.slots()) + 1 {
         let (h, frame) = capture(&card, &mut sensor, &buf);
         assert_eq!(h.seq, seq);
         assert_eq!(
@@ -74,20 +74,24 @@ fn test_pattern_frames_arrive_in_order_with_valid_checksums() {
 
 #[test]
 fn sensor_slots_are_distinct_and_inside_card_memory() {
-    let (_card, sim) = card_and_sim(LinkPreset::Off);
-    let pattern = TestPattern::new(PixelFormat::Mono8, 1000, 100).unwrap();
-    let base = 64 * MIB;
-    let mut sensor = SimSensor::new(sim, Box::new(pattern), 0.0, base).unwrap();
-    let addrs: Vec<u64> = (0..SENSOR_SLOTS * 2)
-        .map(|_| sensor.wait_frame(GENEROUS).unwrap().card_addr)
-        .collect();
-    let first: std::collections::BTreeSet<_> = addrs[..SENSOR_SLOTS as usize].iter().collect();
-    assert_eq!(first.len(), SENSOR_SLOTS as usize, "{addrs:x?}");
-    assert_eq!(
-        addrs[..SENSOR_SLOTS as usize],
-        addrs[SENSOR_SLOTS as usize..]
-    );
-    assert!(addrs.iter().all(|&a| a >= base && a % (64 * 1024) == 0));
+    // The Gen3 x8 card keeps 16 frames (docs/card-protocol.md, "Sizing SLOT_COUNT"),
+    // the others 4.
+    for (preset, slots) in [(LinkPreset::Off, 4), (LinkPreset::X86Gen3x8, 16)] {
+        let (_card, sim) = card_and_sim(preset);
+        let pattern = TestPattern::new(PixelFormat::Mono8, 1000, 100).unwrap();
+        let base = 64 * MIB;
+        let mut sensor = SimSensor::new(sim, Box::new(pattern), 0.0, base).unwrap();
+        assert_eq!(u64::from(sensor.slots()), slots, "{preset:?}");
+        assert_eq!(preset.sensor_slots(), slots, "{preset:?}");
+        let addrs: Vec<u64> = (0..slots * 2)
+            .map(|_| sensor.wait_frame(GENEROUS).unwrap().card_addr)
+            .collect();
+        let n = slots as usize;
+        let first: std::collections::BTreeSet<_> = addrs[..n].iter().collect();
+        assert_eq!(first.len(), n, "{preset:?}: {addrs:x?}");
+        assert_eq!(addrs[..n], addrs[n..], "{preset:?}");
+        assert!(addrs.iter().all(|&a| a >= base && a % (64 * 1024) == 0));
+    }
 }
 
 #[test]
@@ -111,10 +115,11 @@ fn a_free_running_sensor_counts_every_frame_it_produced() {
     // 2000 frames/s, frame k complete at k × 500 µs. The host takes frames and now and
     // then sleeps 10 ms (20 frames' time): each frame handed is the one after the last,
     // plus the frames missed in between (overwritten: the sensor keeps the last
-    // SENSOR_SLOTS), and its timestamp is its completion time on the card's clock.
+    // `slots`), and its timestamp is its completion time on the card's clock.
     let (card, sim) = card_and_sim(LinkPreset::Off);
     let pattern = TestPattern::new(PixelFormat::Mono8, 64, 64).unwrap();
     let mut sensor = SimSensor::new(sim, Box::new(pattern), 2000.0, 0).unwrap();
+    let slots = u64::from(sensor.slots());
     let buf = frame_buffer(&card, &sensor);
     let (mut taken, mut missed, mut sleeps) = (0u64, 0u64, 0u64);
     let mut last: Option<(u64, u64)> = None;
@@ -145,9 +150,9 @@ fn a_free_running_sensor_counts_every_frame_it_produced() {
         }
     }
     // Produced = taken + missed, exactly; each sleep let 20 frames complete, of which
-    // at most SENSOR_SLOTS were still there.
+    // at most `slots` were still there.
     assert_eq!(last.unwrap().0 + 1, taken + missed);
-    assert!(missed >= sleeps * (20 - SENSOR_SLOTS), "{missed} missed");
+    assert!(missed >= sleeps * (20 - slots), "{missed} missed");
 }
 
 #[test]

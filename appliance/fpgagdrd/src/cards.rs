@@ -201,7 +201,7 @@ fn open_sim(
             // The memory rule before anything is decoded (the ring as it will be: k x the
             // sensor's frame slots).
             memory(
-                fpgagdr_sim::SENSOR_SLOTS as usize,
+                config.card.sim_link.sensor_slots() as usize,
                 plan.max_frame_len(),
                 align,
                 plan.decoded_bytes(),
